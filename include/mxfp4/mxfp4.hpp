@@ -1,0 +1,251 @@
+// mxfp4: MXFP4 quantization and GEMM (C = quantize(A) * B^T) for CPUs and NVIDIA Hopper.
+//
+// The one header a user includes. Semantics: ../shared/spec/mxfp4-semantics.md, copied in
+// docs/semantics.md ("spec §n" below). All sizes are element counts unless they say bytes;
+// all matrices are row-major with an explicit row stride (in elements of their own dtype).
+//
+// Memory: with Backend::cpu every pointer is host memory; with Backend::cuda every pointer
+// is device memory and work is queued on Exec::stream without host synchronisation.
+//
+// Errors (every function): InvalidArgument for bad sizes, strides, null or overlapping
+// buffers (Python ValueError); TypeMismatch for an unsupported dtype, layout or layout
+// version (Python TypeError); Error for everything the caller cannot fix by other
+// arguments, CudaError for a failed CUDA call (Python RuntimeError). Messages name the
+// offending values. Nothing here aborts or prints.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mxfp4/format.hpp"
+
+namespace mxfp4 {
+
+// ---------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------
+
+/// Runtime failure the caller cannot fix by changing arguments (maps to RuntimeError).
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+/// A failed CUDA runtime / driver / cuBLAS call; the message has the call and CUDA's text.
+class CudaError : public Error {
+ public:
+  using Error::Error;
+};
+/// Bad argument value: size, stride, null or overlapping buffer (maps to ValueError).
+class InvalidArgument : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+/// Unsupported dtype, layout or layout version (maps to TypeError).
+class TypeMismatch : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// ---------------------------------------------------------------------------------------
+// Vocabulary
+// ---------------------------------------------------------------------------------------
+
+/// Element type of a dense floating-point matrix. bf16 and fp16 are passed as uint16 bit
+/// patterns, fp32 as float.
+enum class DType : int { bf16 = 0, fp16 = 1, fp32 = 2 };
+
+/// Where the work runs (and so where every pointer of the call lives).
+enum class Backend : int { cpu = 0, cuda = 1 };
+
+/// Layout of packed e2m1 codes: plain [rows, K/2] (spec §1.1) or AITER's
+/// shuffle_weight(layout=(16,16)) order (spec §4.2, needs rows % 16 == 0, K % 64 == 0).
+enum class CodeLayout : int { plain = 0, aiter_shuffled = 1 };
+
+/// Layout of E8M0 scales: plain [rows, K/32] or AITER's e8m0_shuffle order (spec §4.1,
+/// rows padded to a multiple of 256 and K/32 to a multiple of 8; padding never read).
+enum class ScaleLayout : int { plain = 0, aiter_shuffled = 1 };
+
+/// Execution context of a call.
+struct Exec {
+  Backend backend = Backend::cpu;  ///< where to run; pointers must live there
+  void* stream = nullptr;          ///< cudaStream_t for Backend::cuda (nullptr: default stream)
+  int threads = 0;                 ///< CPU worker threads; 0 = std::thread::hardware_concurrency
+};
+
+/// An MXFP4 matrix [rows, K]: packed e2m1 codes and E8M0 scales (spec §1).
+/// Plain layouts are dense: codes [rows, K/2] bytes, scales [rows, K/32] bytes.
+struct MxMatrix {
+  const uint8_t* codes = nullptr;
+  const uint8_t* scales = nullptr;
+  int64_t rows = 0;
+  int64_t K = 0;
+  CodeLayout code_layout = CodeLayout::plain;
+  ScaleLayout scale_layout = ScaleLayout::plain;
+};
+
+// ---------------------------------------------------------------------------------------
+// Quantization (spec §2)
+// ---------------------------------------------------------------------------------------
+
+/// Quantizes x [rows, K] (dtype bf16/fp16/fp32, row stride `x_stride` >= K elements) to
+/// MXFP4 per 1x32 block along K: codes [rows, K/2] (element 2i in the low nibble) and E8M0
+/// scales [rows, K/32] in `scale_layout` (plain: [rows, K/32]; aiter_shuffled: a buffer of
+/// shuffled_scales_bytes(rows, K/32) bytes whose padding is left untouched).
+/// Bit-exact with spec §2 under `rule`; NaN/Inf blocks get scale 0xFF and zero codes (§2.1).
+/// Throws InvalidArgument (rows < 1, K < 32, K % 32 != 0, stride < K, null or overlapping
+/// buffers), TypeMismatch (dtype), Error/CudaError (backend failures).
+void quantize(const void* x, DType dtype, int64_t rows, int64_t K, int64_t x_stride, uint8_t* codes,
+              uint8_t* scales, ScaleRule rule = ScaleRule::aiter, const Exec& exec = {},
+              ScaleLayout scale_layout = ScaleLayout::plain);
+
+/// Dequantizes an MXFP4 matrix to `out` [rows, K] with row stride `out_stride` (elements),
+/// out_dtype fp32 (float) or bf16 (uint16 bits, exact except overflow). Values are
+/// e2m1 * 2^(b-127) exactly (spec §1.3); scale 0xFF gives NaN; byte 254 with |code| >= 4
+/// overflows to +-Inf. Throws as quantize().
+void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_stride, const Exec& exec = {});
+
+// ---------------------------------------------------------------------------------------
+// AITER layouts (spec §4); host or device buffers per exec.backend
+// ---------------------------------------------------------------------------------------
+
+/// Bytes of an e8m0_shuffle'd scale buffer for `rows` x `kblocks` scales:
+/// round_up(rows, 256) * round_up(kblocks, 8) (spec §4.1).
+int64_t shuffled_scales_bytes(int64_t rows, int64_t kblocks);
+
+/// plain [rows, kblocks] -> AITER shuffled (spec §4.1). Padding bytes of `shuffled` are not
+/// written. Throws InvalidArgument for sizes < 1, null or overlapping buffers.
+void shuffle_scales(const uint8_t* plain, int64_t rows, int64_t kblocks, uint8_t* shuffled, const Exec& exec = {});
+/// AITER shuffled -> plain [rows, kblocks] (spec §4.1); padding is never read.
+void unshuffle_scales(const uint8_t* shuffled, int64_t rows, int64_t kblocks, uint8_t* plain, const Exec& exec = {});
+
+/// plain codes [N, K/2] -> shuffle_weight(layout=(16,16)) order (spec §4.2), N*K/2 bytes.
+/// Throws InvalidArgument unless N % 16 == 0 and K % 64 == 0.
+void shuffle_weight(const uint8_t* plain, int64_t N, int64_t K, uint8_t* shuffled, const Exec& exec = {});
+/// Inverse of shuffle_weight (spec §4.2).
+void unshuffle_weight(const uint8_t* shuffled, int64_t N, int64_t K, uint8_t* plain, const Exec& exec = {});
+
+// ---------------------------------------------------------------------------------------
+// Prepacked weights (the layout the GPU kernels read; docs/packed-layout.md)
+// ---------------------------------------------------------------------------------------
+
+/// Version of the packed layout produced by prepack(); packed buffers of another version are
+/// rejected with TypeMismatch.
+inline constexpr int kPackedLayoutVersion = 1;
+
+/// A prepacked weight matrix B [N, K]: `data` holds packed_bytes(N, K) bytes in layout
+/// `version` (docs/packed-layout.md). Non-owning; where it lives is the caller's Exec.
+struct PackedWeights {
+  const uint8_t* data = nullptr;
+  int64_t N = 0;
+  int64_t K = 0;
+  int version = kPackedLayoutVersion;
+};
+
+/// Bytes of the packed layout for B [N, K] (N padded to 16, K to 256; docs/packed-layout.md).
+int64_t packed_bytes(int64_t N, int64_t K);
+
+/// Packs MXFP4 weights B (any code/scale layout) into `out` (packed_bytes(N, K) bytes, every
+/// byte written, padding zero). Returns the descriptor of `out`. Throws InvalidArgument for
+/// bad sizes or buffers.
+PackedWeights prepack(const MxMatrix& b, uint8_t* out, const Exec& exec = {});
+
+/// Quantizes a dense B [N, K] (dtype, row stride) under `rule` and packs it into `out`.
+/// Uses `tmp` (N*K/2 + N*K/32 bytes, same memory as out) as scratch.
+PackedWeights prepack_dense(const void* b, DType dtype, int64_t N, int64_t K, int64_t b_stride, uint8_t* out,
+                            uint8_t* tmp, ScaleRule rule = ScaleRule::aiter, const Exec& exec = {});
+
+/// Exact inverse of prepack: plain codes [N, K/2] and plain scales [N, K/32].
+void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec& exec = {});
+
+// ---------------------------------------------------------------------------------------
+// GEMM (spec §3): C[M, N] (bf16) = quantize(A)[M, K] * B[N, K]^T
+// ---------------------------------------------------------------------------------------
+
+/// Kernel path of the CUDA GEMM (docs/dispatch.md).
+///   fused:  small M, A quantized inside the GEMM kernel, one launch, no split-K;
+///   splitk: as fused, K split over a thread-block cluster, deterministic DSMEM reduction;
+///   tiled:  large M, A quantized once by its own kernel, then a tiled tensor-core GEMM.
+enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2 };
+
+/// Tile configuration of one CUDA GEMM launch; chosen by choose_gemm_config() or tuning.
+struct GemmConfig {
+  GemmPath path = GemmPath::fused;
+  int block_n = 64;   ///< weight rows (N) per CTA; multiple of 16
+  int block_m = 16;   ///< tokens (M) per CTA; multiple of 16 (fused/splitk: all of M up to 64)
+  int split_k = 1;    ///< CTAs of a cluster sharing one output tile (1..8)
+  int warps = 4;      ///< warps per CTA
+};
+
+/// Properties of a device that the dispatcher reads.
+struct DeviceInfo {
+  std::string name;
+  int cc_major = 9;
+  int cc_minor = 0;
+  int sm_count = 132;
+  int64_t smem_optin_bytes = 227 * 1024;
+};
+
+/// Options of a GEMM call.
+struct GemmOptions {
+  ScaleRule rule = ScaleRule::aiter;  ///< rule used to quantize A
+  const GemmConfig* config = nullptr; ///< force a configuration (nullptr: dispatcher/tune cache)
+  void* workspace = nullptr;          ///< device scratch for the tiled path (nullptr: cached)
+  size_t workspace_bytes = 0;
+};
+
+/// Pure dispatcher: the configuration the library uses for (M, N, K) on `dev` when no tune
+/// cache entry exists. Deterministic; unit-tested on the CPU (docs/dispatch.md).
+GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev);
+
+/// Human-readable one-line description of a configuration, e.g.
+/// "path=splitk block_n=64 block_m=16 split_k=4 warps=4".
+std::string describe(const GemmConfig& cfg);
+
+/// Device scratch bytes the GEMM needs for (M, K) with `cfg` (0 for fused/splitk).
+size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg);
+
+/// The configuration gemm() would use for this shape on exec's device (tune cache first,
+/// then choose_gemm_config). Backend::cpu answers with the CPU backend's fixed config.
+GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, const Exec& exec = {});
+
+/// C = quantize(A) * B^T with B given as an MXFP4 matrix (CPU backend only; for CUDA call
+/// prepack() once and use the PackedWeights overload).
+/// A: bf16 bits [M, K], row stride lda >= K. C: bf16 bits [M, N], row stride ldc >= N.
+/// fp32 accumulation; result within spec §3's bound. Throws InvalidArgument for bad sizes,
+/// strides, null or overlapping buffers (C may not overlap A or B), TypeMismatch for
+/// unsupported layouts.
+void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& B, uint16_t* C, int64_t ldc,
+          const GemmOptions& opt = {}, const Exec& exec = {});
+
+/// As above with B prepacked (CPU and CUDA backends). On CUDA: no allocation after the first
+/// call for a shape class, no host synchronisation, capturable in a CUDA graph.
+void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C,
+          int64_t ldc, const GemmOptions& opt = {}, const Exec& exec = {});
+
+/// C = A_q * B^T with A already quantized (A_q: MxMatrix [M, K]); CPU backend.
+/// Bit-identical to gemm() on the bf16 A that quantizes to A_q (bug kind K03).
+void gemm_quantized(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t ldc, const Exec& exec = {});
+
+/// Exact reference GEMM on the CPU (test oracle): exact products, fp64 accumulation, one
+/// final round to bf16 (nearest even). `out_f64`, if non-null, receives the unrounded sums
+/// [M, N] and `out_abs`, if non-null, sum_k |a_k b_k| [M, N] (for spec §3's bound).
+void gemm_reference(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t ldc, double* out_f64 = nullptr,
+                    double* out_abs = nullptr);
+
+// ---------------------------------------------------------------------------------------
+// Build and device information
+// ---------------------------------------------------------------------------------------
+
+/// Library version string ("MAJOR.MINOR.PATCH").
+const char* version();
+/// True when the library was compiled with the CUDA backend.
+bool built_with_cuda();
+/// Number of CUDA devices usable now (0 without CUDA build or driver; never throws).
+int cuda_device_count();
+/// Properties of CUDA device `index` (throws Error without CUDA, InvalidArgument for index).
+DeviceInfo cuda_device_info(int index);
+
+}  // namespace mxfp4

@@ -1,0 +1,41 @@
+// Internal interface of the CUDA backend. The public API (src/core/api.cpp) validates every
+// argument and then calls these; they assume valid arguments and device pointers, queue work
+// on `stream` (a cudaStream_t) and throw CudaError when a CUDA call fails. Implemented in
+// src/cuda/*.cu, or by src/cuda/no_cuda.cpp (every call throws Error) in CPU-only builds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mxfp4/mxfp4.hpp"
+
+namespace mxfp4::cuda {
+
+/// Number of usable CUDA devices (0 when none or no driver; never throws).
+int device_count();
+/// Properties of device `index`.
+DeviceInfo device_info(int index);
+/// The calling thread's current device.
+int current_device();
+
+void quantize(const void* x, DType dtype, int64_t rows, int64_t K, int64_t x_stride, uint8_t* codes,
+              uint8_t* scales, ScaleRule rule, ScaleLayout scale_layout, void* stream);
+void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_stride, void* stream);
+
+void shuffle_scales(const uint8_t* plain, int64_t rows, int64_t kblocks, uint8_t* shuffled, void* stream);
+void unshuffle_scales(const uint8_t* shuffled, int64_t rows, int64_t kblocks, uint8_t* plain, void* stream);
+void shuffle_weight(const uint8_t* plain, int64_t N, int64_t K, uint8_t* shuffled, void* stream);
+void unshuffle_weight(const uint8_t* shuffled, int64_t N, int64_t K, uint8_t* plain, void* stream);
+
+/// Packs B (any layout) into packed layout v1 (docs/packed-layout.md); every byte written.
+void prepack(const MxMatrix& b, uint8_t* out, void* stream);
+/// Packed layout v1 -> plain codes [N, K/2] and scales [N, K/32].
+void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, void* stream);
+
+/// Configuration for (M, N, K) on the current device: tune cache entry or dispatcher.
+GemmConfig config_for(int64_t M, int64_t N, int64_t K);
+/// C = quantize(A) * B^T on the GPU with configuration `cfg`.
+void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C, int64_t ldc,
+          const GemmConfig& cfg, ScaleRule rule, void* workspace, size_t workspace_bytes, void* stream);
+
+}  // namespace mxfp4::cuda
