@@ -27,3 +27,10 @@ void gemm(const uint16_t*, int64_t, int64_t, int64_t, const PackedWeights&, uint
   missing();
 }
 }  // namespace mxfp4::cuda
+
+#include "cuda/bench_gpu.hpp"
+namespace mxfp4::cuda {
+BenchResult bench_gemm(const uint16_t*, int64_t, int64_t, const MxMatrix&, int, int64_t, const GemmConfig*, bool) {
+  throw Error("mxfp4 was built without the CUDA backend (no nvcc at configure time); GPU benchmark unavailable");
+}
+}  // namespace mxfp4::cuda
