@@ -185,5 +185,17 @@ MXFP4_HD uint8_t quantize_block(const float* x, int n, uint8_t* codes, ScaleRule
   return uint8_t(s + 127);
 }
 
+/// Byte offset of logical scale (r, c) (row r, K block c) in AITER's e8m0_shuffle layout with
+/// `sn` = round_up(kblocks, 8) padded K blocks (spec §4.1).
+MXFP4_HD int64_t aiter_scale_offset(int64_t r, int64_t c, int64_t sn) {
+  return (r / 32) * (32 * sn) + (c / 8) * 256 + (c % 4) * 64 + (r % 16) * 4 + ((c / 4) % 2) * 2 + ((r / 16) % 2);
+}
+
+/// Byte offset of plain code byte (n, c) (row n, byte c of K/2) in AITER's
+/// shuffle_weight(layout=(16,16)) order for rows of `kb` = K/2 bytes (spec §4.2).
+MXFP4_HD int64_t aiter_weight_offset(int64_t n, int64_t c, int64_t kb) {
+  return (n / 16) * (16 * kb) + (c / 16) * 256 + (n % 16) * 16 + (c % 16);
+}
+
 }  // namespace fmt
 }  // namespace mxfp4
