@@ -88,7 +88,7 @@ MXFP4_HD float e2m1_to_f32(uint8_t code) {
   // Magnitudes of codes 0..7 are {0, 0.5, 1, 1.5, 2, 3, 4, 6}.
   const uint32_t mag = code & 7u;
   const float m = (mag < 2u) ? 0.5f * float(mag)
-                             : float(2u | (mag & 1u)) * f32_from_bits(uint32_t((mag >> 1) + 126u) << 23);
+                             : float(2u | (mag & 1u)) * f32_from_bits(uint32_t((mag >> 1) + 125u) << 23);
   return (code & 8u) ? -m : m;
 }
 
