@@ -1,0 +1,87 @@
+// CUDA GEMM entry: configuration lookup (tune cache, then the dispatcher), the cached
+// workspace of the tiled path, and the launch of the chosen kernel.
+//
+// Hot path: after the first call for a given device/stream and shape class nothing is
+// allocated, nothing is copied between host and device and the host never waits; every
+// path is a fixed sequence of kernel launches, so it can be captured in a CUDA graph.
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "cuda/common.cuh"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/gemm_kernels.hpp"
+#include "dispatch/tune_cache.hpp"
+
+namespace mxfp4::cuda {
+namespace {
+
+/// Device properties, read once per device.
+const DeviceInfo& cached_device_info(int device) {
+  static std::mutex mutex;
+  static std::map<int, DeviceInfo> infos;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = infos.find(device);
+  if (it == infos.end()) it = infos.emplace(device, device_info(device)).first;
+  return it->second;
+}
+
+/// Workspace cached per (device, stream): calls on different streams never share scratch.
+struct Workspace {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+};
+
+void* cached_workspace(int device, cudaStream_t stream, size_t bytes) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, cudaStream_t>, Workspace> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  Workspace& ws = cache[{device, stream}];
+  if (ws.bytes >= bytes) return ws.ptr;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+  if (status != cudaStreamCaptureStatusNone) {
+    throw Error("mxfp4::gemm needs " + std::to_string(bytes) +
+                " bytes of workspace while the stream is being captured; run the call once before capture "
+                "or pass GemmOptions::workspace");
+  }
+  if (ws.ptr) check(cudaFree(ws.ptr), "cudaFree(workspace)");  // waits for work still using it
+  ws = {};
+  check(cudaMalloc(&ws.ptr, bytes), "cudaMalloc(workspace)");
+  ws.bytes = bytes;
+  return ws.ptr;
+}
+
+}  // namespace
+
+GemmConfig config_for(int64_t M, int64_t N, int64_t K) {
+  const DeviceInfo& dev = cached_device_info(current_device());
+  if (auto tuned = tune_cache::lookup(dev.name, M, N, K)) return *tuned;
+  return choose_gemm_config(M, N, K, dev);
+}
+
+void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C, int64_t ldc,
+          const GemmConfig& cfg, ScaleRule rule, void* workspace, size_t workspace_bytes, void* stream) {
+  cudaStream_t s = as_stream(stream);
+  if (cfg.path == GemmPath::tiled) {
+    const size_t need = gemm_workspace_bytes(M, K, cfg);
+    void* ws = workspace;
+    if (ws == nullptr) {
+      ws = cached_workspace(current_device(), s, need);
+    } else if (workspace_bytes < need) {
+      throw InvalidArgument("GemmOptions::workspace_bytes = " + std::to_string(workspace_bytes) + " but M=" +
+                            std::to_string(M) + ", K=" + std::to_string(K) + " needs " + std::to_string(need));
+    }
+    gemm_tiled(A, M, K, lda, B, C, ldc, rule, ws, s);
+    return;
+  }
+  if (M > 64) {
+    throw InvalidArgument("GemmConfig path " + describe(cfg) + " supports M <= 64, got M=" + std::to_string(M));
+  }
+  if (cfg.split_k < 1 || cfg.split_k > 8 || (cfg.warps != 4 && cfg.warps != 8)) {
+    throw InvalidArgument("unsupported GemmConfig: " + describe(cfg) + " (split_k 1..8, warps 4 or 8)");
+  }
+  gemm_fused(A, M, K, lda, B, C, ldc, cfg, rule, s);
+}
+
+}  // namespace mxfp4::cuda

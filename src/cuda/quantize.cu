@@ -1,0 +1,138 @@
+// GPU quantizer and dequantizer (spec §2, §1.3). One thread per 32-element block; the block
+// rule is fmt::quantize_block, the same source the CPU uses, so results are bit-identical.
+// Compiled without fast-math: no flush-to-zero anywhere.
+#include <cuda_fp16.h>
+
+#include "cuda/common.cuh"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/quantize_kernels.cuh"
+
+namespace mxfp4::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <DType D>
+__global__ void quantize_kernel(const void* __restrict__ x, int64_t rows, int64_t K, int64_t stride,
+                                uint8_t* __restrict__ codes, uint8_t* __restrict__ scales, ScaleRule rule,
+                                bool shuffled) {
+  const int64_t kblocks = K / 32;
+  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= rows * kblocks) return;
+  const int64_t r = idx / kblocks, c = idx % kblocks;
+  float v[32];
+  load_block<D>(x, r * stride + c * 32, v);
+  uint8_t q[32];
+  const uint8_t s = fmt::quantize_block(v, 32, q, rule);
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    w[i] = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) w[i] |= uint32_t(q[8 * i + 2 * j] | (q[8 * i + 2 * j + 1] << 4)) << (8 * j);
+  }
+  uint8_t* dst = codes + r * (K / 2) + c * 16;
+  if ((reinterpret_cast<uintptr_t>(dst) & 15) == 0) {
+    *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) dst[i] = uint8_t(w[i / 4] >> (8 * (i % 4)));
+  }
+  const int64_t so = shuffled ? fmt::aiter_scale_offset(r, c, round_up(kblocks, 8)) : idx;
+  scales[so] = s;
+}
+
+template <typename Out>
+__global__ void dequantize_kernel(MxMatrix q, Out* __restrict__ out, int64_t stride) {
+  const int64_t kblocks = q.K / 32;
+  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= q.rows * kblocks) return;
+  const int64_t r = idx / kblocks, c = idx % kblocks;
+  const int64_t kb = q.K / 2;
+  const int64_t so = q.scale_layout == ScaleLayout::aiter_shuffled ? fmt::aiter_scale_offset(r, c, round_up(kblocks, 8))
+                                                                   : idx;
+  const uint8_t s = q.scales[so];
+  Out* dst = out + r * stride + c * 32;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const int64_t byte_col = c * 16 + i;
+    const int64_t co = q.code_layout == CodeLayout::aiter_shuffled ? fmt::aiter_weight_offset(r, byte_col, kb)
+                                                                   : r * kb + byte_col;
+    const uint8_t b = q.codes[co];
+    const float lo = fmt::dequant_f32(b & 0xF, s), hi = fmt::dequant_f32(b >> 4, s);
+    if constexpr (sizeof(Out) == 4) {
+      dst[2 * i] = lo;
+      dst[2 * i + 1] = hi;
+    } else {
+      dst[2 * i] = fmt::f32_to_bf16(lo);
+      dst[2 * i + 1] = fmt::f32_to_bf16(hi);
+    }
+  }
+}
+
+/// A [M, K] -> bf16 fragments for the tiled GEMM (quantize_kernels.cuh, a_fragment_offset).
+/// One thread per (row, K block) of the padded [round_up(M,8), k_padded] grid; padding -> 0.
+__global__ void quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M, int64_t K, int64_t lda,
+                                          int64_t m_padded, int64_t k_padded, uint32_t* __restrict__ frags,
+                                          ScaleRule rule) {
+  const int64_t kblocks = k_padded / 32;
+  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= m_padded * kblocks) return;
+  const int64_t r = idx / kblocks, c = idx % kblocks;
+  uint16_t deq[32];
+  if (r < M && c * 32 < K) {
+    float v[32];
+    load_block<DType::bf16>(A, r * lda + c * 32, v);
+    quantize_block_to_bf16(v, rule, deq);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) deq[i] = 0;
+  }
+  store_block_fragments(frags, k_padded / 16, r, c, deq);
+}
+
+int blocks_for(int64_t n) { return int((n + kThreads - 1) / kThreads); }
+
+}  // namespace
+
+void quantize(const void* x, DType dtype, int64_t rows, int64_t K, int64_t x_stride, uint8_t* codes,
+              uint8_t* scales, ScaleRule rule, ScaleLayout scale_layout, void* stream) {
+  const int64_t n = rows * (K / 32);
+  const bool shuffled = scale_layout == ScaleLayout::aiter_shuffled;
+  const dim3 grid(blocks_for(n));
+  switch (dtype) {
+    case DType::bf16:
+      quantize_kernel<DType::bf16><<<grid, kThreads, 0, as_stream(stream)>>>(x, rows, K, x_stride, codes, scales,
+                                                                             rule, shuffled);
+      break;
+    case DType::fp16:
+      quantize_kernel<DType::fp16><<<grid, kThreads, 0, as_stream(stream)>>>(x, rows, K, x_stride, codes, scales,
+                                                                             rule, shuffled);
+      break;
+    case DType::fp32:
+      quantize_kernel<DType::fp32><<<grid, kThreads, 0, as_stream(stream)>>>(x, rows, K, x_stride, codes, scales,
+                                                                             rule, shuffled);
+      break;
+  }
+  check_launch("quantize_kernel");
+}
+
+void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_stride, void* stream) {
+  const dim3 grid(blocks_for(q.rows * (q.K / 32)));
+  if (out_dtype == DType::fp32) {
+    dequantize_kernel<float><<<grid, kThreads, 0, as_stream(stream)>>>(q, static_cast<float*>(out), out_stride);
+  } else {
+    dequantize_kernel<uint16_t><<<grid, kThreads, 0, as_stream(stream)>>>(q, static_cast<uint16_t*>(out), out_stride);
+  }
+  check_launch("dequantize_kernel");
+}
+
+void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
+                        cudaStream_t stream) {
+  const int64_t m_padded = round_up(M, 8), k_padded = round_up(K, 64);
+  const dim3 grid(blocks_for(m_padded * (k_padded / 32)));
+  quantize_fragments_kernel<<<grid, kThreads, 0, stream>>>(A, M, K, lda, m_padded, k_padded, frags, rule);
+  check_launch("quantize_fragments_kernel");
+}
+
+}  // namespace mxfp4::cuda

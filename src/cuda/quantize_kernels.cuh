@@ -1,0 +1,90 @@
+// Device helpers for reading activation blocks and writing them as mma.sync B fragments.
+//
+// Activation fragment layout (used by the tiled GEMM's global buffer and the fused GEMM's
+// shared memory): activations A [M, K] quantized per spec §2 and stored as bf16 values
+// e2m1 * 2^s, grouped by 8-row token tile j and K16 step i into 256-byte chunks at
+// u32 index (j * KS + i) * 64, KS = K16 steps per row. Inside a chunk, lane l (g = l / 4,
+// t = l % 4) owns two u32 at 2l: {A[8j+g][16i+2t], A[8j+g][16i+2t+1]} and
+// {A[8j+g][16i+2t+8], A[8j+g][16i+2t+9]} (low half = first element): the b0b1 and b2b3
+// registers of the m16n8k16 B fragment (PTX ISA, "Matrix Fragments for mma.m16n8k16").
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include "cuda/common.cuh"
+
+namespace mxfp4::cuda {
+
+/// Loads 32 consecutive elements of dtype D starting at element `offset` of `x` into fp32,
+/// exactly (16-byte vector loads when aligned).
+template <DType D>
+__device__ __forceinline__ void load_block(const void* x, int64_t offset, float (&v)[32]) {
+  if constexpr (D == DType::fp32) {
+    const float* p = static_cast<const float*>(x) + offset;
+    if ((reinterpret_cast<uintptr_t>(p) & 15) == 0) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const float4 f = __ldg(reinterpret_cast<const float4*>(p) + i);
+        v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 32; ++i) v[i] = p[i];
+    }
+  } else {
+    const uint16_t* p = static_cast<const uint16_t*>(x) + offset;
+    uint32_t w[16];
+    if ((reinterpret_cast<uintptr_t>(p) & 15) == 0) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint4 u = __ldg(reinterpret_cast<const uint4*>(p) + i);
+        w[4 * i] = u.x, w[4 * i + 1] = u.y, w[4 * i + 2] = u.z, w[4 * i + 3] = u.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) w[i] = uint32_t(p[2 * i]) | (uint32_t(p[2 * i + 1]) << 16);
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const uint16_t lo = uint16_t(w[i] & 0xFFFFu), hi = uint16_t(w[i] >> 16);
+      if constexpr (D == DType::bf16) {
+        v[2 * i] = fmt::bf16_to_f32(lo);
+        v[2 * i + 1] = fmt::bf16_to_f32(hi);
+      } else {
+        v[2 * i] = __half2float(__ushort_as_half(lo));
+        v[2 * i + 1] = __half2float(__ushort_as_half(hi));
+      }
+    }
+  }
+}
+
+/// u32 index of lane `lane`'s register `reg` (0: b0b1, 1: b2b3) for token tile j, K16 step i.
+__device__ __forceinline__ int64_t a_fragment_index(int64_t j, int64_t i, int64_t ks, int lane, int reg) {
+  return (j * ks + i) * 64 + 2 * lane + reg;
+}
+
+/// Writes the 32 bf16 values of row r, K block c (K16 steps 2c, 2c+1) into fragment order.
+__device__ __forceinline__ void store_block_fragments(uint32_t* frags, int64_t ks, int64_t r, int64_t c,
+                                                      const uint16_t (&deq)[32]) {
+  const int64_t j = r / 8;
+  const int g = int(r % 8);
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+#pragma unroll
+    for (int reg = 0; reg < 2; ++reg) {
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int e = 16 * s + 8 * reg + 2 * t;
+        frags[a_fragment_index(j, 2 * c + s, ks, 4 * g + t, reg)] = uint32_t(deq[e]) | (uint32_t(deq[e + 1]) << 16);
+      }
+    }
+  }
+}
+
+/// Quantizes A [M, K] (bf16, row stride lda) under `rule` into the activation fragment layout
+/// with round_up(M, 8) rows and round_up(K, 64) columns (padding zero); `frags` must hold
+/// round_up(M,8) * round_up(K,64) * 2 bytes. Defined in quantize.cu.
+void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
+                        cudaStream_t stream);
+
+}  // namespace mxfp4::cuda

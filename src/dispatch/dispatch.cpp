@@ -1,0 +1,60 @@
+// The GEMM dispatcher: a pure function of (M, N, K, device) -> kernel path and tile
+// configuration (docs/dispatch.md). No CUDA calls here, so it is unit-tested on the CPU.
+#include <algorithm>
+#include <sstream>
+
+#include "mxfp4/mxfp4.hpp"
+
+namespace mxfp4 {
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+const char* path_name(GemmPath p) {
+  switch (p) {
+    case GemmPath::fused: return "fused";
+    case GemmPath::splitk: return "splitk";
+    case GemmPath::tiled: return "tiled";
+  }
+  return "?";
+}
+}  // namespace
+
+/// Small M (<= 64): the fused kernel, 4 warps x 16 weight rows per CTA; K is split over a
+/// cluster of up to 8 CTAs until the grid has about two CTAs per SM, keeping at least two
+/// 64-wide K chunks per CTA. Larger M: the tiled kernel (128 x 128 tiles).
+GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
+  GemmConfig cfg;
+  if (M <= 64) {
+    cfg.block_n = 64;
+    cfg.warps = 4;
+    cfg.block_m = int(std::min<int64_t>(64, ceil_div(M, 8) * 8));
+    const int64_t tiles = ceil_div(N, cfg.block_n);
+    const int64_t chunks = ceil_div(K, 64);
+    const int64_t target = 2 * int64_t(std::max(dev.sm_count, 1));
+    int split = 1;
+    while (split < 8 && tiles * split < target && chunks / (2 * split) >= 2) split *= 2;
+    cfg.split_k = split;
+    cfg.path = split > 1 ? GemmPath::splitk : GemmPath::fused;
+    return cfg;
+  }
+  cfg.path = GemmPath::tiled;
+  cfg.block_n = 128;
+  cfg.block_m = 128;
+  cfg.split_k = 1;
+  cfg.warps = 8;
+  return cfg;
+}
+
+std::string describe(const GemmConfig& cfg) {
+  std::ostringstream os;
+  os << "path=" << path_name(cfg.path) << " block_n=" << cfg.block_n << " block_m=" << cfg.block_m
+     << " split_k=" << cfg.split_k << " warps=" << cfg.warps;
+  return os.str();
+}
+
+/// Tiled path: activation fragments, round_up(M, 8) x round_up(K, 64) bf16 values.
+size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
+  if (cfg.path != GemmPath::tiled) return 0;
+  return size_t(ceil_div(M, 8) * 8 * ceil_div(K, 64) * 64 * 2);
+}
+
+}  // namespace mxfp4

@@ -1,0 +1,92 @@
+#include "dispatch/tune_cache.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+namespace mxfp4::tune_cache {
+namespace {
+
+std::mutex g_mutex;
+bool g_loaded = false;
+nlohmann::json g_cache = nlohmann::json::object();
+
+std::string key(int64_t M, int64_t N, int64_t K) {
+  return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+}
+
+void load_locked() {
+  if (g_loaded) return;
+  g_loaded = true;
+  std::ifstream in(path());
+  if (!in) return;
+  try {
+    nlohmann::json j = nlohmann::json::parse(in);
+    if (j.is_object()) g_cache = std::move(j);
+  } catch (const nlohmann::json::exception&) {
+    // An unreadable cache is ignored: the dispatcher's choice is always valid.
+  }
+}
+
+std::optional<GemmPath> parse_path(const std::string& s) {
+  if (s == "fused") return GemmPath::fused;
+  if (s == "splitk") return GemmPath::splitk;
+  if (s == "tiled") return GemmPath::tiled;
+  return std::nullopt;
+}
+
+const char* path_name(GemmPath p) {
+  return p == GemmPath::fused ? "fused" : p == GemmPath::splitk ? "splitk" : "tiled";
+}
+
+}  // namespace
+
+std::string path() {
+  if (const char* p = std::getenv("MXFP4_TUNE_CACHE"); p && *p) return p;
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.cache/mxfp4/tune.json";
+}
+
+std::optional<GemmConfig> lookup(const std::string& gpu, int64_t M, int64_t N, int64_t K) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  load_locked();
+  const auto dev = g_cache.find(gpu);
+  if (dev == g_cache.end() || !dev->is_object()) return std::nullopt;
+  const auto e = dev->find(key(M, N, K));
+  if (e == dev->end() || !e->is_object()) return std::nullopt;
+  try {
+    const auto p = parse_path(e->at("path").get<std::string>());
+    if (!p) return std::nullopt;
+    GemmConfig cfg;
+    cfg.path = *p;
+    cfg.block_n = e->at("block_n").get<int>();
+    cfg.block_m = e->at("block_m").get<int>();
+    cfg.split_k = e->at("split_k").get<int>();
+    cfg.warps = e->at("warps").get<int>();
+    const bool fused_like = cfg.path != GemmPath::tiled;
+    const bool valid = cfg.split_k >= 1 && cfg.split_k <= 8 && (cfg.warps == 4 || cfg.warps == 8) &&
+                       (!fused_like || M <= 64) && (cfg.path != GemmPath::fused || cfg.split_k == 1);
+    if (!valid) return std::nullopt;  // never trust a hand-edited entry the kernels cannot run
+    return cfg;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+void store(const std::string& gpu, int64_t M, int64_t N, int64_t K, const GemmConfig& cfg) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  load_locked();
+  g_cache[gpu][key(M, N, K)] = {{"path", path_name(cfg.path)}, {"block_n", cfg.block_n}, {"block_m", cfg.block_m},
+                                {"split_k", cfg.split_k}, {"warps", cfg.warps}};
+  const std::filesystem::path file(path());
+  std::error_code ec;
+  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
+  std::ofstream out(file);
+  if (!out) throw Error("cannot write the tune cache " + file.string());
+  out << g_cache.dump(2) << "\n";
+  if (!out) throw Error("failed writing the tune cache " + file.string());
+}
+
+}  // namespace mxfp4::tune_cache
