@@ -1,0 +1,149 @@
+// Inputs and correctness check of `mxfp4 bench` (see bench_data.hpp).
+#include "bench_data.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <thread>
+
+namespace mxfp4cli::bench {
+
+std::vector<Shape> read_shapes(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw CliError("--shapes " + path + ": cannot open");
+  std::vector<Shape> shapes;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(f, line)) {
+    ++lineno;
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::istringstream in(line);
+    std::vector<std::string> tok;
+    for (std::string t; in >> t;) tok.push_back(t);
+    if (tok.empty()) continue;
+    const std::string where = path + ":" + std::to_string(lineno);
+    if (tok.size() != 3) throw CliError("--shapes " + where + ": expected 'M N K', got '" + line + "'");
+    int64_t v[3];
+    for (int i = 0; i < 3; ++i) {
+      size_t used = 0;
+      try {
+        v[i] = std::stoll(tok[i], &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != tok[i].size() || v[i] < 1)
+        throw CliError("--shapes " + where + ": '" + tok[i] + "' is not a positive integer");
+    }
+    if (v[2] % 32 != 0) throw CliError("--shapes " + where + ": K = " + tok[2] + " is not a multiple of 32");
+    shapes.push_back({v[0], v[1], v[2]});
+  }
+  if (shapes.empty()) throw CliError("--shapes " + path + ": no shapes in the file");
+  return shapes;
+}
+
+std::vector<uint16_t> randn_bf16(int64_t rows, int64_t cols, uint64_t seed, const std::vector<uint64_t>& tag) {
+  const size_t n = size_t(rows * cols);
+  constexpr size_t kChunk = size_t(1) << 20;
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<uint16_t> out(n);
+  auto fill = [&](size_t c) {
+    std::vector<uint32_t> words = {uint32_t(seed), uint32_t(seed >> 32), uint32_t(c), uint32_t(c >> 32)};
+    for (uint64_t t : tag) {
+      words.push_back(uint32_t(t));
+      words.push_back(uint32_t(t >> 32));
+    }
+    std::seed_seq sq(words.begin(), words.end());
+    std::mt19937_64 gen(sq);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    const size_t end = std::min(n, (c + 1) * kChunk);
+    for (size_t i = c * kChunk; i < end; ++i) out[i] = mxfp4::fmt::f32_to_bf16(dist(gen));
+  };
+  const size_t nthreads = std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), chunks));
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < nthreads; ++t)
+    pool.emplace_back([&, t] {
+      for (size_t c = t; c < chunks; c += nthreads) fill(c);
+    });
+  for (auto& th : pool) th.join();
+  return out;
+}
+
+HostMx quantize_bf16(const std::vector<uint16_t>& x, int64_t rows, int64_t K) {
+  HostMx m;
+  m.rows = rows;
+  m.K = K;
+  m.codes.resize(size_t(rows * K / 2));
+  m.scales.resize(size_t(rows * K / 32));
+  mxfp4::quantize(x.data(), mxfp4::DType::bf16, rows, K, K, m.codes.data(), m.scales.data());
+  return m;
+}
+
+std::vector<int64_t> sample_rows(int64_t M, int64_t N, int64_t K) {
+  std::vector<int64_t> rows;
+  constexpr double kAllRowsWork = double(int64_t(1) << 27);  // M*N*K up to this: check every row
+  if (M <= 16 || double(M) * double(N) * double(K) <= kAllRowsWork) {
+    for (int64_t r = 0; r < M; ++r) rows.push_back(r);
+    return rows;
+  }
+  for (int i = 0; i < 16; ++i) rows.push_back(int64_t(std::llround(double(i) * double(M - 1) / 15.0)));
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+CheckResult check_gemm(const HostMx& Aq, const HostMx& B, const std::vector<uint16_t>& C,
+                       const std::vector<int64_t>& rows) {
+  const int64_t N = B.rows;
+  CheckResult res;
+  constexpr int64_t kMaxRowsPerCall = 64;
+  std::vector<uint16_t> cref;
+  std::vector<double> f64, sabs;
+  size_t i = 0;
+  while (i < rows.size()) {
+    // A run of consecutive rows [r0, r0 + n) becomes one reference call on a row-sliced view.
+    const int64_t r0 = rows[i];
+    int64_t n = 1;
+    while (i + size_t(n) < rows.size() && rows[i + size_t(n)] == r0 + n && n < kMaxRowsPerCall) ++n;
+    i += size_t(n);
+    cref.assign(size_t(n * N), 0);
+    f64.assign(size_t(n * N), 0);
+    sabs.assign(size_t(n * N), 0);
+    mxfp4::gemm_reference(Aq.rows_view(r0, n), B.view(), cref.data(), N, f64.data(), sabs.data());
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t c = 0; c < N; ++c) {
+        const size_t j = size_t(r * N + c);
+        const float got = mxfp4::fmt::bf16_to_f32(C[size_t((r0 + r) * N + c)]);
+        const double ref = f64[j];
+        const double bound = std::ldexp(std::fabs(ref), -8) + std::ldexp(sabs[j], -12);
+        bool ok;
+        double ratio;
+        if (std::isnan(ref) || std::isnan(got)) {
+          ok = std::isnan(ref) && std::isnan(got);
+          ratio = ok ? 0 : std::numeric_limits<double>::infinity();
+        } else if (std::isinf(got)) {
+          ok = cref[j] == C[size_t((r0 + r) * N + c)];
+          ratio = ok ? 0 : std::numeric_limits<double>::infinity();
+        } else {
+          const double err = std::fabs(double(got) - ref);
+          ratio = bound > 0 ? err / bound : (err == 0 ? 0 : std::numeric_limits<double>::infinity());
+          ok = err <= bound;
+        }
+        res.max_err_ratio = std::max(res.max_err_ratio, ratio);
+        if (!ok && res.correct) {
+          std::ostringstream s;
+          s.precision(9);
+          s << "C[" << (r0 + r) << ", " << c << "] = " << got << ", ref = " << ref << ", bound = " << bound;
+          res.first_failure = s.str();
+        }
+        res.correct = res.correct && ok;
+      }
+    }
+    res.rows_checked += n;
+  }
+  return res;
+}
+
+}  // namespace mxfp4cli::bench

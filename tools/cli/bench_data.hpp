@@ -1,0 +1,48 @@
+// Inputs and correctness check of `mxfp4 bench`: the shapes file, seeded random bf16
+// matrices, and the comparison of a GEMM result against mxfp4::gemm_reference with the
+// per-element bound of spec §3.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+
+namespace mxfp4cli::bench {
+
+struct Shape {
+  int64_t M = 0, N = 0, K = 0;
+};
+
+/// Reads "M N K" lines ('#' starts a comment; blank lines ignored). Throws CliError naming
+/// the file and line for anything else (K must be a positive multiple of 32).
+std::vector<Shape> read_shapes(const std::string& path);
+
+/// `rows * cols` bf16 bit patterns of standard-normal samples (std::mt19937_64 +
+/// std::normal_distribution<float>, rounded to bf16 to nearest even). Deterministic for
+/// (seed, tag): generated in fixed chunks of 2^20 elements, each with its own generator
+/// seeded from (seed, tag, chunk), filled in parallel.
+std::vector<uint16_t> randn_bf16(int64_t rows, int64_t cols, uint64_t seed, const std::vector<uint64_t>& tag);
+
+/// Quantizes a dense bf16 matrix [rows, K] with mxfp4::quantize (aiter rule, CPU).
+HostMx quantize_bf16(const std::vector<uint16_t>& x, int64_t rows, int64_t K);
+
+/// Rows of C that are checked: every row when M*N*K is small, else 16 rows spread over
+/// [0, M) including the first and the last.
+std::vector<int64_t> sample_rows(int64_t M, int64_t N, int64_t K);
+
+struct CheckResult {
+  bool correct = true;
+  double max_err_ratio = 0;  ///< max |C - ref| / bound over checked elements (inf if bound 0 and err > 0)
+  int64_t rows_checked = 0;
+  std::string first_failure;  ///< "C[m, n] = ..., ref = ..., bound = ..." for the first bad element
+};
+
+/// Checks C [M, N] (bf16 bits) against gemm_reference(Aq, B) on `rows`:
+/// |C - ref| <= 2^-8 |ref| + 2^-12 sum_k |a_k b_k|, NaN exactly where ref is NaN, and an
+/// infinite C only where the rounded reference is the same infinity.
+CheckResult check_gemm(const HostMx& Aq, const HostMx& B, const std::vector<uint16_t>& C,
+                       const std::vector<int64_t>& rows);
+
+}  // namespace mxfp4cli::bench
