@@ -1,0 +1,333 @@
+// GPU GEMM on every path against the exact CPU reference (spec §3 bound), plus bug kinds
+// K07-K14, canaries, graph capture and determinism.
+#include <gtest/gtest.h>
+
+#include "mxfp4/mxfp4.hpp"
+
+#if defined(MXFP4_WITH_CUDA)
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "common/test_util.hpp"
+#include "gpu/gpu_util.hpp"
+
+namespace mxfp4::test {
+namespace {
+
+GemmConfig make_cfg(GemmPath path, int split = 1, int warps = 4) {
+  GemmConfig c;
+  c.path = path;
+  c.split_k = split;
+  c.warps = warps;
+  if (path == GemmPath::tiled) c.block_n = c.block_m = 128, c.warps = 8;
+  return c;
+}
+
+/// Every configuration that can run M: fused/splitk variants for M <= 64, tiled always.
+std::vector<GemmConfig> configs_for(int64_t M) {
+  std::vector<GemmConfig> v;
+  if (M <= 64) {
+    v.push_back(make_cfg(GemmPath::fused, 1, 4));
+    v.push_back(make_cfg(GemmPath::fused, 1, 8));
+    v.push_back(make_cfg(GemmPath::splitk, 2, 4));
+    v.push_back(make_cfg(GemmPath::splitk, 8, 4));
+  }
+  v.push_back(make_cfg(GemmPath::tiled));
+  return v;
+}
+
+/// One GEMM problem on the device: bf16 A [M, K] and MXFP4 B [N, K] (plain, host) prepacked.
+struct Problem {
+  int64_t M, N, K;
+  std::vector<uint16_t> a;  // bf16 bits, dense
+  HostMx aq, b;
+  std::unique_ptr<DeviceBuf> da, packed;
+  PackedWeights pw;
+
+  Problem(int64_t M_, std::vector<uint16_t> a_, HostMx b_) : M(M_), N(b_.rows), K(b_.K), a(std::move(a_)), b(std::move(b_)) {
+    aq = quantize_bf16(a, M, K);
+    da = std::make_unique<DeviceBuf>(a);
+    DeviceBuf dc(b.codes), ds(b.scales);
+    packed = std::make_unique<DeviceBuf>(packed_bytes(N, K));
+    pw = prepack(MxMatrix{dc.get(), ds.get(), N, K}, packed->get(), cuda_exec());
+    cuda_ok(cudaDeviceSynchronize(), "sync");
+  }
+
+  /// Runs the GEMM into a poisoned C with row stride ldc (>= N) and `extra_rows` canary rows.
+  std::vector<uint16_t> run(const GemmConfig* cfg, int64_t ldc, int64_t extra_rows = 0, cudaStream_t s = nullptr) const {
+    DeviceBuf dc(size_t((M + extra_rows) * ldc * 2), 0xFF);
+    GemmOptions opt;
+    opt.config = cfg;
+    gemm(da->get<uint16_t>(), M, K, K, pw, dc.get<uint16_t>(), ldc, opt, cuda_exec(s));
+    return dc.download<uint16_t>();
+  }
+
+  /// Checks rows `rows` of C (row stride ldc) against the exact reference.
+  void check(const std::vector<uint16_t>& C, int64_t ldc, const std::vector<int64_t>& rows, const std::string& what) const {
+    for (int64_t r : rows) {
+      const MxMatrix arow{aq.codes.data() + r * K / 2, aq.scales.data() + r * K / 32, 1, K};
+      const ContractReport rep = check_gemm_contract(C.data() + r * ldc, ldc, arow, b.view());
+      ASSERT_TRUE(rep.ok()) << what << " row " << r << ": " << rep.str();
+    }
+  }
+};
+
+std::vector<int64_t> all_rows(int64_t M) {
+  std::vector<int64_t> v(M);
+  for (int64_t i = 0; i < M; ++i) v[i] = i;
+  return v;
+}
+std::vector<int64_t> sample_rows(int64_t M, int n = 6) {
+  if (M <= n) return all_rows(M);
+  std::vector<int64_t> v{0, M - 1, M / 2};
+  for (int i = 3; i < n; ++i) v.push_back((int64_t(i) * 7919) % M);
+  return v;
+}
+
+Problem random_problem(int64_t M, int64_t N, int64_t K, uint64_t seed) {
+  return Problem(M, randn_bf16(size_t(M * K), seed), random_mx(N, K, seed + 1));
+}
+
+std::vector<std::array<int64_t, 3>> workload_shapes() {
+  std::ifstream in(std::string(MXFP4_SOURCE_DIR) + "/bench/shapes.txt");
+  std::vector<std::array<int64_t, 3>> v;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    int64_t m, n, k;
+    if (ls >> m >> n >> k) v.push_back({m, n, k});
+  }
+  return v;
+}
+
+TEST(GpuGemm, WorkloadShapesEveryPathWithinContract) {
+  MXFP4_REQUIRE_GPU();
+  const auto shapes = workload_shapes();
+  ASSERT_GE(shapes.size(), 8u);
+  for (const auto& [M, N, K] : shapes) {
+    const Problem p = random_problem(M, N, K, uint64_t(M * 31 + N * 7 + K));
+    const auto rows = M * N * K <= (int64_t(1) << 28) ? all_rows(M) : sample_rows(M);
+    for (const GemmConfig& cfg : configs_for(M)) {
+      const auto C = p.run(&cfg, N);
+      p.check(C, N, rows, std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " + describe(cfg));
+    }
+    const auto C = p.run(nullptr, N);  // the dispatcher's choice
+    p.check(C, N, rows, "default config");
+  }
+}
+
+TEST(GpuGemm, OddShapesEveryPath) {
+  MXFP4_REQUIRE_GPU();
+  for (int64_t M : {1, 3, 17, 100, 1000}) {
+    for (int64_t K : {32, 96, 160, 1664}) {
+      for (int64_t N : {16, 40, 264}) {
+        const Problem p = random_problem(M, N, K, uint64_t(M * 100003 + K * 101 + N));
+        for (const GemmConfig& cfg : configs_for(M)) {
+          const int64_t ldc = N + 3;  // odd row stride
+          const auto C = p.run(&cfg, ldc, 2);
+          p.check(C, ldc, M <= 100 ? all_rows(M) : sample_rows(M, 12), "odd " + describe(cfg));
+          // Canaries: the 3 slack columns of every row and the 2 rows after M stay poisoned.
+          for (int64_t r = 0; r < M + 2; ++r)
+            for (int64_t c = (r < M ? N : 0); c < ldc; ++c)
+              ASSERT_EQ(C[r * ldc + c], 0xFFFF) << "wrote outside C at (" << r << ", " << c << ") " << describe(cfg);
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuGemm, InputsAreNeverWritten) {
+  MXFP4_REQUIRE_GPU();
+  for (int64_t M : {8, 200}) {
+    const Problem p = random_problem(M, 128, 512, 42);
+    const auto a0 = p.da->download<uint8_t>();
+    const auto b0 = p.packed->download<uint8_t>();
+    for (const GemmConfig& cfg : configs_for(M)) p.run(&cfg, 128);
+    EXPECT_EQ(p.da->download<uint8_t>(), a0);
+    EXPECT_EQ(p.packed->download<uint8_t>(), b0);
+  }
+}
+
+/// A = a_value everywhere, B[n, :] = b_row(n): C is known exactly.
+Problem constant_problem(int64_t M, int64_t N, int64_t K, float a_value, const std::function<float(int64_t)>& b_row) {
+  std::vector<uint16_t> a(size_t(M * K), fmt::f32_to_bf16(a_value));
+  std::vector<uint16_t> b(size_t(N * K));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) b[n * K + k] = fmt::f32_to_bf16(b_row(n));
+  return Problem(M, std::move(a), quantize_bf16(b, N, K));
+}
+
+void expect_exact(const std::vector<uint16_t>& C, int64_t M, int64_t N, int64_t ldc,
+                  const std::function<double(int64_t, int64_t)>& want, const std::string& what) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      ASSERT_EQ(double(fmt::bf16_to_f32(C[m * ldc + n])), want(m, n)) << what << " at (" << m << ", " << n << ")";
+}
+
+TEST(GpuGemm, K07SubnormalBlocksKeepTheirValue) {
+  MXFP4_REQUIRE_GPU();
+  // A block of 2^-126 times B = 1.0: 2^-121. And amax 1.5*2^-128 (A decodes to the bf16
+  // subnormal 2^-127) times B = 2^100: 32 * 2^-27 = 2^-22.
+  for (const auto& [av, bv, want] : {std::tuple{0x1p-126f, 1.0f, 0x1p-121}, std::tuple{0x1.8p-128f, 0x1p100f, 0x1p-22}}) {
+    const Problem p = constant_problem(4, 16, 32, av, [&](int64_t) { return bv; });
+    for (const GemmConfig& cfg : configs_for(4)) {
+      const auto C = p.run(&cfg, 16);
+      expect_exact(C, 4, 16, 16, [&](int64_t, int64_t) { return want; }, "K07 " + describe(cfg));
+    }
+  }
+}
+
+TEST(GpuGemm, K08NanBlockPoisonsOnlyItsRow) {
+  MXFP4_REQUIRE_GPU();
+  std::vector<uint16_t> a(2 * 64, fmt::f32_to_bf16(1.0f));
+  a[2] = 0x7FC0;  // NaN in row 0, block 0
+  std::vector<uint16_t> b(16 * 64, fmt::f32_to_bf16(1.0f));
+  const Problem p(2, a, quantize_bf16(b, 16, 64));
+  for (const GemmConfig& cfg : configs_for(2)) {
+    const auto C = p.run(&cfg, 16);
+    for (int64_t n = 0; n < 16; ++n) {
+      EXPECT_TRUE(std::isnan(fmt::bf16_to_f32(C[n]))) << describe(cfg);
+      EXPECT_EQ(fmt::bf16_to_f32(C[16 + n]), 64.0f) << describe(cfg);
+    }
+  }
+}
+
+TEST(GpuGemm, K09KTailsAndScalesThatVaryByRowAndBlock) {
+  MXFP4_REQUIRE_GPU();
+  for (int64_t K : {32, 64, 96, 160, 1664}) {
+    const int64_t M = 64, N = 64;
+    std::vector<uint16_t> a(size_t(M * K));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k) a[m * K + k] = fmt::f32_to_bf16(std::ldexp(1.0f, int((m + k / 32) % 5)));
+    std::vector<uint16_t> b(size_t(N * K), fmt::f32_to_bf16(1.0f));
+    const Problem p(M, a, quantize_bf16(b, N, K));
+    for (const GemmConfig& cfg : configs_for(M)) {
+      const auto C = p.run(&cfg, N);
+      expect_exact(C, M, N, N, [&](int64_t m, int64_t) {
+        double s = 0;
+        for (int64_t j = 0; j < K / 32; ++j) s += 32.0 * std::ldexp(1.0, int((m + j) % 5));
+        return double(fmt::bf16_to_f32(fmt::f32_to_bf16(float(s))));
+      }, "K09 K=" + std::to_string(K) + " " + describe(cfg));
+    }
+  }
+}
+
+TEST(GpuGemm, K10K11NTailsAndSmallN) {
+  MXFP4_REQUIRE_GPU();
+  for (int64_t N : {1, 3, 258, 260}) {
+    const Problem p = constant_problem(16, N, 128, 1.0f, [](int64_t n) { return float(n % 7) - 3.0f; });
+    for (const GemmConfig& cfg : configs_for(16)) {
+      const auto C = p.run(&cfg, N);
+      expect_exact(C, 16, N, N, [](int64_t, int64_t n) { return 128.0 * double(n % 7 - 3); }, "K10 " + describe(cfg));
+    }
+  }
+  for (int64_t N = 1; N <= 9; ++N) {
+    const Problem p = constant_problem(1, N, 64, 1.0f, [](int64_t n) { return std::ldexp(1.0f, int(n) + 3); });
+    for (const GemmConfig& cfg : configs_for(1)) {
+      const auto C = p.run(&cfg, N);
+      expect_exact(C, 1, N, N, [](int64_t, int64_t n) { return 64.0 * std::ldexp(1.0, int(n) + 3); }, "K11 " + describe(cfg));
+    }
+  }
+}
+
+TEST(GpuGemm, K12K13SmallMAndSplitKNeverLeak) {
+  MXFP4_REQUIRE_GPU();
+  for (int64_t NK : {64, 6144}) {
+    for (int64_t M : {1, 2, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33}) {
+      const Problem p = constant_problem(M, NK, NK, 1.0f, [](int64_t) { return 1.0f; });
+      for (const GemmConfig& cfg : configs_for(M)) {
+        const auto C = p.run(&cfg, NK, 3);
+        expect_exact(C, M, NK, NK, [&](int64_t, int64_t) { return double(NK); }, "K12 " + describe(cfg));
+        for (int64_t i = M * NK; i < (M + 3) * NK; ++i) ASSERT_EQ(C[i], 0xFFFF) << "canary row touched " << describe(cfg);
+      }
+    }
+  }
+  for (int64_t K : {64, 96, 512}) {
+    for (int64_t M = 1; M <= 256; M += (M < 70 ? 1 : 37)) {
+      const Problem p = constant_problem(M, 256, K, 1.0f, [](int64_t) { return 1.0f; });
+      for (const GemmConfig& cfg : configs_for(M)) {
+        const auto C = p.run(&cfg, 256);
+        expect_exact(C, M, 256, 256, [&](int64_t, int64_t) { return double(K); }, "K13 " + describe(cfg));
+      }
+    }
+  }
+}
+
+TEST(GpuGemm, K14DeterministicAcrossCallsAndStreams) {
+  MXFP4_REQUIRE_GPU();
+  for (int64_t M : {1, 8, 16}) {
+    const Problem p = random_problem(M, 4096, 16384, uint64_t(M));
+    const auto ref = p.run(nullptr, 4096);
+    p.check(ref, 4096, sample_rows(M, 4), "K14");
+    cudaStream_t s1, s2;
+    cuda_ok(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), "stream");
+    cuda_ok(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), "stream");
+    DeviceBuf c1(size_t(M * 4096 * 2)), c2(size_t(M * 4096 * 2));
+    for (int i = 0; i < 50; ++i) {
+      gemm(p.da->get<uint16_t>(), M, p.K, p.K, p.pw, c1.get<uint16_t>(), 4096, {}, cuda_exec(s1));
+      gemm(p.da->get<uint16_t>(), M, p.K, p.K, p.pw, c2.get<uint16_t>(), 4096, {}, cuda_exec(s2));
+      if (i % 10 == 9) {
+        ASSERT_EQ(c1.download<uint16_t>(), ref) << "M=" << M << " call " << i;
+        ASSERT_EQ(c2.download<uint16_t>(), ref) << "M=" << M << " call " << i;
+      }
+    }
+    cudaStreamDestroy(s1);
+    cudaStreamDestroy(s2);
+  }
+}
+
+TEST(GpuGemm, EveryPathCapturesAndReplaysInACudaGraph) {
+  MXFP4_REQUIRE_GPU();
+  for (int64_t M : {4, 64, 300}) {
+    const Problem p = random_problem(M, 512, 1024, uint64_t(M + 5));
+    for (const GemmConfig& cfg : configs_for(M)) {
+      const auto want = p.run(&cfg, 512);  // also sizes the cached workspace before capture
+      cudaStream_t s;
+      cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+      DeviceBuf dc(size_t(M * 512 * 2), 0xFF);
+      // Warm the (device, stream) workspace outside capture, then poison C again.
+      GemmOptions opt;
+      opt.config = &cfg;
+      gemm(p.da->get<uint16_t>(), M, p.K, p.K, p.pw, dc.get<uint16_t>(), 512, opt, cuda_exec(s));
+      cuda_ok(cudaStreamSynchronize(s), "sync");
+      cuda_ok(cudaMemset(dc.get(), 0xFF, dc.bytes()), "memset");
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      cuda_ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture");
+      gemm(p.da->get<uint16_t>(), M, p.K, p.K, p.pw, dc.get<uint16_t>(), 512, opt, cuda_exec(s));
+      cuda_ok(cudaStreamEndCapture(s, &graph), "end capture");
+      cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+      for (int r = 0; r < 3; ++r) cuda_ok(cudaGraphLaunch(exec, s), "graph launch");
+      cuda_ok(cudaStreamSynchronize(s), "sync");
+      EXPECT_EQ(dc.download<uint16_t>(), want) << describe(cfg);
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+      cudaStreamDestroy(s);
+    }
+  }
+}
+
+TEST(GpuGemm, ValidationRejectsBadArguments) {
+  MXFP4_REQUIRE_GPU();
+  const Problem p = random_problem(4, 64, 128, 3);
+  DeviceBuf dc(4 * 64 * 2);
+  GemmConfig bad = make_cfg(GemmPath::fused, 1, 4);
+  GemmOptions opt;
+  opt.config = &bad;
+  const Problem big = random_problem(65, 64, 128, 4);
+  DeviceBuf dcb(65 * 64 * 2);
+  EXPECT_THROW(gemm(big.da->get<uint16_t>(), 65, 128, 128, big.pw, dcb.get<uint16_t>(), 64, opt, cuda_exec()),
+               InvalidArgument);
+  PackedWeights wrong = p.pw;
+  wrong.version = 99;
+  EXPECT_THROW(gemm(p.da->get<uint16_t>(), 4, 128, 128, wrong, dc.get<uint16_t>(), 64, {}, cuda_exec()), TypeMismatch);
+  EXPECT_THROW(gemm(p.da->get<uint16_t>(), 4, 96, 128, p.pw, dc.get<uint16_t>(), 64, {}, cuda_exec()), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace mxfp4::test
+#else
+TEST(GpuGemm, SkippedWithoutCudaBackend) { GTEST_SKIP() << "built without the CUDA backend"; }
+#endif
