@@ -1,0 +1,65 @@
+// Internal interface of the CPU backend. The public API (src/core/api.cpp) validates every
+// argument and then calls these; they assume valid arguments and host pointers. `threads` is
+// the resolved worker count (>= 1). Semantics as in include/mxfp4/mxfp4.hpp.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mxfp4/mxfp4.hpp"
+
+namespace mxfp4::cpu {
+
+// --- quantize.cpp ------------------------------------------------------------------------
+/// Spec §2 quantization of x [rows, K] (row stride in elements) with fmt::quantize_block.
+void quantize(const void* x, DType dtype, int64_t rows, int64_t K, int64_t x_stride, uint8_t* codes,
+              uint8_t* scales, ScaleRule rule, ScaleLayout scale_layout, int threads);
+
+// --- dequantize.cpp ----------------------------------------------------------------------
+/// MXFP4 (any layout) -> fp32 or bf16 [rows, K] with row stride out_stride.
+void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_stride, int threads);
+
+// --- aiter_layout.cpp --------------------------------------------------------------------
+void shuffle_scales(const uint8_t* plain, int64_t rows, int64_t kblocks, uint8_t* shuffled, int threads);
+void unshuffle_scales(const uint8_t* shuffled, int64_t rows, int64_t kblocks, uint8_t* plain, int threads);
+void shuffle_weight(const uint8_t* plain, int64_t N, int64_t K, uint8_t* shuffled, int threads);
+void unshuffle_weight(const uint8_t* shuffled, int64_t N, int64_t K, uint8_t* plain, int threads);
+
+/// Owner of plain copies made by to_plain().
+struct PlainStorage {
+  std::vector<uint8_t> codes;
+  std::vector<uint8_t> scales;
+};
+/// A view of `q` in plain code and scale layouts: `q` itself when already plain, else copies
+/// kept alive by `storage`.
+MxMatrix to_plain(const MxMatrix& q, PlainStorage& storage, int threads);
+
+// --- packed.cpp --------------------------------------------------------------------------
+/// Packed layout v1 (docs/packed-layout.md): every byte of `out` written, padding zero.
+void prepack(const MxMatrix& b, uint8_t* out, int threads);
+/// Packed layout v1 -> plain codes [N, K/2] and scales [N, K/32].
+void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, int threads);
+
+// --- gemm_reference.cpp ------------------------------------------------------------------
+/// Round a double to the nearest bf16 (ties to even) in one step: bf16 subnormals, overflow
+/// to +-Inf, NaN kept (as 0x7FC0 with the sign of x).
+uint16_t round_to_bf16(double x);
+/// Exact reference GEMM (spec §3): exact products, fp64 accumulation in k order, one rounding.
+void gemm_reference(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t ldc, double* out_f64,
+                    double* out_abs, int threads);
+
+// --- gemm.cpp ----------------------------------------------------------------------------
+/// Fixed GemmConfig the CPU backend reports from explain_gemm().
+GemmConfig cpu_config();
+/// C = A * B^T for MXFP4 A [M, K] and B [N, K] (any layouts), bf16 C with row stride ldc.
+/// fp32 tiles and OpenBLAS (or gemm_f32_blocked) when every partial sum is finite, the exact
+/// fp64 path otherwise (extreme scales); rows/columns with a NaN block are NaN.
+void gemm_mx(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t ldc, int threads);
+/// C = quantize(A, rule) * B^T for bf16 A [M, K] (row stride lda); same core as gemm_mx.
+void gemm_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& B, uint16_t* C, int64_t ldc,
+               ScaleRule rule, int threads);
+/// C32 [M, N] = A32 [M, K] * B32 [N, K]^T in fp32 by a blocked multithreaded loop (the path
+/// without OpenBLAS; sums each element in ascending k order). Exposed for tests.
+void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, int threads);
+
+}  // namespace mxfp4::cpu

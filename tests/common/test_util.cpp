@@ -1,0 +1,165 @@
+#include "common/test_util.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace mxfp4::test {
+
+uint16_t f32_to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((u >> 16) | 0x40u);
+  return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+float bf16_to_f32(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+std::vector<uint16_t> to_bf16(const std::vector<float>& x) {
+  std::vector<uint16_t> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = f32_to_bf16(x[i]);
+  return out;
+}
+
+std::vector<float> to_f32(const std::vector<uint16_t>& x) {
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = bf16_to_f32(x[i]);
+  return out;
+}
+
+uint64_t Rng::next_u64() {
+  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+double Rng::uniform() { return double(next_u64() >> 11) * 0x1p-53; }
+
+int64_t Rng::uniform_int(int64_t lo, int64_t hi) {
+  return lo + int64_t(next_u64() % uint64_t(hi - lo + 1));
+}
+
+double Rng::normal() {
+  double u1 = uniform();
+  while (u1 <= 0.0) u1 = uniform();
+  const double u2 = uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+std::vector<uint16_t> randn_bf16(size_t n, uint64_t seed, float stddev) {
+  Rng rng(seed);
+  std::vector<uint16_t> out(n);
+  for (auto& v : out) v = f32_to_bf16(float(rng.normal()) * stddev);
+  return out;
+}
+
+std::vector<float> randn_f32(size_t n, uint64_t seed, float stddev) {
+  Rng rng(seed);
+  std::vector<float> out(n);
+  for (auto& v : out) v = float(rng.normal()) * stddev;
+  return out;
+}
+
+MxMatrix HostMx::view() const {
+  MxMatrix m;
+  m.codes = codes.data();
+  m.scales = scales.data();
+  m.rows = rows;
+  m.K = K;
+  return m;
+}
+
+HostMx quantize_bf16(const std::vector<uint16_t>& x, int64_t rows, int64_t K, ScaleRule rule) {
+  HostMx q;
+  q.rows = rows;
+  q.K = K;
+  q.codes.resize(size_t(rows * K / 2));
+  q.scales.resize(size_t(rows * K / 32));
+  mxfp4::quantize(x.data(), DType::bf16, rows, K, K, q.codes.data(), q.scales.data(), rule);
+  return q;
+}
+
+HostMx random_mx(int64_t rows, int64_t K, uint64_t seed, float stddev, ScaleRule rule) {
+  return quantize_bf16(randn_bf16(size_t(rows * K), seed, stddev), rows, K, rule);
+}
+
+std::string ContractReport::str() const {
+  std::ostringstream os;
+  os.precision(9);
+  os << failures << " of " << checked << " elements outside the spec §3 bound (" << nan_mismatches
+     << " NaN mismatches)";
+  if (worst_m >= 0)
+    os << "; worst at (m=" << worst_m << ", n=" << worst_n << "): C=" << worst_c << " ref=" << worst_ref
+       << " |C-ref|=" << worst_err << " bound=" << worst_bound << " ratio=" << worst_ratio;
+  return os.str();
+}
+
+ContractReport check_gemm_contract(const uint16_t* C, int64_t M, int64_t N, int64_t ldc, const double* ref,
+                                   const double* abs_sum) {
+  constexpr double kOverflow = 0x1p128 - 0x1p119;  // |x| >= this rounds to Inf in bf16
+  ContractReport rep;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      ++rep.checked;
+      const double c = bf16_to_f32(C[m * ldc + n]);
+      const double r = ref[m * N + n];
+      const double bound = 0x1p-8 * std::fabs(r) + 0x1p-12 * abs_sum[m * N + n] + kContractAbsSlack;
+      bool fail = false;
+      double err = 0, ratio = 0;
+      if (std::isnan(r) || std::isnan(c)) {
+        fail = std::isnan(r) != std::isnan(c);
+        if (fail) {
+          ++rep.nan_mismatches;
+          ratio = INFINITY;
+        }
+      } else if (std::isinf(c)) {
+        fail = !(std::signbit(c) == std::signbit(r) && std::fabs(r) + bound >= kOverflow);
+        err = INFINITY;
+        ratio = fail ? INFINITY : 0;
+      } else {
+        err = std::fabs(c - r);
+        ratio = err / bound;
+        fail = !(err <= bound);
+      }
+      if (fail) ++rep.failures;
+      if (ratio > rep.worst_ratio || (fail && rep.worst_m < 0)) {
+        rep.worst_m = m;
+        rep.worst_n = n;
+        rep.worst_c = c;
+        rep.worst_ref = r;
+        rep.worst_err = err;
+        rep.worst_bound = bound;
+        rep.worst_ratio = ratio;
+      }
+    }
+  return rep;
+}
+
+ContractReport check_gemm_contract(const uint16_t* C, int64_t ldc, const MxMatrix& A, const MxMatrix& B) {
+  const int64_t M = A.rows, N = B.rows;
+  std::vector<uint16_t> c_ref(size_t(M * N));
+  std::vector<double> ref(size_t(M * N)), abs_sum(size_t(M * N));
+  mxfp4::gemm_reference(A, B, c_ref.data(), N, ref.data(), abs_sum.data());
+  return check_gemm_contract(C, M, N, ldc, ref.data(), abs_sum.data());
+}
+
+std::string hex(const uint8_t* p, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    if (i) s += ' ';
+    s += digits[p[i] >> 4];
+    s += digits[p[i] & 15];
+  }
+  return s;
+}
+
+std::string hex(const std::vector<uint8_t>& v) { return hex(v.data(), v.size()); }
+
+}  // namespace mxfp4::test

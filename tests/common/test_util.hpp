@@ -1,0 +1,92 @@
+// Shared helpers for the CPU and GPU GoogleTest suites (host code only, no CUDA):
+// reproducible random data, fp32 <-> bf16 conversions, host MXFP4 matrices, and the
+// per-element GEMM accuracy contract of spec §3.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mxfp4/mxfp4.hpp"
+
+namespace mxfp4::test {
+
+/// fp32 -> bf16 bits, round to nearest even (NaN stays NaN).
+uint16_t f32_to_bf16(float x);
+/// bf16 bits -> fp32 (exact).
+float bf16_to_f32(uint16_t b);
+/// Converts a vector elementwise.
+std::vector<uint16_t> to_bf16(const std::vector<float>& x);
+std::vector<float> to_f32(const std::vector<uint16_t>& x);
+
+/// Deterministic generator (splitmix64), identical on every platform and compiler.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next_u64();
+  /// Uniform in [0, 1) with 53 random bits.
+  double uniform();
+  /// Uniform integer in [lo, hi].
+  int64_t uniform_int(int64_t lo, int64_t hi);
+  /// Standard normal (Box-Muller on uniform()).
+  double normal();
+
+ private:
+  uint64_t state_;
+};
+
+/// n values of stddev * N(0, 1), rounded to bf16 (nearest even); reproducible for a seed.
+std::vector<uint16_t> randn_bf16(size_t n, uint64_t seed, float stddev = 1.0f);
+/// n values of stddev * N(0, 1) as fp32.
+std::vector<float> randn_f32(size_t n, uint64_t seed, float stddev = 1.0f);
+
+/// An owning host MXFP4 matrix in plain layouts (codes [rows, K/2], scales [rows, K/32]).
+struct HostMx {
+  std::vector<uint8_t> codes;
+  std::vector<uint8_t> scales;
+  int64_t rows = 0;
+  int64_t K = 0;
+  /// Non-owning view for the API (plain layouts).
+  MxMatrix view() const;
+};
+
+/// Quantizes dense bf16 x [rows, K] (row stride K) on the CPU with the library's quantizer.
+HostMx quantize_bf16(const std::vector<uint16_t>& x, int64_t rows, int64_t K, ScaleRule rule = ScaleRule::aiter);
+/// Random MXFP4 matrix: randn bf16 quantized with `rule` (realistic scales).
+HostMx random_mx(int64_t rows, int64_t K, uint64_t seed, float stddev = 1.0f, ScaleRule rule = ScaleRule::aiter);
+
+/// Result of check_gemm_contract().
+struct ContractReport {
+  int64_t checked = 0;         ///< elements compared
+  int64_t failures = 0;        ///< elements outside the bound (NaN mismatches included)
+  int64_t nan_mismatches = 0;  ///< NaN in exactly one of C and ref
+  // Worst element: the largest |C - ref| / bound (or the first NaN mismatch).
+  int64_t worst_m = -1, worst_n = -1;
+  double worst_c = 0, worst_ref = 0, worst_err = 0, worst_bound = 0, worst_ratio = 0;
+  bool ok() const { return failures == 0; }
+  /// One line: counts and the worst element, for test failure messages.
+  std::string str() const;
+};
+
+/// The constant absolute slack of the contract check: half an ulp of the smallest bf16
+/// subnormal, 2^-134. A result that is exact up to the final rounding to bf16 can still be
+/// 2^-134 away from a ref in the subnormal range (where the relative term vanishes), so the
+/// bound used is |C - ref| <= 2^-8 |ref| + 2^-12 sum_k |a_k b_k| + 2^-134.
+inline constexpr double kContractAbsSlack = 0x1p-134;
+
+/// Per-element spec §3 contract on a bf16 result C [M, N] (row stride ldc) against the
+/// unrounded reference sums `ref` [M, N] and `abs_sum` [M, N] = sum_k |a_k b_k| (dense, as
+/// gemm_reference's out_f64 / out_abs): |C - ref| <= 2^-8 |ref| + 2^-12 abs_sum + 2^-134;
+/// NaN exactly where ref is NaN; C = +-Inf accepted only where ref has that sign and
+/// |ref| + bound reaches the bf16 overflow threshold (2^128 - 2^119).
+ContractReport check_gemm_contract(const uint16_t* C, int64_t M, int64_t N, int64_t ldc, const double* ref,
+                                   const double* abs_sum);
+
+/// Convenience: runs mxfp4::gemm_reference on host A, B and checks C against it.
+ContractReport check_gemm_contract(const uint16_t* C, int64_t ldc, const MxMatrix& A, const MxMatrix& B);
+
+/// Hex string of bytes, e.g. "67 24 20 8e" (for failure messages).
+std::string hex(const uint8_t* p, size_t n);
+std::string hex(const std::vector<uint8_t>& v);
+
+}  // namespace mxfp4::test
