@@ -1,0 +1,129 @@
+"""`mxfp4 dequantize` and `mxfp4 gemm` through real .npy files, against numpy models."""
+import numpy as np
+import pytest
+
+from cli_helpers import bf16_bits, bf16_to_f32, dequantize_ref, quantize_ref
+
+
+def test_dequantize_all_codes_and_scales(cli, tmp_path):
+    """Every code with every scale byte (0 = 2^-127 subnormal, 254 overflows for |code| >= 4,
+    255 = NaN) decodes to e2m1 * 2^(b-127) exactly, signed zeros included."""
+    codes = np.tile(np.arange(256, dtype=np.uint8), (256, 1))  # row b: all 256 byte values
+    scales = np.repeat(np.arange(256, dtype=np.uint8)[:, None], 16, axis=1)  # K = 512 -> 16 blocks
+    np.save(tmp_path / "q.npy", codes)
+    np.save(tmp_path / "s.npy", scales)
+    cli.ok("dequantize", "--codes", tmp_path / "q.npy", "--scales", tmp_path / "s.npy", "--out", tmp_path / "x.npy")
+    x = np.load(tmp_path / "x.npy")
+    assert x.dtype == np.float32 and x.shape == (256, 512)
+    with np.errstate(over="ignore"):
+        ref = dequantize_ref(codes, scales).astype(np.float32)
+    nan = np.isnan(ref)
+    np.testing.assert_array_equal(np.isnan(x), nan)
+    np.testing.assert_array_equal(x[~nan].view(np.uint32), ref[~nan].view(np.uint32))
+    assert x[0, 4] == np.float32(2.0**-127) and x[0, 4] != 0  # code 2 (1.0) at scale byte 0
+    assert np.isinf(x[254, 8]) and x[254, 6] == np.float32(1.5 * 2.0**127)
+
+
+def test_quantize_dequantize_round_trip(cli, tmp_path):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((7, 128)).astype(np.float32)
+    q, s = cli.quantize(tmp_path, x)
+    cli.ok("dequantize", "--codes", tmp_path / "x_q.npy", "--scales", tmp_path / "x_s.npy", "--out", tmp_path / "d.npy")
+    d = np.load(tmp_path / "d.npy")
+    np.testing.assert_array_equal(d, dequantize_ref(q, s).astype(np.float32))
+    # QDQ is a fixed point (bug kind K03).
+    q2, s2 = cli.quantize(tmp_path, d, name="d2")
+    np.testing.assert_array_equal(q2, q)
+    np.testing.assert_array_equal(s2, s)
+
+
+def run_gemm(cli, tmp_path, a_bits, q, s, *extra):
+    np.save(tmp_path / "a.npy", a_bits)
+    np.save(tmp_path / "bq.npy", q)
+    np.save(tmp_path / "bs.npy", s)
+    r = cli.ok("gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales",
+               tmp_path / "bs.npy", "--out", tmp_path / "c.npy", *extra)
+    c = np.load(tmp_path / "c.npy")
+    assert c.dtype == np.uint16 and c.shape == (a_bits.shape[0], q.shape[0])
+    return bf16_to_f32(c), r
+
+
+def gemm_ref(a_f32, q, s, rule):
+    aq, as_ = quantize_ref(a_f32, rule)
+    a = dequantize_ref(aq, as_)
+    b = dequantize_ref(q, s)
+    return a @ b.T, np.abs(a) @ np.abs(b).T
+
+
+@pytest.mark.parametrize("rule", ["aiter", "floor", "rceil"])
+def test_gemm_within_spec_bound(cli, tmp_path, rule):
+    rng = np.random.default_rng(7)
+    M, N, K = 9, 40, 192
+    a_bits = bf16_bits(rng.standard_normal((M, K)) * np.exp2(rng.integers(-8, 8, size=(M, 1))))
+    b = rng.standard_normal((N, K)).astype(np.float32) * np.exp2(rng.integers(-8, 8, size=(N, 1))).astype(np.float32)
+    q, s = quantize_ref(b, "aiter")
+    c, _ = run_gemm(cli, tmp_path, a_bits, q, s, "--rule", rule)
+    ref, sabs = gemm_ref(bf16_to_f32(a_bits), q, s, rule)
+    bound = 2.0**-8 * np.abs(ref) + 2.0**-12 * sabs
+    err = np.abs(c.astype(np.float64) - ref)
+    assert (err <= bound).all(), f"max err/bound {np.max(err / np.maximum(bound, 1e-300))}"
+
+
+def test_gemm_exact_k_tails(cli, tmp_path):
+    """Bug kind K09: exact sums, so C must equal the closed form exactly."""
+    M, N = 8, 16
+    for K in (32, 96, 160):
+        m = np.arange(M)[:, None]
+        k = np.arange(K)[None, :]
+        a = np.exp2((m + k // 32) % 5).astype(np.float32)
+        q, s = quantize_ref(np.ones((N, K), dtype=np.float32))
+        c, _ = run_gemm(cli, tmp_path, bf16_bits(a), q, s)
+        expect = np.array([32 * sum(2.0 ** ((mm + j) % 5) for j in range(K // 32)) for mm in range(M)])
+        np.testing.assert_array_equal(c, np.repeat(expect[:, None], N, axis=1))
+    assert c[0, 0] == 992.0
+
+
+def test_gemm_nan_block_propagates(cli, tmp_path):
+    """Bug kind K08: row 0 holds a NaN block -> NaN in every column; row 1 = 64 exactly."""
+    a = np.ones((2, 64), dtype=np.float32)
+    a[0, 2] = np.nan
+    q, s = quantize_ref(np.ones((5, 64), dtype=np.float32))
+    c, _ = run_gemm(cli, tmp_path, bf16_bits(a), q, s)
+    assert np.isnan(c[0]).all()
+    np.testing.assert_array_equal(c[1], 64.0)
+
+
+def test_gemm_explain(cli, tmp_path):
+    a = bf16_bits(np.ones((3, 64), dtype=np.float32))
+    q, s = quantize_ref(np.ones((4, 64), dtype=np.float32))
+    c, r = run_gemm(cli, tmp_path, a, q, s, "--explain")
+    assert "path=" in r.stdout
+    np.testing.assert_array_equal(c, 64.0)
+
+
+def test_gemm_shape_mismatch(cli, tmp_path):
+    np.save(tmp_path / "a.npy", bf16_bits(np.ones((3, 64), dtype=np.float32)))
+    q, s = quantize_ref(np.ones((4, 96), dtype=np.float32))
+    np.save(tmp_path / "bq.npy", q)
+    np.save(tmp_path / "bs.npy", s)
+    line = cli.fails("gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales",
+                     tmp_path / "bs.npy", "--out", tmp_path / "c.npy")
+    assert "K" in line
+
+
+def test_gemm_a_must_be_bf16_bits(cli, tmp_path):
+    np.save(tmp_path / "a.npy", np.ones((3, 64), dtype=np.float32))
+    q, s = quantize_ref(np.ones((4, 64), dtype=np.float32))
+    np.save(tmp_path / "bq.npy", q)
+    np.save(tmp_path / "bs.npy", s)
+    line = cli.fails("gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales",
+                     tmp_path / "bs.npy", "--out", tmp_path / "c.npy")
+    assert "<f4" in line and "<u2" in line
+
+
+def test_scales_shape_mismatch(cli, tmp_path):
+    np.save(tmp_path / "q.npy", np.zeros((4, 32), dtype=np.uint8))
+    np.save(tmp_path / "s.npy", np.zeros((4, 3), dtype=np.uint8))
+    line = cli.fails("dequantize", "--codes", tmp_path / "q.npy", "--scales", tmp_path / "s.npy", "--out",
+                     tmp_path / "x.npy")
+    assert "scales" in line and "(4, 2)" in line

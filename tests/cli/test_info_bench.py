@@ -1,0 +1,83 @@
+"""`mxfp4 info`, `mxfp4 bench` (CPU backend, small shapes file) and `mxfp4 tune`."""
+import json
+
+import numpy as np
+
+ROW_KEYS = {"M", "N", "K", "ours_us", "cublas_bf16_us", "cublas_fp8_us", "floor_us", "tbps", "tflops", "path",
+            "correct", "max_err_ratio"}
+
+
+def test_info(cli):
+    r = cli.ok("info")
+    assert "version" in r.stdout
+    assert "built with CUDA" in r.stdout
+    assert "backends: cpu" in r.stdout
+
+
+def test_version_and_help(cli):
+    assert cli.ok("--version").stdout.strip()
+    assert "quantize" in cli.ok("--help").stdout
+    assert "--shapes" in cli.ok("bench", "--help").stdout
+
+
+def test_bench_cpu_small(cli, tmp_path):
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("# M N K\n4 64 64\n\n17 48 96   # a comment\n3 200 256\n1 16 32\n")
+    out = tmp_path / "results"
+    r = cli.ok("bench", "--shapes", shapes, "--backend", "cpu", "--out-dir", out, "--seed", 3)
+    assert "correct" in r.stdout
+    data = json.loads((out / "cpu.json").read_text())
+    assert data["backend"] == "cpu"
+    assert "gpu" in data
+    assert [(row["M"], row["N"], row["K"]) for row in data["rows"]] == [(4, 64, 64), (17, 48, 96), (3, 200, 256),
+                                                                        (1, 16, 32)]
+    for row in data["rows"]:
+        assert ROW_KEYS <= set(row), ROW_KEYS - set(row)
+        assert row["correct"] is True
+        assert 0 <= row["max_err_ratio"] <= 1
+        assert row["ours_us"] > 0 and row["floor_us"] > 0.57
+        assert row["cublas_bf16_us"] is None and row["cublas_fp8_us"] is None
+        bytes_ = 2 * row["M"] * row["K"] + row["N"] * row["K"] / 2 + row["N"] * row["K"] / 32 + 2 * row["M"] * row["N"]
+        flops = 2 * row["M"] * row["N"] * row["K"]
+        assert np.isclose(row["floor_us"], max(bytes_ / 4.27e12, flops / 1410e12) * 1e6 + 0.57)
+        assert np.isclose(row["tbps"], bytes_ / (row["ours_us"] * 1e-6) / 1e12)
+    ours = [row["ours_us"] for row in data["rows"]]
+    assert np.isclose(data["geomean_first8_us"], np.exp(np.mean(np.log(ours))))
+    assert "geomean_first8_cublas_bf16_us" in data and "geomean_first8_cublas_fp8_us" in data
+    assert (out / "cpu.md").read_text().count("\n| ") >= 5
+
+
+def test_bench_is_deterministic(cli, tmp_path):
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("5 40 64\n")
+    ratios = []
+    for i in range(2):
+        cli.ok("bench", "--shapes", shapes, "--backend", "cpu", "--out-dir", tmp_path / str(i), "--seed", 11)
+        ratios.append(json.loads((tmp_path / str(i) / "cpu.json").read_text())["rows"][0]["max_err_ratio"])
+    assert ratios[0] == ratios[1]
+
+
+def test_bench_bad_shapes_file(cli, tmp_path):
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("4 64 64\n4 64 63\n")
+    line = cli.fails("bench", "--shapes", shapes, "--backend", "cpu", "--out-dir", tmp_path)
+    assert "shapes.txt:2" in line
+    shapes.write_text("4 64\n")
+    assert "M N K" in cli.fails("bench", "--shapes", shapes, "--backend", "cpu", "--out-dir", tmp_path)
+    assert "cannot open" in cli.fails("bench", "--shapes", tmp_path / "none.txt", "--out-dir", tmp_path)
+
+
+def test_cuda_backend_unavailable(cli, tmp_path):
+    if "CUDA devices: 0" not in cli.ok("info").stdout:
+        return  # a GPU is present: nothing to test here
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("4 64 64\n")
+    assert "cuda" in cli.fails("bench", "--shapes", shapes, "--backend", "cuda", "--out-dir", tmp_path).lower()
+
+
+def test_tune_without_cuda(cli):
+    if "built with CUDA: no" not in cli.ok("info").stdout:
+        return
+    r = cli.run("tune")
+    assert r.returncode == 2
+    assert r.stderr.strip() == "mxfp4 tune: tune needs the CUDA backend"
