@@ -5,6 +5,9 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,6 +106,37 @@ inline std::string rep(const std::string& s, int n) {
   std::string out;
   for (int i = 0; i < n; ++i) out += (i ? " " : "") + s;
   return out;
+}
+
+/// Exact fp32 -> IEEE binary16 bits, or nothing when v is not a binary16 value (table built
+/// from an independent decoder).
+inline std::optional<uint16_t> exact_f16(float v) {
+  static const std::map<uint32_t, uint16_t> table = [] {
+    std::map<uint32_t, uint16_t> t;
+    for (uint32_t h = 0; h < 0x10000; ++h) {
+      const uint32_t e = (h >> 10) & 31, m = h & 1023;
+      if (e == 31) continue;
+      const double mag = e == 0 ? std::ldexp(double(m), -24) : std::ldexp(double(1024 + m), int(e) - 25);
+      const float f = float((h & 0x8000) ? -mag : mag);
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      t[u] = uint16_t(h);
+    }
+    return t;
+  }();
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  auto it = table.find(u);
+  if (it == table.end()) return std::nullopt;
+  return it->second;
+}
+
+/// Exact fp32 -> bf16 bits, or nothing when v is not a bf16 value.
+inline std::optional<uint16_t> exact_bf16(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  if ((u & 0xFFFFu) != 0) return std::nullopt;
+  return uint16_t(u >> 16);
 }
 
 }  // namespace mxfp4::test

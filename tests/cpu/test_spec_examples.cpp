@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <optional>
 
 #include "common/test_util.hpp"
@@ -19,28 +18,6 @@ float f32_bits(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
-}
-
-// Exact fp32 -> binary16 bits, or nothing when not representable (independent decoder).
-std::optional<uint16_t> exact_f16(float v) {
-  static const std::map<uint32_t, uint16_t> table = [] {
-    std::map<uint32_t, uint16_t> t;
-    for (uint32_t h = 0; h < 0x10000; ++h) {
-      const uint32_t e = (h >> 10) & 31, m = h & 1023;
-      if (e == 31) continue;
-      const double mag = e == 0 ? std::ldexp(double(m), -24) : std::ldexp(double(1024 + m), int(e) - 25);
-      const float f = float((h & 0x8000) ? -mag : mag);
-      uint32_t u;
-      std::memcpy(&u, &f, 4);
-      t[u] = uint16_t(h);
-    }
-    return t;
-  }();
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  auto it = table.find(u);
-  if (it == table.end()) return std::nullopt;
-  return it->second;
 }
 
 struct Expect {
