@@ -144,7 +144,7 @@ struct PackedWeights {
   int version = kPackedLayoutVersion;
 };
 
-/// Bytes of the packed layout for B [N, K] (N padded to 16, K to 256; docs/packed-layout.md).
+/// Bytes of the packed layout for B [N, K] (N padded to 16, K to 64; docs/packed-layout.md).
 int64_t packed_bytes(int64_t N, int64_t K);
 
 /// Packs MXFP4 weights B (any code/scale layout) into `out` (packed_bytes(N, K) bytes, every
