@@ -1,0 +1,70 @@
+"""mxfp4: MXFP4 quantization and GEMM for CPUs and NVIDIA Hopper.
+
+Bit-exact with AMD AITER's ``dynamic_mxfp4_quant`` quantizer (spec: docs/semantics.md) and
+GEMM ``C = quantize(A) @ B^T`` within the spec's accuracy bound. Works on numpy arrays (CPU)
+and torch tensors (CPU or CUDA) without copying them; see docs/python.md.
+
+Main entry points:
+
+* :func:`quantize` / :func:`dequantize`: dense <-> MXFP4 codes and E8M0 scales.
+* :func:`prepack` / :func:`prepack_dense` / :func:`unpack`: weights <-> :class:`PackedTensor`.
+* :func:`gemm`: bf16 activations times MXFP4 weights; :func:`explain`: the kernel path used.
+* :func:`shuffle_scales`, :func:`unshuffle_scales`, :func:`shuffle_weight`,
+  :func:`unshuffle_weight`: AITER layouts.
+* :mod:`mxfp4.nn` (``MXFP4Linear``) and :mod:`mxfp4.loaders` (AITER tensors, gpt-oss
+  safetensors), both torch-based except the safetensors reader.
+* ``torch.ops.mxfp4.*``: the same operations as torch custom ops (torch.compile, CUDA graphs),
+  registered on import when torch is installed.
+"""
+
+from . import _C
+from ._api import (
+    PackedTensor,
+    built_with_cuda,
+    cuda_device_count,
+    dequantize,
+    explain,
+    gemm,
+    packed_bytes,
+    prepack,
+    prepack_dense,
+    quantize,
+    shuffle_scales,
+    shuffle_weight,
+    shuffled_scales_shape,
+    unpack,
+    unshuffle_scales,
+    unshuffle_weight,
+)
+from ._core import BLOCK_SIZE, PACKED_LAYOUT_VERSION, torch as _torch
+
+#: Version of the mxfp4 C++ library the extension was built from.
+__version__ = _C.version()
+
+#: Class of GEMM configurations returned by :func:`explain`.
+GemmConfig = _C.GemmConfig
+
+if _torch is not None:  # register torch.ops.mxfp4.*
+    from . import _torch_ops  # noqa: F401
+
+__all__ = [
+    "BLOCK_SIZE",
+    "PACKED_LAYOUT_VERSION",
+    "GemmConfig",
+    "PackedTensor",
+    "built_with_cuda",
+    "cuda_device_count",
+    "dequantize",
+    "explain",
+    "gemm",
+    "packed_bytes",
+    "prepack",
+    "prepack_dense",
+    "quantize",
+    "shuffle_scales",
+    "shuffle_weight",
+    "shuffled_scales_shape",
+    "unpack",
+    "unshuffle_scales",
+    "unshuffle_weight",
+]

@@ -1,0 +1,375 @@
+"""Public functions of the mxfp4 package (re-exported by ``mxfp4``).
+
+Conventions (spec: docs/semantics.md, "spec §n"):
+
+* Dense matrices are ``[..., K]`` with K a multiple of 32 along the last dimension; leading
+  dimensions are rows. MXFP4 matrices are packed e2m1 codes ``uint8 [..., K/2]`` (element
+  2i in the LOW nibble) and E8M0 scales ``uint8 [..., K/32]`` (byte b = 2^(b-127), 0xFF NaN).
+* Inputs are numpy arrays (CPU) or torch tensors (CPU or CUDA); nothing is copied on the way
+  in, and results come back in the input's framework on the input's device. CUDA work runs on
+  torch's current stream of the input's device, without host synchronisation.
+* bfloat16 numpy arrays are ``ml_dtypes.bfloat16`` or ``uint16`` bit patterns; bf16 results
+  are ``ml_dtypes.bfloat16`` when ml_dtypes is installed (uint16 when the input was uint16).
+* Errors: ``ValueError`` for bad sizes, strides, shapes, mixed devices or unknown names;
+  ``TypeError`` for unsupported dtypes or layout versions; ``RuntimeError`` for backend
+  failures (e.g. CUDA arrays with a CPU-only build).
+"""
+
+from __future__ import annotations
+
+from . import _C
+from ._core import (
+    BLOCK_SIZE,
+    PACKED_LAYOUT_VERSION,
+    _array,
+    _dequantize_impl,
+    _gemm_impl,
+    _gemm_mx_impl,
+    _is_torch,
+    _nk,
+    _parse_device,
+    _prepack_dense_impl,
+    _prepack_impl,
+    _quantize_impl,
+    _shuffle_scales_impl,
+    _unpack_impl,
+    _unshuffle_scales_impl,
+    _weight_layout_impl,
+    shuffled_scales_shape,
+    torch,
+)
+
+__all__ = [
+    "PackedTensor",
+    "quantize",
+    "dequantize",
+    "prepack",
+    "prepack_dense",
+    "unpack",
+    "gemm",
+    "explain",
+    "shuffle_scales",
+    "unshuffle_scales",
+    "shuffle_weight",
+    "unshuffle_weight",
+    "shuffled_scales_shape",
+    "packed_bytes",
+    "built_with_cuda",
+    "cuda_device_count",
+]
+
+
+# ---------------------------------------------------------------------------------------
+# Packed weights
+# ---------------------------------------------------------------------------------------
+
+
+class PackedTensor:
+    """MXFP4 weights B [N, K] in the packed layout the GEMM kernels read (layout ``version``,
+    docs/packed-layout.md), made by :func:`prepack`, :func:`prepack_dense` or a loader.
+
+    Attributes:
+        data: ``uint8 [packed_bytes(N, K)]`` numpy array or torch tensor (CPU or CUDA).
+        N, K: logical shape of B (K a multiple of 32).
+        version: packed layout version (:data:`mxfp4.PACKED_LAYOUT_VERSION`); the library
+            rejects other versions with TypeError.
+    """
+
+    def __init__(self, data, N: int, K: int, version: int = PACKED_LAYOUT_VERSION):
+        self.data = data
+        self.N = int(N)
+        self.K = int(K)
+        self.version = int(version)
+
+    @property
+    def shape(self):
+        """Logical shape ``(N, K)`` of the weights."""
+        return (self.N, self.K)
+
+    @property
+    def device(self):
+        """``torch.device`` of the data for torch tensors, the string ``'cpu'`` for numpy."""
+        return self.data.device if _is_torch(self.data) else "cpu"
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the packed buffer."""
+        return int(self.data.nbytes) if not _is_torch(self.data) else self.data.numel()
+
+    def to(self, device) -> "PackedTensor":
+        """A copy on ``device`` (torch data only; numpy data can go to 'cpu')."""
+        if _is_torch(self.data):
+            return PackedTensor(self.data.to(device), self.N, self.K, self.version)
+        if str(device) == "cpu":
+            return self
+        if torch is None:
+            raise ValueError(f"numpy data lives on the CPU; moving it to {device!r} needs torch")
+        return PackedTensor(torch.from_numpy(self.data).to(device), self.N, self.K, self.version)
+
+    def cpu(self) -> "PackedTensor":
+        """A copy in host memory (same framework)."""
+        return self.to("cpu")
+
+    def numpy(self) -> "PackedTensor":
+        """The same packed weights with numpy data (copied to the host when needed)."""
+        if _is_torch(self.data):
+            return PackedTensor(self.data.detach().cpu().numpy(), self.N, self.K, self.version)
+        return self
+
+    def unpack(self):
+        """Exact inverse of :func:`prepack`: ``(codes uint8 [N, K/2], scales uint8 [N, K/32])``."""
+        return unpack(self)
+
+    def dequantize(self, dtype="float32"):
+        """Dequantized weights ``[N, K]`` (float32 or bfloat16), spec §1.3."""
+        codes, scales = self.unpack()
+        return dequantize(codes, scales, dtype=dtype)
+
+    def __repr__(self):
+        fw = "torch" if _is_torch(self.data) else "numpy"
+        return (f"PackedTensor(N={self.N}, K={self.K}, version={self.version}, "
+                f"bytes={self.nbytes}, {fw} on {self.device})")
+
+
+def packed_bytes(N: int, K: int) -> int:
+    """Bytes of the packed layout for weights B [N, K] (N padded to 16, K to 64)."""
+    return int(_C.packed_bytes(N, K))
+
+
+# ---------------------------------------------------------------------------------------
+# Quantization
+# ---------------------------------------------------------------------------------------
+
+
+def quantize(x, rule: str = "aiter", scale_layout: str = "plain"):
+    """Quantizes ``x [..., K]`` to MXFP4 per 1x32 block along K (spec §2).
+
+    Args:
+        x: float32, float16 or bfloat16 ``[..., K]`` (numpy bf16: ``ml_dtypes.bfloat16`` or
+            ``uint16`` bit patterns); K a positive multiple of 32; unit stride along K.
+        rule: ``"aiter"`` (default, bit-exact with AITER's ``dynamic_mxfp4_quant``),
+            ``"floor"`` (OCP MX v1.0) or ``"rceil"`` (round-up).
+        scale_layout: ``"plain"`` -> scales ``uint8 [..., K/32]``; ``"aiter_shuffled"`` ->
+            AITER ``e8m0_shuffle`` order, ``uint8 [round_up(rows, 256), round_up(K/32, 8)]``
+            with rows = prod(leading dims) (padding bytes zero).
+
+    Returns:
+        ``(codes uint8 [..., K/2], scales)`` in x's framework and device. Blocks holding
+        NaN/Inf get scale 0xFF and zero codes (spec §2.1).
+
+    Raises:
+        TypeError: unsupported dtype. ValueError: K not a positive multiple of 32, no rows,
+        a non-unit stride along K, unknown ``rule``/``scale_layout``.
+    """
+    if _is_torch(x):
+        return torch.ops.mxfp4.quantize(x, rule, scale_layout)
+    return _quantize_impl(x, rule, scale_layout)
+
+
+def dequantize(codes, scales, dtype="float32", code_layout: str = "plain", scale_layout: str = "plain"):
+    """Decodes MXFP4 ``codes uint8 [..., K/2]`` and ``scales`` to ``[..., K]`` (spec §1.3).
+
+    Args:
+        codes: packed e2m1 codes ``[..., K/2]``, C-contiguous; ``code_layout="aiter_shuffled"``
+            for AITER ``shuffle_weight`` order (2-D ``[N, K/2]``).
+        scales: E8M0 bytes: plain ``[..., K/32]`` or, with ``scale_layout="aiter_shuffled"``,
+            the padded ``e8m0_shuffle`` buffer; C-contiguous.
+        dtype: ``float32`` (default) or ``bfloat16`` in any spelling (str, numpy, ml_dtypes,
+            torch).
+
+    Returns:
+        Values e2m1 * 2^(b-127), exact; scale 0xFF gives NaN, byte 254 with |code| >= 4
+        overflows to +-Inf. numpy bf16 results are ``ml_dtypes.bfloat16`` (uint16 without
+        ml_dtypes).
+
+    Raises:
+        TypeError: codes/scales not uint8, unsupported dtype. ValueError: sizes that do not
+        match (scales must hold rows*K/32 bytes, or the shuffled size), non-contiguous
+        buffers, mixed devices.
+    """
+    if _is_torch(codes):
+        from ._torch_ops import _torch_dtype
+
+        return torch.ops.mxfp4.dequantize(codes, scales, _torch_dtype(dtype), code_layout, scale_layout)
+    return _dequantize_impl(codes, scales, dtype, code_layout, scale_layout)
+
+
+# ---------------------------------------------------------------------------------------
+# Prepacking
+# ---------------------------------------------------------------------------------------
+
+
+def prepack(codes, scales, N: int | None = None, K: int | None = None, code_layout: str = "plain",
+            scale_layout: str = "plain") -> PackedTensor:
+    """Packs MXFP4 weights B [N, K] into the GEMM's packed layout (docs/packed-layout.md).
+
+    Args:
+        codes: ``uint8 [N, K/2]`` in ``code_layout`` ``"plain"`` or ``"aiter_shuffled"``
+            (AITER ``shuffle_weight``, needs N % 16 == 0 and K % 64 == 0); flat buffers need
+            N and K. torch ``float4_e2m1fn_x2`` is accepted as bytes.
+        scales: ``uint8 [N, K/32]`` plain or the padded AITER ``e8m0_shuffle`` buffer
+            (``scale_layout="aiter_shuffled"``). torch ``float8_e8m0fnu`` is accepted.
+        N, K: optional; checked against codes' shape when given.
+
+    Returns:
+        :class:`PackedTensor` on codes' device and framework.
+
+    Raises:
+        ValueError: sizes or layouts that do not fit, mixed devices. TypeError: dtypes.
+    """
+    N, K = _nk(_array(codes, "codes"), N, K)
+    if _is_torch(codes):
+        data = torch.ops.mxfp4.prepack(codes, scales, N, K, code_layout, scale_layout)
+        return PackedTensor(data, N, K, PACKED_LAYOUT_VERSION)
+    data, version = _prepack_impl(codes, scales, N, K, code_layout, scale_layout)
+    return PackedTensor(data, N, K, version)
+
+
+def prepack_dense(w, rule: str = "aiter") -> PackedTensor:
+    """Quantizes dense weights ``w [N, K]`` (float32/float16/bfloat16) under ``rule`` and
+    packs them (same result as ``prepack(*quantize(w, rule))``).
+
+    Raises:
+        TypeError: dtype. ValueError: w not 2-D, K not a positive multiple of 32.
+    """
+    if _is_torch(w):
+        if w.ndim != 2:
+            raise ValueError(f"w must be 2-D [N, K]; got shape {tuple(w.shape)}")
+        data = torch.ops.mxfp4.prepack_dense(w, rule)
+        return PackedTensor(data, w.shape[0], w.shape[1], PACKED_LAYOUT_VERSION)
+    data, version = _prepack_dense_impl(w, rule)
+    return PackedTensor(data, w.shape[0], w.shape[1], version)
+
+
+def unpack(packed: PackedTensor):
+    """Exact inverse of :func:`prepack`: ``(codes uint8 [N, K/2], scales uint8 [N, K/32])``
+    in plain layouts, same framework and device as ``packed.data``.
+
+    Raises:
+        TypeError: ``packed`` is not a PackedTensor or has another layout version.
+    """
+    if not isinstance(packed, PackedTensor):
+        raise TypeError(f"packed must be a mxfp4.PackedTensor; got {type(packed).__name__}")
+    if _is_torch(packed.data):
+        return torch.ops.mxfp4.unpack(packed.data, packed.N, packed.K, packed.version)
+    return _unpack_impl(packed.data, packed.N, packed.K, packed.version)
+
+
+# ---------------------------------------------------------------------------------------
+# GEMM
+# ---------------------------------------------------------------------------------------
+
+
+def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: str = "plain"):
+    """``C = quantize(a) @ B^T`` in bf16 (spec §3).
+
+    Args:
+        a: bf16 activations ``[..., K]`` (torch.bfloat16; numpy ml_dtypes.bfloat16 or uint16
+            bits), unit stride along K. Quantized per 1x32 block under ``rule``.
+        b: the weights B [N, K], either a :class:`PackedTensor` (fastest; the only form the
+            CUDA kernels read directly) or a tuple ``(codes uint8 [N, K/2], scales)`` in
+            ``code_layout`` / ``scale_layout`` (on CUDA these are packed into a temporary
+            on every call: prepack once instead).
+        rule: scale rule used to quantize ``a``.
+
+    Returns:
+        ``C [..., N]`` bf16, same framework and device as ``a`` (numpy: ml_dtypes.bfloat16,
+        or uint16 when ``a`` was uint16). fp32 accumulation; within spec §3's bound
+        ``|C - ref| <= 2^-8 |ref| + 2^-12 sum_k |a_k b_k|``. An empty batch gives an empty C.
+
+    Raises:
+        TypeError: a not bf16, codes/scales not uint8, a PackedTensor of another version.
+        ValueError: K mismatch, bad sizes or strides, a and B on different devices.
+        RuntimeError: CUDA inputs with a CPU-only build.
+    """
+    if isinstance(b, PackedTensor):
+        if _is_torch(a):
+            return torch.ops.mxfp4.gemm(a, b.data, b.N, b.K, b.version, rule)
+        return _gemm_impl(a, b.data, b.N, b.K, b.version, rule)
+    if isinstance(b, (tuple, list)) and len(b) == 2:
+        codes, scales = b
+        if _is_torch(a):
+            return torch.ops.mxfp4.gemm_mx(a, codes, scales, code_layout, scale_layout, rule)
+        return _gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule)
+    raise TypeError(f"b must be a mxfp4.PackedTensor or a (codes, scales) tuple; got {type(b).__name__}")
+
+
+def explain(M: int, N: int, K: int, device="cpu"):
+    """The GEMM configuration :func:`gemm` uses for ``(M, N, K)`` on ``device``.
+
+    Args:
+        device: ``"cpu"``, ``"cuda"`` (torch's current device), ``"cuda:<i>"``, a
+            ``torch.device`` or a CUDA device index.
+
+    Returns:
+        ``mxfp4._C.GemmConfig`` with ``path`` (fused / splitk / tiled), ``block_n``,
+        ``block_m``, ``split_k`` and ``warps``; ``str()`` gives a one-line description such
+        as ``"path=splitk block_n=64 block_m=16 split_k=4 warps=4"``.
+
+    Raises:
+        ValueError: bad sizes or device. RuntimeError: CUDA with a CPU-only build.
+    """
+    backend, index = _parse_device(device)
+    return _C.explain_gemm(int(M), int(N), int(K), backend, index)
+
+
+# ---------------------------------------------------------------------------------------
+# AITER layouts (spec §4)
+# ---------------------------------------------------------------------------------------
+
+
+def shuffle_scales(scales):
+    """Plain E8M0 scales ``uint8 [rows, K/32]`` -> AITER ``e8m0_shuffle`` order (spec §4.1):
+    ``uint8 [round_up(rows, 256), round_up(K/32, 8)]``, padding bytes zero.
+
+    Raises:
+        ValueError: scales not 2-D or empty. TypeError: not uint8.
+    """
+    if _is_torch(scales):
+        return torch.ops.mxfp4.shuffle_scales(scales)
+    return _shuffle_scales_impl(scales)
+
+
+def unshuffle_scales(shuffled, rows: int, kblocks: int):
+    """AITER ``e8m0_shuffle``'d scales (any shape, ``round_up(rows,256)*round_up(kblocks,8)``
+    bytes) -> plain ``uint8 [rows, kblocks]`` (spec §4.1). Padding is never read.
+
+    Raises:
+        ValueError: sizes that do not match. TypeError: not uint8.
+    """
+    if _is_torch(shuffled):
+        return torch.ops.mxfp4.unshuffle_scales(shuffled, int(rows), int(kblocks))
+    return _unshuffle_scales_impl(shuffled, int(rows), int(kblocks))
+
+
+def shuffle_weight(codes):
+    """Plain codes ``uint8 [N, K/2]`` -> AITER ``shuffle_weight(layout=(16, 16))`` order,
+    same shape (spec §4.2). Needs N % 16 == 0 and K % 64 == 0 (ValueError otherwise)."""
+    if _is_torch(codes):
+        return torch.ops.mxfp4.shuffle_weight(codes)
+    return _weight_layout_impl(codes, True)
+
+
+def unshuffle_weight(codes):
+    """Inverse of :func:`shuffle_weight`: ``uint8 [N, K/2]`` shuffled -> plain (spec §4.2)."""
+    if _is_torch(codes):
+        return torch.ops.mxfp4.unshuffle_weight(codes)
+    return _weight_layout_impl(codes, False)
+
+
+# ---------------------------------------------------------------------------------------
+# Build information
+# ---------------------------------------------------------------------------------------
+
+
+def built_with_cuda() -> bool:
+    """True when the extension was compiled with the CUDA backend."""
+    return bool(_C.built_with_cuda())
+
+
+def cuda_device_count() -> int:
+    """CUDA devices usable by the library now (0 without the CUDA backend or a driver)."""
+    return int(_C.cuda_device_count())
+
+
+_ = (_array, BLOCK_SIZE)  # re-exported names used by submodules

@@ -1,0 +1,375 @@
+"""Framework-neutral implementation of the mxfp4 Python API.
+
+Every public function accepts numpy arrays (CPU) and torch tensors (CPU or CUDA) and returns
+results in the input's framework and on the input's device. Arrays reach the C++ library
+through DLPack / the buffer protocol without copies; outputs are allocated here, in the
+input's framework, and filled by the library. torch tensors go through the custom ops of
+``mxfp4._torch_ops`` (``torch.ops.mxfp4.*``) so that torch.compile and CUDA graphs see one
+opaque op per call; those ops call the ``_*_impl`` functions below.
+
+The C++ library validates sizes, strides and layouts (ValueError / TypeError naming the
+constraint); this module only maps names and dtypes and shapes the outputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _C
+
+try:  # torch is optional: numpy-only installs work without it
+    import torch
+except ImportError:  # pragma: no cover - exercised on machines without torch
+    torch = None
+
+try:  # bfloat16 numpy arrays; uint16 bit patterns work without it
+    import ml_dtypes
+    _NP_BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover
+    ml_dtypes = None
+    _NP_BF16 = None
+
+#: Version of the packed weight layout produced by :func:`prepack` (docs/packed-layout.md).
+PACKED_LAYOUT_VERSION: int = int(_C.PACKED_LAYOUT_VERSION)
+#: Elements that share one E8M0 scale.
+BLOCK_SIZE: int = int(_C.BLOCK_SIZE)
+
+_RULES = {"aiter": _C.ScaleRule.aiter, "floor": _C.ScaleRule.floor, "rceil": _C.ScaleRule.rceil}
+_SCALE_LAYOUTS = {
+    "plain": _C.ScaleLayout.plain,
+    "aiter_shuffled": _C.ScaleLayout.aiter_shuffled,
+    "shuffled": _C.ScaleLayout.aiter_shuffled,
+}
+_CODE_LAYOUTS = {
+    "plain": _C.CodeLayout.plain,
+    "aiter_shuffled": _C.CodeLayout.aiter_shuffled,
+    "shuffled": _C.CodeLayout.aiter_shuffled,
+}
+
+
+def _choice(value, table, what):
+    if isinstance(value, str) and value in table:
+        return table[value]
+    raise ValueError(f"{what} must be one of {', '.join(repr(k) for k in table)}; got {value!r}")
+
+
+def _rule(rule):
+    return _choice(rule, _RULES, "rule")
+
+
+def _scale_layout(layout):
+    return _choice(layout, _SCALE_LAYOUTS, "scale_layout")
+
+
+def _code_layout(layout):
+    return _choice(layout, _CODE_LAYOUTS, "code_layout")
+
+
+def _round_up(x, m):
+    return (x + m - 1) // m * m
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n = n * s
+    return n
+
+
+def shuffled_scales_shape(rows, kblocks):
+    """Shape ``(round_up(rows, 256), round_up(kblocks, 8))`` of an AITER ``e8m0_shuffle``'d
+    scale buffer for ``rows`` x ``kblocks`` scales (spec §4.1)."""
+    return (_round_up(rows, 256), _round_up(kblocks, 8))
+
+
+# ---------------------------------------------------------------------------------------
+# Frameworks, dtypes, devices
+# ---------------------------------------------------------------------------------------
+
+
+def _is_torch(x):
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _array(x, name):
+    """x as a numpy array or a detached torch tensor (TypeError for anything else)."""
+    if _is_torch(x):
+        return x.detach()
+    if isinstance(x, np.ndarray):
+        return x
+    raise TypeError(f"{name} must be a numpy.ndarray or a torch.Tensor; got {type(x).__name__}")
+
+
+def _torch_byte_dtypes():
+    out = [torch.int8]
+    for n in ("float4_e2m1fn_x2", "float8_e8m0fnu"):
+        if hasattr(torch, n):
+            out.append(getattr(torch, n))
+    return tuple(out)
+
+
+def _bytes(x, name):
+    """A uint8 view of packed codes / scale bytes. torch.float4_e2m1fn_x2 (two codes a byte,
+    first in the low nibble), torch.float8_e8m0fnu, ml_dtypes.float8_e8m0fnu and int8 are
+    viewed as uint8; other dtypes pass through for the library to reject (TypeError)."""
+    x = _array(x, name)
+    if _is_torch(x):
+        if x.dtype != torch.uint8 and x.dtype in _torch_byte_dtypes():
+            x = x.view(torch.uint8)
+    elif x.dtype == np.int8 or x.dtype.name == "float8_e8m0fnu":
+        # (ml_dtypes.float4_e2m1fn holds ONE value per byte: not packed codes, not viewed)
+        x = x.view(np.uint8)
+    return x
+
+
+_DT_NAMES = "float32, float16 or bfloat16 (numpy: ml_dtypes.bfloat16 or uint16 bit patterns)"
+
+
+def _floats(x, name):
+    """(array for _C, _C.DType) of a dense float input: float32, float16 or bfloat16."""
+    x = _array(x, name)
+    if _is_torch(x):
+        dt = {torch.float32: _C.DType.fp32, torch.float16: _C.DType.fp16, torch.bfloat16: _C.DType.bf16}.get(x.dtype)
+        if dt is None:
+            raise TypeError(f"{name} must be {_DT_NAMES}; got {x.dtype}")
+        return x, dt
+    if x.dtype == np.float32:
+        return x, _C.DType.fp32
+    if x.dtype == np.float16:
+        return x, _C.DType.fp16
+    if _NP_BF16 is not None and x.dtype == _NP_BF16:
+        return x.view(np.uint16), _C.DType.bf16
+    if x.dtype == np.uint16:
+        return x, _C.DType.bf16
+    raise TypeError(f"{name} must be {_DT_NAMES}; got {x.dtype}")
+
+
+def _bf16(x, name):
+    """bf16 input (torch.bfloat16, ml_dtypes.bfloat16 or uint16 bit patterns) for the GEMM."""
+    x = _array(x, name)
+    if _is_torch(x):
+        if x.dtype != torch.bfloat16:
+            raise TypeError(f"{name} must be torch.bfloat16 (the GEMM quantizes bf16 activations); got {x.dtype}")
+        return x
+    if _NP_BF16 is not None and x.dtype == _NP_BF16:
+        return x.view(np.uint16)
+    if x.dtype == np.uint16:
+        return x
+    raise TypeError(f"{name} must be bfloat16 (ml_dtypes.bfloat16 or uint16 bit patterns); got {x.dtype}")
+
+
+def _np_bf16_result(u16, like=None):
+    """Presents a uint16 bf16 result as ml_dtypes.bfloat16 unless `like` was raw uint16."""
+    if _NP_BF16 is not None and (like is None or like.dtype != np.uint16):
+        return u16.view(_NP_BF16)
+    return u16
+
+
+def _out_kind(dtype):
+    """'f32' or 'bf16' for a dequantize output dtype given in any framework's spelling."""
+    if isinstance(dtype, str):
+        key = dtype
+    elif torch is not None and isinstance(dtype, torch.dtype):
+        key = {torch.float32: "float32", torch.bfloat16: "bfloat16"}.get(dtype, str(dtype))
+    else:
+        try:
+            key = np.dtype(dtype).name
+        except TypeError:
+            key = repr(dtype)
+    kind = {"float32": "f32", "fp32": "f32", "f32": "f32", "bfloat16": "bf16", "bf16": "bf16"}.get(key)
+    if kind is None:
+        raise TypeError(f"dtype must be float32 or bfloat16; got {dtype!r}")
+    return kind
+
+
+def _empty(like, shape, kind, zero=False):
+    """A new array of `shape` in like's framework and on like's device."""
+    if _is_torch(like):
+        dt = {"u8": torch.uint8, "bf16": torch.bfloat16, "f32": torch.float32}[kind]
+        return (torch.zeros if zero else torch.empty)(shape, dtype=dt, device=like.device)
+    dt = {"u8": np.uint8, "bf16": np.uint16, "f32": np.float32}[kind]
+    return (np.zeros if zero else np.empty)(shape, dtype=dt)
+
+
+def _stream(x):
+    """torch's current CUDA stream of x's device as an integer (0 for host arrays)."""
+    if _is_torch(x) and x.device.type == "cuda":
+        return torch.cuda.current_stream(x.device).cuda_stream
+    return 0
+
+
+def _is_cuda(x):
+    return _is_torch(x) and x.device.type == "cuda"
+
+
+def _rows(x, name):
+    """(x as 2-D [rows, K], leading shape): N-D inputs [..., K] are flattened (a view where
+    the framework can), 1-D inputs are one row."""
+    if x.ndim == 0:
+        raise ValueError(f"{name} must have at least one dimension [..., K]; got a scalar")
+    K = x.shape[-1]
+    lead = tuple(x.shape[:-1])
+    if x.ndim == 2:
+        return x, lead
+    return x.reshape(_prod(lead), K), lead
+
+
+def _parse_device(device):
+    """(backend, index) of 'cpu', 'cuda', 'cuda:1', a torch.device or a CUDA index."""
+    if torch is not None and isinstance(device, torch.device):
+        device = str(device)
+    if isinstance(device, int) and not isinstance(device, bool):
+        return _C.Backend.cuda, device
+    if isinstance(device, str):
+        if device == "cpu":
+            return _C.Backend.cpu, 0
+        if device == "cuda":
+            idx = torch.cuda.current_device() if torch is not None and torch.cuda.is_available() else 0
+            return _C.Backend.cuda, idx
+        if device.startswith("cuda:") and device[5:].isdigit():
+            return _C.Backend.cuda, int(device[5:])
+    raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:<index>', a torch.device or an index; got {device!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# Implementations (shared by the numpy path and the torch custom ops)
+# ---------------------------------------------------------------------------------------
+
+
+def _quantize_impl(x, rule, scale_layout):
+    rl, sl = _rule(rule), _scale_layout(scale_layout)
+    xv, dt = _floats(x, "x")
+    x2, lead = _rows(xv, "x")
+    rows, K = x2.shape
+    codes = _empty(xv, (*lead, K // 2), "u8")
+    if sl == _C.ScaleLayout.plain:
+        scales = _empty(xv, (*lead, K // BLOCK_SIZE), "u8")
+    else:  # padding is never read; zero it so results are deterministic
+        scales = _empty(xv, shuffled_scales_shape(rows, K // BLOCK_SIZE), "u8", zero=True)
+    _C.quantize(x2, dt, codes, scales, rl, sl, _stream(xv))
+    return codes, scales
+
+
+def _dequantize_impl(codes, scales, dtype, code_layout, scale_layout):
+    cl, sl = _code_layout(code_layout), _scale_layout(scale_layout)
+    kind = _out_kind(dtype)
+    codes, scales = _bytes(codes, "codes"), _bytes(scales, "scales")
+    c2, lead = _rows(codes, "codes")
+    rows, K = c2.shape[0], 2 * c2.shape[1]
+    out = _empty(codes, (*lead, K), kind)
+    _C.dequantize(c2, scales, rows, K, cl, sl, out.reshape(rows, K), _C.DType.fp32 if kind == "f32" else _C.DType.bf16,
+                  _stream(codes))
+    if kind == "bf16" and not _is_torch(out):
+        out = _np_bf16_result(out)
+    return out
+
+
+def _nk(codes, N, K):
+    """(N, K) of weights given as codes [N, K/2] (N, K optional) or flat codes (N, K given)."""
+    if codes.ndim == 2:
+        n, k = codes.shape[0], 2 * codes.shape[1]
+        if (N is not None and N != n) or (K is not None and K != k):
+            raise ValueError(f"codes of shape {tuple(codes.shape)} hold [N, K/2] = [{n}, {k // 2}]; "
+                             f"they do not match N={N}, K={K}")
+        return n, k
+    if N is None or K is None:
+        raise ValueError(f"codes of shape {tuple(codes.shape)} are not [N, K/2]: pass N and K")
+    return int(N), int(K)
+
+
+def _prepack_impl(codes, scales, N, K, code_layout, scale_layout):
+    cl, sl = _code_layout(code_layout), _scale_layout(scale_layout)
+    codes, scales = _bytes(codes, "codes"), _bytes(scales, "scales")
+    N, K = _nk(codes, N, K)
+    out = _empty(codes, (int(_C.packed_bytes(N, K)),), "u8")
+    version = _C.prepack(codes, scales, N, K, cl, sl, out, _stream(codes))
+    return out, int(version)
+
+
+def _prepack_dense_impl(w, rule):
+    rl = _rule(rule)
+    wv, dt = _floats(w, "w")
+    if wv.ndim != 2:
+        raise ValueError(f"w must be 2-D [N, K]; got shape {tuple(wv.shape)}")
+    N, K = wv.shape
+    out = _empty(wv, (int(_C.packed_bytes(N, K)),), "u8")
+    tmp = _empty(wv, (N * (K // 2) + N * (K // BLOCK_SIZE),), "u8")
+    version = _C.prepack_dense(wv, dt, out, tmp, rl, _stream(wv))
+    return out, int(version)
+
+
+def _unpack_impl(data, N, K, version):
+    data = _bytes(data, "packed")
+    codes = _empty(data, (N, K // 2), "u8")
+    scales = _empty(data, (N, K // BLOCK_SIZE), "u8")
+    _C.unpack(data, N, K, version, codes, scales, _stream(data))
+    return codes, scales
+
+
+def _gemm_impl(a, data, N, K, version, rule):
+    rl = _rule(rule)
+    a_in = _array(a, "a")
+    av = _bf16(a_in, "a")
+    data = _bytes(data, "packed")
+    a2, lead = _rows(av, "a")
+    M = a2.shape[0]
+    out = _empty(av, (*lead, N), "bf16")
+    if M > 0:
+        ws = None
+        if _is_cuda(av):
+            cfg = _C.explain_gemm(M, N, K, _C.Backend.cuda, av.device.index)
+            nbytes = int(_C.gemm_workspace_bytes(M, K, cfg))
+            if nbytes > 0:
+                ws = torch.empty((nbytes,), dtype=torch.uint8, device=av.device)
+        _C.gemm(a2, data, N, K, version, out.reshape(M, N), rl, None, ws, _stream(av))
+    if not _is_torch(out):
+        out = _np_bf16_result(out, a_in)
+    return out
+
+
+def _gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule):
+    cl, sl, rl = _code_layout(code_layout), _scale_layout(scale_layout), _rule(rule)
+    a_in = _array(a, "a")
+    av = _bf16(a_in, "a")
+    codes, scales = _bytes(codes, "codes"), _bytes(scales, "scales")
+    if codes.ndim != 2:
+        raise ValueError(f"codes must be 2-D [N, K/2]; got shape {tuple(codes.shape)}")
+    N, K = codes.shape[0], av.shape[-1]
+    if _is_cuda(av):  # the CUDA GEMM reads prepacked weights: pack into a temporary
+        data, version = _prepack_impl(codes, scales, N, K, code_layout, scale_layout)
+        return _gemm_impl(a, data, N, K, version, rule)
+    a2, lead = _rows(av, "a")
+    M = a2.shape[0]
+    out = _empty(av, (*lead, N), "bf16")
+    if M > 0:
+        _C.gemm_mx(a2, codes, scales, N, cl, sl, out.reshape(M, N), rl, _stream(av))
+    if not _is_torch(out):
+        out = _np_bf16_result(out, a_in)
+    return out
+
+
+def _shuffle_scales_impl(scales):
+    scales = _bytes(scales, "scales")
+    if scales.ndim != 2:
+        raise ValueError(f"scales must be 2-D [rows, K/32]; got shape {tuple(scales.shape)}")
+    rows, kb = scales.shape
+    out = _empty(scales, shuffled_scales_shape(rows, kb), "u8", zero=True)
+    _C.shuffle_scales(scales, rows, kb, out, _stream(scales))
+    return out
+
+
+def _unshuffle_scales_impl(shuffled, rows, kblocks):
+    shuffled = _bytes(shuffled, "shuffled")
+    out = _empty(shuffled, (rows, kblocks), "u8")
+    _C.unshuffle_scales(shuffled, rows, kblocks, out, _stream(shuffled))
+    return out
+
+
+def _weight_layout_impl(codes, shuffle):
+    codes = _bytes(codes, "codes")
+    if codes.ndim != 2:
+        raise ValueError(f"codes must be 2-D [N, K/2]; got shape {tuple(codes.shape)}")
+    N, K = codes.shape[0], 2 * codes.shape[1]
+    out = _empty(codes, tuple(codes.shape), "u8")
+    (_C.shuffle_weight if shuffle else _C.unshuffle_weight)(codes, N, K, out, _stream(codes))
+    return out

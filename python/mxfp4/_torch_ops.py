@@ -1,0 +1,225 @@
+"""torch.library custom ops ``torch.ops.mxfp4.*`` (registered when torch is importable).
+
+Each op is one opaque call for torch.compile (fullgraph, no graph breaks) and CUDA graph
+capture: the real implementation allocates its outputs with torch (the caching allocator,
+graph-pool aware), runs the library on torch's current stream and never synchronises; the
+fake (meta) implementation only computes output shapes and dtypes.
+
+Ops (all functional, no input is mutated; ``str`` arguments as in the Python API):
+
+* ``quantize(Tensor x, str rule="aiter", str scale_layout="plain") -> (Tensor codes, Tensor scales)``
+* ``dequantize(Tensor codes, Tensor scales, ScalarType dtype, str code_layout="plain",
+  str scale_layout="plain") -> Tensor``
+* ``prepack(Tensor codes, Tensor scales, int N, int K, str code_layout="plain",
+  str scale_layout="plain") -> Tensor``  (uint8 [packed_bytes(N, K)])
+* ``prepack_dense(Tensor w, str rule="aiter") -> Tensor``
+* ``unpack(Tensor packed, int N, int K, int version=1) -> (Tensor codes, Tensor scales)``
+* ``gemm(Tensor a, Tensor packed, int N, int K, int version=1, str rule="aiter") -> Tensor``
+* ``gemm_mx(Tensor a, Tensor codes, Tensor scales, str code_layout="plain",
+  str scale_layout="plain", str rule="aiter") -> Tensor``
+* ``shuffle_scales(Tensor scales) -> Tensor``, ``unshuffle_scales(Tensor shuffled, int rows,
+  int kblocks) -> Tensor``, ``shuffle_weight(Tensor codes) -> Tensor``,
+  ``unshuffle_weight(Tensor codes) -> Tensor``
+"""
+
+from typing import Tuple
+
+import torch
+from torch import Tensor
+
+from . import _core
+from ._core import BLOCK_SIZE, PACKED_LAYOUT_VERSION, _prod, shuffled_scales_shape
+
+_U8 = torch.uint8
+
+
+def _torch_dtype(dtype) -> torch.dtype:
+    """dequantize's output dtype as a torch.dtype (float32 or bfloat16, any spelling)."""
+    return torch.float32 if _core._out_kind(dtype) == "f32" else torch.bfloat16
+
+
+def _check_names(rule=None, code_layout=None, scale_layout=None):
+    # Fake implementations check names too, so torch.compile reports them at trace time.
+    if rule is not None:
+        _core._rule(rule)
+    if code_layout is not None:
+        _core._code_layout(code_layout)
+    if scale_layout is not None:
+        _core._scale_layout(scale_layout)
+
+
+def _rows_k(x: Tensor, name: str):
+    if x.dim() == 0:
+        raise ValueError(f"{name} must have at least one dimension [..., K]; got a scalar")
+    return _prod(x.shape[:-1]), x.shape[-1]
+
+
+# ---- quantize ---------------------------------------------------------------------------------
+
+
+@torch.library.custom_op("mxfp4::quantize", mutates_args=())
+def quantize(x: Tensor, rule: str = "aiter", scale_layout: str = "plain") -> Tuple[Tensor, Tensor]:
+    return _core._quantize_impl(x, rule, scale_layout)
+
+
+@quantize.register_fake
+def _quantize_fake(x, rule="aiter", scale_layout="plain"):
+    _check_names(rule=rule, scale_layout=scale_layout)
+    rows, K = _rows_k(x, "x")
+    lead = tuple(x.shape[:-1])
+    codes = x.new_empty((*lead, K // 2), dtype=_U8)
+    if _core._scale_layout(scale_layout) == _core._C.ScaleLayout.plain:
+        scales = x.new_empty((*lead, K // BLOCK_SIZE), dtype=_U8)
+    else:
+        scales = x.new_empty(shuffled_scales_shape(rows, K // BLOCK_SIZE), dtype=_U8)
+    return codes, scales
+
+
+# ---- dequantize -------------------------------------------------------------------------------
+
+
+@torch.library.custom_op("mxfp4::dequantize", mutates_args=())
+def dequantize(codes: Tensor, scales: Tensor, dtype: torch.dtype, code_layout: str = "plain",
+               scale_layout: str = "plain") -> Tensor:
+    return _core._dequantize_impl(codes, scales, dtype, code_layout, scale_layout)
+
+
+@dequantize.register_fake
+def _dequantize_fake(codes, scales, dtype, code_layout="plain", scale_layout="plain"):
+    _check_names(code_layout=code_layout, scale_layout=scale_layout)
+    _rows_k(codes, "codes")
+    return codes.new_empty((*codes.shape[:-1], 2 * codes.shape[-1]), dtype=_torch_dtype(dtype))
+
+
+# ---- prepack / unpack -------------------------------------------------------------------------
+
+
+@torch.library.custom_op("mxfp4::prepack", mutates_args=())
+def prepack(codes: Tensor, scales: Tensor, N: int, K: int, code_layout: str = "plain",
+            scale_layout: str = "plain") -> Tensor:
+    return _core._prepack_impl(codes, scales, N, K, code_layout, scale_layout)[0]
+
+
+def _packed_len(N, K):
+    # packed_bytes(N, K) = Np*Kp/2 + Np*Kp/32 (docs/packed-layout.md); asks the library when
+    # the sizes are concrete so the two never disagree.
+    if isinstance(N, int) and isinstance(K, int):
+        return int(_core._C.packed_bytes(N, K))
+    Np, Kp = (N + 15) // 16 * 16, (K + 63) // 64 * 64
+    return Np * Kp // 2 + Np * Kp // 32
+
+
+@prepack.register_fake
+def _prepack_fake(codes, scales, N, K, code_layout="plain", scale_layout="plain"):
+    _check_names(code_layout=code_layout, scale_layout=scale_layout)
+    return codes.new_empty((_packed_len(N, K),), dtype=_U8)
+
+
+@torch.library.custom_op("mxfp4::prepack_dense", mutates_args=())
+def prepack_dense(w: Tensor, rule: str = "aiter") -> Tensor:
+    return _core._prepack_dense_impl(w, rule)[0]
+
+
+@prepack_dense.register_fake
+def _prepack_dense_fake(w, rule="aiter"):
+    _check_names(rule=rule)
+    if w.dim() != 2:
+        raise ValueError(f"w must be 2-D [N, K]; got shape {tuple(w.shape)}")
+    return w.new_empty((_packed_len(w.shape[0], w.shape[1]),), dtype=_U8)
+
+
+@torch.library.custom_op("mxfp4::unpack", mutates_args=())
+def unpack(packed: Tensor, N: int, K: int, version: int = PACKED_LAYOUT_VERSION) -> Tuple[Tensor, Tensor]:
+    return _core._unpack_impl(packed, N, K, version)
+
+
+@unpack.register_fake
+def _unpack_fake(packed, N, K, version=PACKED_LAYOUT_VERSION):
+    return (packed.new_empty((N, K // 2), dtype=_U8), packed.new_empty((N, K // BLOCK_SIZE), dtype=_U8))
+
+
+# ---- GEMM -------------------------------------------------------------------------------------
+
+
+@torch.library.custom_op("mxfp4::gemm", mutates_args=())
+def gemm(a: Tensor, packed: Tensor, N: int, K: int, version: int = PACKED_LAYOUT_VERSION,
+         rule: str = "aiter") -> Tensor:
+    return _core._gemm_impl(a, packed, N, K, version, rule)
+
+
+def _gemm_out(a, N):
+    if a.dtype != torch.bfloat16:
+        raise TypeError(f"a must be torch.bfloat16 (the GEMM quantizes bf16 activations); got {a.dtype}")
+    if a.dim() == 0:
+        raise ValueError("a must have at least one dimension [..., K]; got a scalar")
+    return a.new_empty((*a.shape[:-1], N), dtype=torch.bfloat16)
+
+
+@gemm.register_fake
+def _gemm_fake(a, packed, N, K, version=PACKED_LAYOUT_VERSION, rule="aiter"):
+    _check_names(rule=rule)
+    return _gemm_out(a, N)
+
+
+@torch.library.custom_op("mxfp4::gemm_mx", mutates_args=())
+def gemm_mx(a: Tensor, codes: Tensor, scales: Tensor, code_layout: str = "plain", scale_layout: str = "plain",
+            rule: str = "aiter") -> Tensor:
+    return _core._gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule)
+
+
+@gemm_mx.register_fake
+def _gemm_mx_fake(a, codes, scales, code_layout="plain", scale_layout="plain", rule="aiter"):
+    _check_names(rule=rule, code_layout=code_layout, scale_layout=scale_layout)
+    if codes.dim() != 2:
+        raise ValueError(f"codes must be 2-D [N, K/2]; got shape {tuple(codes.shape)}")
+    return _gemm_out(a, codes.shape[0])
+
+
+# ---- AITER layouts ----------------------------------------------------------------------------
+
+
+@torch.library.custom_op("mxfp4::shuffle_scales", mutates_args=())
+def shuffle_scales(scales: Tensor) -> Tensor:
+    return _core._shuffle_scales_impl(scales)
+
+
+@shuffle_scales.register_fake
+def _shuffle_scales_fake(scales):
+    if scales.dim() != 2:
+        raise ValueError(f"scales must be 2-D [rows, K/32]; got shape {tuple(scales.shape)}")
+    return scales.new_empty(shuffled_scales_shape(scales.shape[0], scales.shape[1]), dtype=_U8)
+
+
+@torch.library.custom_op("mxfp4::unshuffle_scales", mutates_args=())
+def unshuffle_scales(shuffled: Tensor, rows: int, kblocks: int) -> Tensor:
+    return _core._unshuffle_scales_impl(shuffled, rows, kblocks)
+
+
+@unshuffle_scales.register_fake
+def _unshuffle_scales_fake(shuffled, rows, kblocks):
+    return shuffled.new_empty((rows, kblocks), dtype=_U8)
+
+
+@torch.library.custom_op("mxfp4::shuffle_weight", mutates_args=())
+def shuffle_weight(codes: Tensor) -> Tensor:
+    return _core._weight_layout_impl(codes, True)
+
+
+@torch.library.custom_op("mxfp4::unshuffle_weight", mutates_args=())
+def unshuffle_weight(codes: Tensor) -> Tensor:
+    return _core._weight_layout_impl(codes, False)
+
+
+@shuffle_weight.register_fake
+def _shuffle_weight_fake(codes):
+    if codes.dim() != 2:
+        raise ValueError(f"codes must be 2-D [N, K/2]; got shape {tuple(codes.shape)}")
+    return codes.new_empty(tuple(codes.shape), dtype=_U8)
+
+
+@unshuffle_weight.register_fake
+def _unshuffle_weight_fake(codes):
+    return _shuffle_weight_fake(codes)
+
+
+_ = _prod

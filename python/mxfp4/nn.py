@@ -1,0 +1,180 @@
+"""torch.nn modules backed by the mxfp4 GEMM (requires torch)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import _api, _core
+from ._api import PackedTensor
+from ._core import PACKED_LAYOUT_VERSION
+
+__all__ = ["MXFP4Linear"]
+
+
+def _as_torch(x, name):
+    if isinstance(x, torch.Tensor):
+        return x.detach()
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(x)
+    raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray; got {type(x).__name__}")
+
+
+class MXFP4Linear(nn.Module):
+    """``y = x @ W^T + b`` with W held as MXFP4 (packed layout v1) and the product computed
+    by :func:`mxfp4.gemm` (x quantized per 1x32 block to MXFP4, fp32 accumulation).
+
+    Shapes and dtypes: ``x [..., in_features]`` of any floating dtype (cast to bfloat16 for
+    the GEMM); ``y [..., out_features]`` in x's dtype (the bf16 GEMM result, cast), plus the
+    bias (added in x's dtype). ``in_features`` must be a positive multiple of 32.
+
+    State (``state_dict``): ``weight_packed`` (buffer, uint8 ``[packed_bytes(N, K)]``),
+    ``bias`` (parameter, ``[out_features]``, ``requires_grad=False``, when present) and an
+    extra state ``{"version", "in_features", "out_features", "rule"}`` checked on load
+    (TypeError for another packed layout version, ValueError for other sizes).
+
+    Build one with :meth:`from_linear` (quantizes a ``nn.Linear``'s weight with our
+    quantizer), :meth:`from_mxfp4` (codes + scales, plain or AITER layouts) or
+    :meth:`from_packed`; the constructor makes zero weights (for ``load_state_dict``).
+    This is an inference module: no gradients flow to the weights.
+
+    Args:
+        in_features: K. out_features: N.
+        bias: whether the module has a bias.
+        rule: scale rule used to quantize activations (``"aiter"``, ``"floor"``, ``"rceil"``).
+        device: where the buffers live. bias_dtype: dtype of the bias.
+
+    Raises:
+        ValueError: sizes the packed layout does not accept, unknown rule.
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, rule: str = "aiter", device=None,
+                 bias_dtype: torch.dtype = torch.bfloat16):
+        super().__init__()
+        _core._rule(rule)
+        self.in_features = int(in_features)
+        self.out_features = int(out_features)
+        self.rule = rule
+        nbytes = _api.packed_bytes(self.out_features, self.in_features)  # ValueError for bad sizes
+        self.register_buffer("weight_packed", torch.zeros(nbytes, dtype=torch.uint8, device=device))
+        if bias:
+            self.bias = nn.Parameter(torch.zeros(self.out_features, dtype=bias_dtype, device=device),
+                                     requires_grad=False)
+        else:
+            self.register_parameter("bias", None)
+
+    # ---- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, rule: str = "aiter", device=None) -> "MXFP4Linear":
+        """Quantizes ``linear.weight`` ``[N, K]`` (float32/float16/bfloat16; other float
+        dtypes are cast to float32 first) with :func:`mxfp4.prepack_dense` under ``rule``,
+        on ``device`` (default: the weight's device). The bias is copied as is.
+
+        Raises:
+            TypeError: not an nn.Linear. ValueError: K not a positive multiple of 32.
+        """
+        if not isinstance(linear, nn.Linear):
+            raise TypeError(f"linear must be a torch.nn.Linear; got {type(linear).__name__}")
+        w = linear.weight.detach()
+        if device is not None:
+            w = w.to(device)
+        if w.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+            w = w.float()
+        packed = _api.prepack_dense(w, rule)
+        bias = None if linear.bias is None else linear.bias.detach().to(w.device)
+        return cls.from_packed(packed, bias=bias, rule=rule)
+
+    @classmethod
+    def from_mxfp4(cls, codes, scales, bias=None, code_layout: str = "plain", scale_layout: str = "plain",
+                   N: int | None = None, K: int | None = None, rule: str = "aiter") -> "MXFP4Linear":
+        """From MXFP4 weights: ``codes uint8 [N, K/2]`` and E8M0 ``scales`` (``[N, K/32]``
+        plain, or AITER layouts via ``code_layout`` / ``scale_layout``), torch tensors or
+        numpy arrays (numpy goes to the CPU). See :func:`mxfp4.prepack`."""
+        codes, scales = _as_torch(codes, "codes"), _as_torch(scales, "scales")
+        packed = _api.prepack(codes, scales, N=N, K=K, code_layout=code_layout, scale_layout=scale_layout)
+        return cls.from_packed(packed, bias=bias, rule=rule)
+
+    @classmethod
+    def from_packed(cls, packed: PackedTensor, bias=None, rule: str = "aiter") -> "MXFP4Linear":
+        """From a :class:`mxfp4.PackedTensor` (its data is used as the buffer, not copied;
+        numpy data becomes a CPU tensor). ``bias``: ``[N]`` tensor/array or None.
+
+        Raises:
+            TypeError: not a PackedTensor, or another packed layout version.
+        """
+        if not isinstance(packed, PackedTensor):
+            raise TypeError(f"packed must be a mxfp4.PackedTensor; got {type(packed).__name__}")
+        if packed.version != PACKED_LAYOUT_VERSION:
+            raise TypeError(f"packed layout version {packed.version} is not supported "
+                            f"(this build reads version {PACKED_LAYOUT_VERSION})")
+        data = _as_torch(packed.data, "packed.data")
+        if bias is not None:
+            bias = _as_torch(bias, "bias").to(data.device)
+            if tuple(bias.shape) != (packed.N,):
+                raise ValueError(f"bias must have shape ({packed.N},); got {tuple(bias.shape)}")
+        m = cls(packed.K, packed.N, bias=bias is not None, rule=rule, device="meta",
+                bias_dtype=bias.dtype if bias is not None else torch.bfloat16)
+        if data.numel() != m.weight_packed.numel():
+            raise ValueError(f"packed data has {data.numel()} bytes; expected {m.weight_packed.numel()} = "
+                             f"packed_bytes({packed.N}, {packed.K})")
+        m.weight_packed = data.reshape(-1)
+        if bias is not None:
+            m.bias = nn.Parameter(bias.clone(), requires_grad=False)
+        return m
+
+    # ---- use -------------------------------------------------------------------------------
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [..., in_features]`` -> ``[..., out_features]`` in x's dtype (see the class)."""
+        xb = x if x.dtype == torch.bfloat16 else x.to(torch.bfloat16)
+        y = torch.ops.mxfp4.gemm(xb, self.weight_packed, self.out_features, self.in_features, PACKED_LAYOUT_VERSION,
+                                 self.rule)
+        if y.dtype != x.dtype:
+            y = y.to(x.dtype)
+        if self.bias is not None:
+            y = y + self.bias.to(y.dtype)
+        return y
+
+    def packed(self) -> PackedTensor:
+        """The weights as a :class:`mxfp4.PackedTensor` (shares the buffer)."""
+        return PackedTensor(self.weight_packed, self.out_features, self.in_features, PACKED_LAYOUT_VERSION)
+
+    def dequantize_weight(self, dtype=torch.float32) -> torch.Tensor:
+        """The weights ``[out_features, in_features]`` dequantized (float32 or bfloat16)."""
+        return self.packed().dequantize(dtype)
+
+    # ---- state -----------------------------------------------------------------------------
+
+    def get_extra_state(self):
+        return {"version": PACKED_LAYOUT_VERSION, "in_features": self.in_features,
+                "out_features": self.out_features, "rule": self.rule}
+
+    def set_extra_state(self, state):
+        version = state.get("version")
+        if version != PACKED_LAYOUT_VERSION:
+            raise TypeError(f"state_dict holds packed layout version {version}; this build reads version "
+                            f"{PACKED_LAYOUT_VERSION}")
+        if (state.get("in_features"), state.get("out_features")) != (self.in_features, self.out_features):
+            raise ValueError(f"state_dict is for in_features={state.get('in_features')}, "
+                             f"out_features={state.get('out_features')}; this module has "
+                             f"in_features={self.in_features}, out_features={self.out_features}")
+        rule = state.get("rule", "aiter")
+        _core._rule(rule)
+        self.rule = rule
+
+    def _path(self, M):
+        dev = self.weight_packed.device
+        if dev.type == "meta":
+            return "n/a"
+        try:
+            return str(_api.explain(M, self.out_features, self.in_features, dev if dev.type == "cuda" else "cpu"))
+        except (RuntimeError, ValueError) as e:
+            return f"unavailable ({e})"
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
+                f"rule='{self.rule}', weight_packed=uint8[{self.weight_packed.numel()}] "
+                f"v{PACKED_LAYOUT_VERSION} on {self.weight_packed.device}, "
+                f"path(M=1): {self._path(1)}, path(M=1024): {self._path(1024)}")

@@ -1,0 +1,664 @@
+// mxfp4._C: thin nanobind bindings over include/mxfp4/mxfp4.hpp.
+//
+// Arrays arrive through DLPack / the buffer protocol (numpy, torch, anything with
+// __dlpack__) without copies: nb::ndarray is declared with no dtype, shape or order
+// constraint, so nanobind never converts. This file only turns an array into (pointer, rows,
+// columns, row stride) and checks what the C++ API cannot see behind a raw pointer: the
+// element type, a unit stride along the last dimension, the byte size of dense buffers and
+// that all arrays of a call live on the same device. Every rule about sizes, strides and
+// layouts is the library's (InvalidArgument -> ValueError, TypeMismatch -> TypeError,
+// Error/CudaError -> RuntimeError; translators below). Outputs are allocated by the caller
+// (the Python package) in the caller's framework and passed in.
+//
+// CUDA arrays: work runs on the device that holds them (a device guard sets it for the call)
+// and is queued on `stream` (a cudaStream_t as an integer, e.g. torch's
+// torch.cuda.current_stream().cuda_stream; 0 = the legacy default stream).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "mxfp4/mxfp4.hpp"
+
+#if defined(MXFP4_WITH_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using mxfp4::Backend;
+using mxfp4::CodeLayout;
+using mxfp4::DType;
+using mxfp4::Exec;
+using mxfp4::InvalidArgument;
+using mxfp4::ScaleLayout;
+using mxfp4::ScaleRule;
+using mxfp4::TypeMismatch;
+
+using In = nb::ndarray<nb::ro>;  // read-only input (numpy read-only arrays are accepted)
+using Out = nb::ndarray<>;       // written by the library
+
+constexpr int kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3;
+
+std::string dtype_name(nb::dlpack::dtype d) {
+  using C = nb::dlpack::dtype_code;
+  std::string base;
+  switch (static_cast<C>(d.code)) {
+    case C::Int: base = "int"; break;
+    case C::UInt: base = "uint"; break;
+    case C::Float: base = "float"; break;
+    case C::Bfloat: base = "bfloat"; break;
+    case C::Complex: base = "complex"; break;
+    case C::Bool: return "bool";
+    default: base = "dlpack_code" + std::to_string(int(d.code)) + "_"; break;
+  }
+  std::string s = base + std::to_string(int(d.bits));
+  if (d.lanes != 1) s += "x" + std::to_string(int(d.lanes));
+  return s;
+}
+
+template <class A>
+std::string shape_str(const A& a) {
+  std::string s = "(";
+  for (size_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + (a.ndim() == 1 ? ",)" : ")");
+}
+
+// ---- devices ------------------------------------------------------------------------------
+
+struct Device {
+  int type = kDLCPU;  // kDLCPU or kDLCUDA
+  int id = 0;
+  std::string str() const { return type == kDLCUDA ? "cuda:" + std::to_string(id) : std::string("cpu"); }
+};
+
+template <class A>
+Device device_of(const char* name, const A& a) {
+  const int t = a.device_type();
+  if (t == kDLCPU || t == kDLCUDAHost) return {kDLCPU, 0};
+  if (t == kDLCUDA) return {kDLCUDA, a.device_id()};
+  throw InvalidArgument(std::string(name) + " lives on an unsupported device (DLPack device type " +
+                        std::to_string(t) + "); mxfp4 takes CPU or CUDA arrays");
+}
+
+/// The device shared by all arrays of one call (ValueError when they disagree).
+class Devices {
+ public:
+  template <class A>
+  void add(const char* name, const A& a) {
+    const Device d = device_of(name, a);
+    if (!first_) {
+      first_ = name;
+      dev_ = d;
+    } else if (d.type != dev_.type || d.id != dev_.id) {
+      throw InvalidArgument(std::string("all arrays of one call must be on the same device: ") + first_ +
+                            " is on " + dev_.str() + " but " + name + " is on " + d.str());
+    }
+  }
+  Exec exec(uintptr_t stream) const {
+    Exec e;
+    e.backend = dev_.type == kDLCUDA ? Backend::cuda : Backend::cpu;
+    e.stream = e.backend == Backend::cuda ? reinterpret_cast<void*>(stream) : nullptr;
+    return e;
+  }
+  const Device& device() const { return dev_; }
+
+ private:
+  const char* first_ = nullptr;
+  Device dev_;
+};
+
+/// Makes the arrays' CUDA device current for the duration of a call.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(const Device& d) {
+#if defined(MXFP4_WITH_CUDA)
+    if (d.type != kDLCUDA) return;
+    int cur = 0;
+    if (cudaGetDevice(&cur) != cudaSuccess) {
+      cudaGetLastError();
+      return;  // the library reports the real failure
+    }
+    if (cur != d.id) {
+      if (cudaSetDevice(d.id) != cudaSuccess) {
+        cudaGetLastError();
+        throw mxfp4::CudaError("cudaSetDevice(" + std::to_string(d.id) + ") failed");
+      }
+      prev_ = cur;
+    }
+#else
+    (void)d;
+#endif
+  }
+  ~DeviceGuard() {
+#if defined(MXFP4_WITH_CUDA)
+    if (prev_ >= 0) cudaSetDevice(prev_);
+#endif
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = -1;
+};
+
+// ---- element types --------------------------------------------------------------------------
+
+bool is_byte(nb::dlpack::dtype d) {
+  using C = nb::dlpack::dtype_code;
+  const auto c = static_cast<C>(d.code);
+  if (int(d.bits) * int(d.lanes) != 8) return false;
+  return c == C::UInt || c == C::Int || c == C::Float8_E8M0FNU || c == C::Float4_E2M1FN;
+}
+
+/// Checks that `a` holds elements of `dt` (bf16/fp16 may also come as 16-bit integers).
+template <class A>
+void check_float(const char* name, const A& a, DType dt, const char* allowed) {
+  using C = nb::dlpack::dtype_code;
+  const auto d = a.dtype();
+  const auto c = static_cast<C>(d.code);
+  bool ok = d.lanes == 1;
+  switch (dt) {
+    case DType::fp32: ok = ok && c == C::Float && d.bits == 32; break;
+    case DType::fp16: ok = ok && d.bits == 16 && (c == C::Float || c == C::UInt || c == C::Int); break;
+    case DType::bf16: ok = ok && d.bits == 16 && (c == C::Bfloat || c == C::UInt || c == C::Int); break;
+  }
+  if (!ok) {
+    throw TypeMismatch(std::string(name) + " must be " + allowed + "; got " + dtype_name(d));
+  }
+}
+
+const char* dtype_label(DType dt) {
+  switch (dt) {
+    case DType::fp32: return "float32";
+    case DType::fp16: return "float16 (or uint16 bit patterns)";
+    case DType::bf16: return "bfloat16 (or uint16 bit patterns)";
+  }
+  return "?";
+}
+
+// ---- array views ----------------------------------------------------------------------------
+
+/// A 2-D strided matrix: rows x cols elements, row stride `ld` elements, unit column stride.
+struct Mat {
+  void* p = nullptr;
+  int64_t rows = 0, cols = 0, ld = 0;
+};
+
+template <class A>
+Mat mat2d(const char* name, const A& a) {
+  if (a.ndim() != 2) {
+    throw InvalidArgument(std::string(name) + " must be 2-D [rows, columns]; got shape " + shape_str(a));
+  }
+  Mat m;
+  m.p = const_cast<void*>(a.data());
+  m.rows = int64_t(a.shape(0));
+  m.cols = int64_t(a.shape(1));
+  if (m.rows == 0 || m.cols == 0) {  // empty: strides are meaningless; the library rejects the sizes
+    m.ld = m.cols;
+    return m;
+  }
+  if (m.cols > 1 && a.stride(1) != 1) {
+    throw InvalidArgument(std::string(name) + " must have unit stride along its last dimension (got stride " +
+                          std::to_string(a.stride(1)) + " elements); pass a contiguous array");
+  }
+  // A single row has no meaningful row stride: frameworks report anything there.
+  m.ld = m.rows > 1 ? int64_t(a.stride(0)) : m.cols;
+  if (m.rows > 1 && m.ld < m.cols) {
+    throw InvalidArgument(std::string(name) + " has row stride " + std::to_string(m.ld) + " < " +
+                          std::to_string(m.cols) + " columns (overlapping or reversed rows); pass a contiguous array");
+  }
+  return m;
+}
+
+template <class A>
+bool c_contiguous(const A& a) {
+  int64_t expect = 1;
+  for (size_t i = a.ndim(); i-- > 0;) {
+    if (a.shape(i) != 1 && a.stride(i) != expect) return false;
+    expect *= int64_t(a.shape(i));
+  }
+  return true;
+}
+
+/// A dense byte buffer (uint8, C-contiguous, any shape) of exactly `bytes` bytes;
+/// `bytes < 0` skips the size check (the library rejects the sizes first).
+template <class A>
+void* bytes(const char* name, const A& a, int64_t bytes, const std::string& what) {
+  if (!is_byte(a.dtype())) {
+    throw TypeMismatch(std::string(name) + " must be uint8 (packed e2m1 codes / E8M0 scale bytes); got " +
+                       dtype_name(a.dtype()));
+  }
+  if (!c_contiguous(a)) {
+    throw InvalidArgument(std::string(name) + " must be C-contiguous (dense bytes); got shape " + shape_str(a) +
+                          " with non-dense strides");
+  }
+  if (bytes >= 0 && int64_t(a.size()) != bytes) {
+    throw InvalidArgument(std::string(name) + " has " + std::to_string(a.size()) + " bytes (shape " + shape_str(a) +
+                          "); expected " + std::to_string(bytes) + " = " + what);
+  }
+  return const_cast<void*>(a.data());
+}
+
+/// True when (rows, K) are sizes the library accepts, so buffer sizes can be computed.
+bool valid_rows_k(int64_t rows, int64_t K) { return rows >= 1 && K >= 32 && K % 32 == 0; }
+
+std::string rk(const char* r, int64_t rows, int64_t K) {
+  return std::string("(") + r + "=" + std::to_string(rows) + ", K=" + std::to_string(K) + ")";
+}
+
+int64_t code_bytes(int64_t rows, int64_t K) { return valid_rows_k(rows, K) ? rows * (K / 2) : -1; }
+
+int64_t scale_bytes(int64_t rows, int64_t K, ScaleLayout layout) {
+  if (!valid_rows_k(rows, K)) return -1;
+  return layout == ScaleLayout::plain ? rows * (K / 32) : mxfp4::shuffled_scales_bytes(rows, K / 32);
+}
+
+std::string scale_what(ScaleLayout layout, const char* r, int64_t rows, int64_t K) {
+  return layout == ScaleLayout::plain ? std::string(r) + "*K/32 plain scales " + rk(r, rows, K)
+                                      : std::string("round_up(") + r + ",256)*round_up(K/32,8) shuffled scales " +
+                                            rk(r, rows, K);
+}
+
+mxfp4::MxMatrix mx(const char* codes_name, const In& codes, const char* scales_name, const In& scales,
+                   const char* r, int64_t rows, int64_t K, CodeLayout cl, ScaleLayout sl) {
+  mxfp4::MxMatrix m;
+  m.codes = static_cast<const uint8_t*>(
+      bytes(codes_name, codes, code_bytes(rows, K), std::string(r) + "*K/2 code bytes " + rk(r, rows, K)));
+  m.scales = static_cast<const uint8_t*>(bytes(scales_name, scales, scale_bytes(rows, K, sl), scale_what(sl, r, rows, K)));
+  m.rows = rows;
+  m.K = K;
+  m.code_layout = cl;
+  m.scale_layout = sl;
+  return m;
+}
+
+int64_t packed_size(int64_t N, int64_t K) { return valid_rows_k(N, K) ? mxfp4::packed_bytes(N, K) : -1; }
+
+// ---- bound functions ------------------------------------------------------------------------
+
+void quantize(const In& x, DType dtype, const Out& codes, const Out& scales, ScaleRule rule,
+              ScaleLayout scale_layout, uintptr_t stream) {
+  Devices devs;
+  devs.add("x", x);
+  devs.add("codes", codes);
+  devs.add("scales", scales);
+  check_float("x", x, dtype, "float32, float16 or bfloat16");
+  const Mat m = mat2d("x", x);
+  void* c = bytes("codes", codes, code_bytes(m.rows, m.cols), "rows*K/2 " + rk("rows", m.rows, m.cols));
+  void* s = bytes("scales", scales, scale_bytes(m.rows, m.cols, scale_layout),
+                  scale_what(scale_layout, "rows", m.rows, m.cols));
+  const Exec e = devs.exec(stream);
+  DeviceGuard g(devs.device());
+  nb::gil_scoped_release nogil;
+  mxfp4::quantize(m.p, dtype, m.rows, m.cols, m.ld, static_cast<uint8_t*>(c), static_cast<uint8_t*>(s), rule, e,
+                  scale_layout);
+}
+
+void dequantize(const In& codes, const In& scales, int64_t rows, int64_t K, CodeLayout code_layout,
+                ScaleLayout scale_layout, const Out& out, DType out_dtype, uintptr_t stream) {
+  Devices devs;
+  devs.add("codes", codes);
+  devs.add("scales", scales);
+  devs.add("out", out);
+  const auto q = mx("codes", codes, "scales", scales, "rows", rows, K, code_layout, scale_layout);
+  check_float("out", out, out_dtype, "float32 or bfloat16");
+  const Mat o = mat2d("out", out);
+  if (o.rows != rows || o.cols != K) {
+    throw InvalidArgument("out must have shape (" + std::to_string(rows) + ", " + std::to_string(K) + "); got " +
+                          shape_str(out));
+  }
+  const Exec e = devs.exec(stream);
+  DeviceGuard g(devs.device());
+  nb::gil_scoped_release nogil;
+  mxfp4::dequantize(q, o.p, out_dtype, o.ld, e);
+}
+
+void shuffle_scales(const In& plain, int64_t rows, int64_t kblocks, const Out& shuffled, uintptr_t stream) {
+  Devices devs;
+  devs.add("plain", plain);
+  devs.add("shuffled", shuffled);
+  const bool ok = rows >= 1 && kblocks >= 1;
+  const auto dims = "(rows=" + std::to_string(rows) + ", kblocks=" + std::to_string(kblocks) + ")";
+  auto* p = static_cast<const uint8_t*>(bytes("plain", plain, ok ? rows * kblocks : -1, "rows*kblocks " + dims));
+  auto* s = static_cast<uint8_t*>(bytes("shuffled", shuffled, ok ? mxfp4::shuffled_scales_bytes(rows, kblocks) : -1,
+                                        "round_up(rows,256)*round_up(kblocks,8) " + dims));
+  const Exec e = devs.exec(stream);
+  DeviceGuard g(devs.device());
+  nb::gil_scoped_release nogil;
+  mxfp4::shuffle_scales(p, rows, kblocks, s, e);
+}
+
+void unshuffle_scales(const In& shuffled, int64_t rows, int64_t kblocks, const Out& plain, uintptr_t stream) {
+  Devices devs;
+  devs.add("shuffled", shuffled);
+  devs.add("plain", plain);
+  const bool ok = rows >= 1 && kblocks >= 1;
+  const auto dims = "(rows=" + std::to_string(rows) + ", kblocks=" + std::to_string(kblocks) + ")";
+  auto* s = static_cast<const uint8_t*>(bytes("shuffled", shuffled,
+                                              ok ? mxfp4::shuffled_scales_bytes(rows, kblocks) : -1,
+                                              "round_up(rows,256)*round_up(kblocks,8) " + dims));
+  auto* p = static_cast<uint8_t*>(bytes("plain", plain, ok ? rows * kblocks : -1, "rows*kblocks " + dims));
+  const Exec e = devs.exec(stream);
+  DeviceGuard g(devs.device());
+  nb::gil_scoped_release nogil;
+  mxfp4::unshuffle_scales(s, rows, kblocks, p, e);
+}
+
+template <bool kShuffle>
+void weight_layout(const In& src, int64_t N, int64_t K, const Out& dst, uintptr_t stream) {
+  Devices devs;
+  devs.add("src", src);
+  devs.add("dst", dst);
+  const int64_t n = (N >= 1 && K >= 2) ? N * (K / 2) : -1;
+  const auto what = "N*K/2 " + rk("N", N, K);
+  auto* s = static_cast<const uint8_t*>(bytes("src", src, n, what));
+  auto* d = static_cast<uint8_t*>(bytes("dst", dst, n, what));
+  const Exec e = devs.exec(stream);
+  DeviceGuard g(devs.device());
+  nb::gil_scoped_release nogil;
+  if (kShuffle) {
+    mxfp4::shuffle_weight(s, N, K, d, e);
+  } else {
+    mxfp4::unshuffle_weight(s, N, K, d, e);
+  }
+}
+
+int prepack(const In& codes, const In& scales, int64_t N, int64_t K, CodeLayout code_layout, ScaleLayout scale_layout,
+            const Out& out, uintptr_t stream) {
+  Devices devs;
+  devs.add("codes", codes);
+  devs.add("scales", scales);
+  devs.add("out", out);
+  const auto b = mx("codes", codes, "scales", scales, "N", N, K, code_layout, scale_layout);
+  auto* o = static_cast<uint8_t*>(bytes("out", out, packed_size(N, K), "packed_bytes" + rk("N", N, K)));
+  const Exec e = devs.exec(stream);
+  DeviceGuard g(devs.device());
+  nb::gil_scoped_release nogil;
+  return mxfp4::prepack(b, o, e).version;
+}
+
+int prepack_dense(const In& w, DType dtype, const Out& out, const Out& tmp, ScaleRule rule, uintptr_t stream) {
+  Devices devs;
+  devs.add("w", w);
+  devs.add("out", out);
+  devs.add("tmp", tmp);
+  check_float("w", w, dtype, "float32, float16 or bfloat16");
+  const Mat m = mat2d("w", w);
+  const int64_t N = m.rows, K = m.cols;
+  auto* o = static_cast<uint8_t*>(bytes("out", out, packed_size(N, K), "packed_bytes" + rk("N", N, K)));
+  auto* t = static_cast<uint8_t*>(
+      bytes("tmp", tmp, valid_rows_k(N, K) ? N * (K / 2) + N * (K / 32) : -1, "N*K/2 + N*K/32 " + rk("N", N, K)));
+  const Exec e = devs.exec(stream);
+  DeviceGuard g(devs.device());
+  nb::gil_scoped_release nogil;
+  return mxfp4::prepack_dense(m.p, dtype, N, K, m.ld, o, t, rule, e).version;
+}
+
+mxfp4::PackedWeights packed_view(const In& packed, int64_t N, int64_t K, int version) {
+  mxfp4::PackedWeights p;
+  p.data = static_cast<const uint8_t*>(bytes("packed", packed, packed_size(N, K), "packed_bytes" + rk("N", N, K)));
+  p.N = N;
+  p.K = K;
+  p.version = version;
+  return p;
+}
+
+void unpack(const In& packed, int64_t N, int64_t K, int version, const Out& codes, const Out& scales,
+            uintptr_t stream) {
+  Devices devs;
+  devs.add("packed", packed);
+  devs.add("codes", codes);
+  devs.add("scales", scales);
+  const auto p = packed_view(packed, N, K, version);
+  auto* c = static_cast<uint8_t*>(bytes("codes", codes, code_bytes(N, K), "N*K/2 " + rk("N", N, K)));
+  auto* s = static_cast<uint8_t*>(bytes("scales", scales, scale_bytes(N, K, ScaleLayout::plain),
+                                        scale_what(ScaleLayout::plain, "N", N, K)));
+  const Exec e = devs.exec(stream);
+  DeviceGuard g(devs.device());
+  nb::gil_scoped_release nogil;
+  mxfp4::unpack(p, c, s, e);
+}
+
+/// Activation A (bf16 [M, K]) and output C (bf16 [M, N]) of a GEMM.
+struct GemmIO {
+  Mat a, c;
+};
+
+GemmIO gemm_io(const In& a, const Out& c, int64_t N) {
+  GemmIO io;
+  check_float("a", a, DType::bf16, "bfloat16 (or uint16 bf16 bit patterns)");
+  check_float("out", c, DType::bf16, "bfloat16 (or uint16 bf16 bit patterns)");
+  io.a = mat2d("a", a);
+  io.c = mat2d("out", c);
+  if (io.c.rows != io.a.rows || io.c.cols != N) {
+    throw InvalidArgument("out must have shape (M, N) = (" + std::to_string(io.a.rows) + ", " + std::to_string(N) +
+                          "); got " + shape_str(c));
+  }
+  return io;
+}
+
+void gemm_packed(const In& a, const In& packed, int64_t N, int64_t K, int version, const Out& out, ScaleRule rule,
+                 std::optional<mxfp4::GemmConfig> config, std::optional<Out> workspace, uintptr_t stream) {
+  Devices devs;
+  devs.add("a", a);
+  devs.add("packed", packed);
+  devs.add("out", out);
+  if (workspace) devs.add("workspace", *workspace);
+  const GemmIO io = gemm_io(a, out, N);
+  if (io.a.cols != K) {
+    throw InvalidArgument("a has K = " + std::to_string(io.a.cols) + " columns but the packed weights have K = " +
+                          std::to_string(K));
+  }
+  const auto p = packed_view(packed, N, K, version);
+  mxfp4::GemmOptions opt;
+  opt.rule = rule;
+  if (config) opt.config = &*config;
+  if (workspace) {
+    opt.workspace = bytes("workspace", *workspace, -1, "");
+    opt.workspace_bytes = workspace->size();
+  }
+  const Exec e = devs.exec(stream);
+  DeviceGuard g(devs.device());
+  nb::gil_scoped_release nogil;
+  mxfp4::gemm(static_cast<const uint16_t*>(io.a.p), io.a.rows, io.a.cols, io.a.ld, p,
+              static_cast<uint16_t*>(io.c.p), io.c.ld, opt, e);
+}
+
+void gemm_mx(const In& a, const In& codes, const In& scales, int64_t N, CodeLayout code_layout,
+             ScaleLayout scale_layout, const Out& out, ScaleRule rule, uintptr_t stream) {
+  Devices devs;
+  devs.add("a", a);
+  devs.add("codes", codes);
+  devs.add("scales", scales);
+  devs.add("out", out);
+  const GemmIO io = gemm_io(a, out, N);
+  const int64_t K = io.a.cols;
+  const auto b = mx("codes", codes, "scales", scales, "N", N, K, code_layout, scale_layout);
+  mxfp4::GemmOptions opt;
+  opt.rule = rule;
+  const Exec e = devs.exec(stream);
+  DeviceGuard g(devs.device());
+  nb::gil_scoped_release nogil;
+  mxfp4::gemm(static_cast<const uint16_t*>(io.a.p), io.a.rows, K, io.a.ld, b, static_cast<uint16_t*>(io.c.p),
+              io.c.ld, opt, e);
+}
+
+void gemm_quantized(const In& a_codes, const In& a_scales, int64_t M, const In& b_codes, const In& b_scales,
+                    int64_t N, int64_t K, const Out& out) {
+  Devices devs;
+  devs.add("a_codes", a_codes);
+  devs.add("a_scales", a_scales);
+  devs.add("b_codes", b_codes);
+  devs.add("b_scales", b_scales);
+  devs.add("out", out);
+  const auto A = mx("a_codes", a_codes, "a_scales", a_scales, "M", M, K, CodeLayout::plain, ScaleLayout::plain);
+  const auto B = mx("b_codes", b_codes, "b_scales", b_scales, "N", N, K, CodeLayout::plain, ScaleLayout::plain);
+  check_float("out", out, DType::bf16, "bfloat16 (or uint16 bf16 bit patterns)");
+  const Mat c = mat2d("out", out);
+  if (c.rows != M || c.cols != N) {
+    throw InvalidArgument("out must have shape (M, N) = (" + std::to_string(M) + ", " + std::to_string(N) +
+                          "); got " + shape_str(out));
+  }
+  const Exec e = devs.exec(0);
+  nb::gil_scoped_release nogil;
+  mxfp4::gemm_quantized(A, B, static_cast<uint16_t*>(c.p), c.ld, e);
+}
+
+void gemm_reference(const In& a_codes, const In& a_scales, int64_t M, const In& b_codes, const In& b_scales, int64_t N,
+                    int64_t K, const Out& out, std::optional<Out> out_f64, std::optional<Out> out_abs) {
+  Devices devs;
+  devs.add("a_codes", a_codes);
+  devs.add("a_scales", a_scales);
+  devs.add("b_codes", b_codes);
+  devs.add("b_scales", b_scales);
+  devs.add("out", out);
+  if (devs.device().type != kDLCPU) throw InvalidArgument("gemm_reference runs on the CPU: pass host arrays");
+  const auto A = mx("a_codes", a_codes, "a_scales", a_scales, "M", M, K, CodeLayout::plain, ScaleLayout::plain);
+  const auto B = mx("b_codes", b_codes, "b_scales", b_scales, "N", N, K, CodeLayout::plain, ScaleLayout::plain);
+  check_float("out", out, DType::bf16, "bfloat16 (or uint16 bf16 bit patterns)");
+  const Mat c = mat2d("out", out);
+  if (c.rows != M || c.cols != N) {
+    throw InvalidArgument("out must have shape (M, N) = (" + std::to_string(M) + ", " + std::to_string(N) +
+                          "); got " + shape_str(out));
+  }
+  auto f64 = [&](const char* name, std::optional<Out>& o) -> double* {
+    if (!o) return nullptr;
+    devs.add(name, *o);
+    const auto d = o->dtype();
+    if (!(d.code == uint8_t(nb::dlpack::dtype_code::Float) && d.bits == 64 && d.lanes == 1)) {
+      throw TypeMismatch(std::string(name) + " must be float64; got " + dtype_name(d));
+    }
+    if (!c_contiguous(*o) || int64_t(o->size()) != M * N) {
+      throw InvalidArgument(std::string(name) + " must be a C-contiguous float64 array of M*N elements");
+    }
+    return static_cast<double*>(o->data());
+  };
+  double* pf = f64("out_f64", out_f64);
+  double* pa = f64("out_abs", out_abs);
+  if (devs.device().type != kDLCPU) throw InvalidArgument("gemm_reference runs on the CPU: pass host arrays");
+  nb::gil_scoped_release nogil;
+  mxfp4::gemm_reference(A, B, static_cast<uint16_t*>(c.p), c.ld, pf, pa);
+}
+
+mxfp4::GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, Backend backend, int device) {
+  Exec e;
+  e.backend = backend;
+  DeviceGuard g(Device{backend == Backend::cuda ? kDLCUDA : kDLCPU, device});
+  return mxfp4::explain_gemm(M, N, K, e);
+}
+
+}  // namespace
+
+NB_MODULE(_C, m) {
+  m.doc() =
+      "Low-level bindings of the mxfp4 C++ library (include/mxfp4/mxfp4.hpp). Use the mxfp4 package "
+      "instead: it allocates outputs, picks streams and accepts N-D inputs.";
+
+  // C++ exceptions -> Python (registered last = tried first). InvalidArgument and
+  // TypeMismatch both derive from std::invalid_argument, so they need their own translator.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const mxfp4::TypeMismatch& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const mxfp4::InvalidArgument& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const mxfp4::Error& e) {  // CudaError included
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  nb::enum_<DType>(m, "DType", "Element type of a dense matrix.")
+      .value("bf16", DType::bf16)
+      .value("fp16", DType::fp16)
+      .value("fp32", DType::fp32);
+  nb::enum_<Backend>(m, "Backend", "Where the work runs.").value("cpu", Backend::cpu).value("cuda", Backend::cuda);
+  nb::enum_<CodeLayout>(m, "CodeLayout", "Layout of packed e2m1 codes (spec §1.1, §4.2).")
+      .value("plain", CodeLayout::plain)
+      .value("aiter_shuffled", CodeLayout::aiter_shuffled);
+  nb::enum_<ScaleLayout>(m, "ScaleLayout", "Layout of E8M0 scales (spec §4.1).")
+      .value("plain", ScaleLayout::plain)
+      .value("aiter_shuffled", ScaleLayout::aiter_shuffled);
+  nb::enum_<ScaleRule>(m, "ScaleRule", "Shared-exponent rule (spec §2).")
+      .value("aiter", ScaleRule::aiter)
+      .value("floor", ScaleRule::floor)
+      .value("rceil", ScaleRule::rceil);
+  nb::enum_<mxfp4::GemmPath>(m, "GemmPath", "Kernel path of the CUDA GEMM.")
+      .value("fused", mxfp4::GemmPath::fused)
+      .value("splitk", mxfp4::GemmPath::splitk)
+      .value("tiled", mxfp4::GemmPath::tiled);
+
+  nb::class_<mxfp4::GemmConfig>(m, "GemmConfig", "Tile configuration of one GEMM launch.")
+      .def(nb::init<>())
+      .def_rw("path", &mxfp4::GemmConfig::path)
+      .def_rw("block_n", &mxfp4::GemmConfig::block_n)
+      .def_rw("block_m", &mxfp4::GemmConfig::block_m)
+      .def_rw("split_k", &mxfp4::GemmConfig::split_k)
+      .def_rw("warps", &mxfp4::GemmConfig::warps)
+      .def("__str__", [](const mxfp4::GemmConfig& c) { return mxfp4::describe(c); })
+      .def("__repr__", [](const mxfp4::GemmConfig& c) { return "GemmConfig(" + mxfp4::describe(c) + ")"; });
+
+  nb::class_<mxfp4::DeviceInfo>(m, "DeviceInfo", "Properties of a device that the dispatcher reads.")
+      .def(nb::init<>())
+      .def_rw("name", &mxfp4::DeviceInfo::name)
+      .def_rw("cc_major", &mxfp4::DeviceInfo::cc_major)
+      .def_rw("cc_minor", &mxfp4::DeviceInfo::cc_minor)
+      .def_rw("sm_count", &mxfp4::DeviceInfo::sm_count)
+      .def_rw("smem_optin_bytes", &mxfp4::DeviceInfo::smem_optin_bytes)
+      .def("__repr__", [](const mxfp4::DeviceInfo& d) {
+        return "DeviceInfo(name='" + d.name + "', cc=" + std::to_string(d.cc_major) + "." +
+               std::to_string(d.cc_minor) + ", sm_count=" + std::to_string(d.sm_count) +
+               ", smem_optin_bytes=" + std::to_string(d.smem_optin_bytes) + ")";
+      });
+
+  m.attr("PACKED_LAYOUT_VERSION") = mxfp4::kPackedLayoutVersion;
+  m.attr("BLOCK_SIZE") = mxfp4::kBlockSize;
+
+  m.def("version", &mxfp4::version, "Library version string.");
+  m.def("built_with_cuda", &mxfp4::built_with_cuda, "True when compiled with the CUDA backend.");
+  m.def("cuda_device_count", &mxfp4::cuda_device_count, "Usable CUDA devices (0 without CUDA).");
+  m.def("cuda_device_info", &mxfp4::cuda_device_info, "index"_a, "Properties of CUDA device `index`.");
+  m.def("packed_bytes", &mxfp4::packed_bytes, "N"_a, "K"_a, "Bytes of packed layout v1 for B [N, K].");
+  m.def("shuffled_scales_bytes", &mxfp4::shuffled_scales_bytes, "rows"_a, "kblocks"_a,
+        "Bytes of an e8m0_shuffle'd scale buffer.");
+  m.def("choose_gemm_config", &mxfp4::choose_gemm_config, "M"_a, "N"_a, "K"_a, "dev"_a,
+        "Pure dispatcher: configuration for (M, N, K) on `dev`.");
+  m.def("describe", &mxfp4::describe, "config"_a, "One-line description of a configuration.");
+  m.def("gemm_workspace_bytes", &mxfp4::gemm_workspace_bytes, "M"_a, "K"_a, "config"_a,
+        "Device scratch bytes the GEMM needs for (M, K) with `config`.");
+  m.def("explain_gemm", &explain_gemm, "M"_a, "N"_a, "K"_a, "backend"_a, "device"_a = 0,
+        "Configuration gemm() would use for (M, N, K) on `backend` (CUDA: device index `device`).");
+
+  m.def("quantize", &quantize, "x"_a, "dtype"_a, "codes"_a, "scales"_a, "rule"_a, "scale_layout"_a, "stream"_a = 0,
+        "x [rows, K] -> codes (rows*K/2 bytes), scales (plain rows*K/32 or shuffled bytes).");
+  m.def("dequantize", &dequantize, "codes"_a, "scales"_a, "rows"_a, "K"_a, "code_layout"_a, "scale_layout"_a,
+        "out"_a, "out_dtype"_a, "stream"_a = 0, "MXFP4 [rows, K] -> out [rows, K] (float32 or bf16).");
+  m.def("shuffle_scales", &shuffle_scales, "plain"_a, "rows"_a, "kblocks"_a, "shuffled"_a, "stream"_a = 0);
+  m.def("unshuffle_scales", &unshuffle_scales, "shuffled"_a, "rows"_a, "kblocks"_a, "plain"_a, "stream"_a = 0);
+  m.def("shuffle_weight", &weight_layout<true>, "plain"_a, "N"_a, "K"_a, "shuffled"_a, "stream"_a = 0);
+  m.def("unshuffle_weight", &weight_layout<false>, "shuffled"_a, "N"_a, "K"_a, "plain"_a, "stream"_a = 0);
+  m.def("prepack", &prepack, "codes"_a, "scales"_a, "N"_a, "K"_a, "code_layout"_a, "scale_layout"_a, "out"_a,
+        "stream"_a = 0, "Packs MXFP4 B [N, K] into `out` (packed_bytes(N, K)); returns the layout version.");
+  m.def("prepack_dense", &prepack_dense, "w"_a, "dtype"_a, "out"_a, "tmp"_a, "rule"_a, "stream"_a = 0,
+        "Quantizes dense w [N, K] and packs it into `out`; returns the layout version.");
+  m.def("unpack", &unpack, "packed"_a, "N"_a, "K"_a, "version"_a, "codes"_a, "scales"_a, "stream"_a = 0);
+  m.def("gemm", &gemm_packed, "a"_a, "packed"_a, "N"_a, "K"_a, "version"_a, "out"_a, "rule"_a,
+        "config"_a = nb::none(), "workspace"_a = nb::none(), "stream"_a = 0,
+        "out [M, N] bf16 = quantize(a [M, K] bf16) * B^T, B prepacked.");
+  m.def("gemm_mx", &gemm_mx, "a"_a, "codes"_a, "scales"_a, "N"_a, "code_layout"_a, "scale_layout"_a, "out"_a,
+        "rule"_a, "stream"_a = 0, "out = quantize(a) * B^T with B as codes/scales (CPU backend).");
+  m.def("gemm_quantized", &gemm_quantized, "a_codes"_a, "a_scales"_a, "M"_a, "b_codes"_a, "b_scales"_a, "N"_a, "K"_a,
+        "out"_a, "out = A_q * B^T, both plain MXFP4 (CPU backend).");
+  m.def("gemm_reference", &gemm_reference, "a_codes"_a, "a_scales"_a, "M"_a, "b_codes"_a, "b_scales"_a, "N"_a,
+        "K"_a, "out"_a, "out_f64"_a = nb::none(), "out_abs"_a = nb::none(),
+        "Exact CPU reference GEMM (fp64 accumulation) of plain MXFP4 operands.");
+}
