@@ -3,7 +3,6 @@ model of the spec (docs/semantics.md = shared/spec/mxfp4-semantics.md) used as t
 import struct
 import subprocess
 
-import ml_dtypes
 import numpy as np
 
 E2M1_VALUES = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], dtype=np.float64)
@@ -42,8 +41,12 @@ class Cli:
 
 
 def bf16_bits(values):
-    """bf16 bit patterns (uint16) of values, rounded to nearest even by ml_dtypes."""
-    return np.asarray(values, dtype=np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
+    """bf16 bit patterns (uint16) of values (float32 first), rounded to nearest even; NaN stays
+    a quiet NaN. Plain numpy so that only the ml_dtypes comparison tests need ml_dtypes."""
+    u = np.ascontiguousarray(np.asarray(values, dtype=np.float32)).view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    return np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), rounded)
 
 
 def bits_to_f32(bits_u32):

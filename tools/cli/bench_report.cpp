@@ -65,7 +65,7 @@ void print_table_header() {
 void print_table_row(const Row& r) {
   std::printf("%6lld %6lld %6lld %11s %11s %11s %9.2f %7s %8s %7s  %s\n", (long long)r.M, (long long)r.N,
               (long long)r.K, fmt(r.ours_us).c_str(), fmt(r.cublas_bf16_us).c_str(), fmt(r.cublas_fp8_us).c_str(),
-              r.floor_us, fmt(tbps(r), "%.3f").c_str(), fmt(tflops(r), "%.2f").c_str(), correct_str(r).c_str(),
+              r.floor_us, fmt(tbps(r), "%.3g").c_str(), fmt(tflops(r), "%.3g").c_str(), correct_str(r).c_str(),
               r.error.empty() ? r.path.c_str() : r.error.c_str());
   if (!r.first_failure.empty()) std::printf("       first element outside the bound: %s\n", r.first_failure.c_str());
   std::fflush(stdout);
@@ -147,8 +147,8 @@ void write_markdown(const std::string& path, const Meta& meta, const std::vector
   f << "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Row& r : rows) {
     f << "| " << r.M << " | " << r.N << " | " << r.K << " | " << fmt(r.ours_us) << " | " << fmt(r.cublas_bf16_us)
-      << " | " << fmt(r.cublas_fp8_us) << " | " << fmt(r.floor_us) << " | " << fmt(tbps(r), "%.3f") << " | "
-      << fmt(tflops(r)) << " | " << (r.error.empty() ? r.path : "error: " + r.error) << " | " << correct_str(r)
+      << " | " << fmt(r.cublas_fp8_us) << " | " << fmt(r.floor_us) << " | " << fmt(tbps(r), "%.3g") << " | "
+      << fmt(tflops(r), "%.3g") << " | " << (r.error.empty() ? r.path : "error: " + r.error) << " | " << correct_str(r)
       << " |\n";
   }
   const size_t n = std::min(kHeadlineShapes, rows.size());

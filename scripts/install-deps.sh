@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Installs what building and testing mxfp4 needs on Debian/Ubuntu:
+#   apt: cmake ninja-build g++ libgtest-dev libcli11-dev nlohmann-json3-dev libopenblas-dev python3-pip
+#   pip: numpy ml_dtypes pytest
+# (and cmake from pip when the distribution's is older than 3.24).
+#
+# Usage: scripts/install-deps.sh            install everything (needs root or sudo, and network)
+#        scripts/install-deps.sh --check    only report what is missing (exit 1 if anything is)
+#        scripts/install-deps.sh --if-missing [--build-only]
+#                                           install only when the cheap check finds something
+#                                           missing (what scripts/build.sh and test.sh call);
+#                                           --build-only skips the Python test packages.
+# A machine without network can build with .deps/ instead (scripts/prepare-deps.sh).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+mode=install python=1
+for arg in "$@"; do
+  case "$arg" in
+    --check) mode=check ;;
+    --if-missing) mode=if-missing ;;
+    --build-only) python=0 ;;
+    *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+have_header() {  # system include dirs or the offline fallback folder
+  [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ] || [ -e "$root/.deps/include/$1" ]
+}
+cmake_ok() {
+  command -v cmake >/dev/null 2>&1 || return 1
+  local v; v=$(cmake --version | head -n1 | sed 's/[^0-9.]*\([0-9.]*\).*/\1/')
+  [ "$(printf '%s\n3.24\n' "$v" | sort -V | head -n1)" = "3.24" ]
+}
+missing() {
+  local m=()
+  cmake_ok || m+=("cmake>=3.24")
+  command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || m+=("g++")
+  have_header CLI/CLI.hpp || m+=("CLI11")
+  have_header nlohmann/json.hpp || m+=("nlohmann-json")
+  if [ $python = 1 ]; then
+    [ -d /usr/src/googletest ] || have_header gtest/gtest.h || [ -d "$root/.deps/googletest" ] || m+=("googletest")
+    python3 -c 'import numpy, ml_dtypes, pytest' >/dev/null 2>&1 || m+=("python: numpy ml_dtypes pytest")
+  fi
+  echo "${m[*]:-}"
+}
+
+if [ $mode != install ]; then
+  m=$(missing)
+  if [ -z "$m" ]; then exit 0; fi
+  echo "install-deps.sh: missing: $m" >&2
+  [ $mode = check ] && exit 1
+fi
+
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "install-deps.sh: need root or sudo to apt-get install" >&2; exit 1; }
+  sudo=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -y
+$sudo apt-get install -y --no-install-recommends ca-certificates cmake ninja-build g++ libgtest-dev libcli11-dev \
+  nlohmann-json3-dev libopenblas-dev python3 python3-pip
+
+pip_install() {  # PEP 668 distributions (Debian 12, Ubuntu 24.04) need --break-system-packages
+  python3 -m pip install --quiet "$@" 2>/dev/null || python3 -m pip install --quiet --break-system-packages "$@"
+}
+cmake_ok || pip_install "cmake>=3.24"
+pip_install numpy ml_dtypes pytest
+hash -r
+m=$(missing)
+if [ -n "$m" ]; then echo "install-deps.sh: still missing after installing: $m" >&2; exit 1; fi
+echo "install-deps.sh: all dependencies present"
