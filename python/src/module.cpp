@@ -237,7 +237,7 @@ void* bytes(const char* name, const A& a, int64_t bytes, const std::string& what
     throw TypeMismatch(std::string(name) + " must be uint8 (packed e2m1 codes / E8M0 scale bytes); got " +
                        dtype_name(a.dtype()));
   }
-  if (!c_contiguous(a)) {
+  if (a.size() != 0 && !c_contiguous(a)) {
     throw InvalidArgument(std::string(name) + " must be C-contiguous (dense bytes); got shape " + shape_str(a) +
                           " with non-dense strides");
   }

@@ -1,17 +1,66 @@
 """Fixtures of the Python package tests (pytest tests/python).
 
+The package under test is the installed ``mxfp4`` (``pip install --no-build-isolation .``)
+or, when none is installed, python/mxfp4 from this checkout with the extension ``_C`` of a
+CMake build configured with -DMXFP4_BUILD_PYTHON=ON (``build*/python/_C*.so``, or the folder
+named by MXFP4_PYTHON_BUILD; also one level down, build/<name>/python). Without either, the tests are not collected (pytest exit code 5).
+
 numpy + ml_dtypes are required; torch tests skip without torch (the CPU CI has none) and
 CUDA tests skip without a CUDA-capable torch and a CUDA build of the extension. When the
-MXFP4_CLI environment variable names the `mxfp4` command-line tool, Python results are also
-compared with the C++ CLI's.
+MXFP4_CLI environment variable names the `mxfp4` command-line tool (or the CMake build that
+holds the extension also holds it), Python results are also compared with the C++ CLI's.
 """
+import glob
+import importlib.util
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))  # ref.py
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)  # ref.py
+
+
+def _import_mxfp4():
+    """Imports mxfp4; returns the CMake build folder it came from (None when installed)."""
+    try:
+        import mxfp4  # noqa: F401
+
+        return None
+    except ImportError:
+        pass
+    dirs = [os.environ["MXFP4_PYTHON_BUILD"]] if os.environ.get("MXFP4_PYTHON_BUILD") else []
+    sos = glob.glob(os.path.join(ROOT, "build*", "python", "_C*.so"))
+    sos += glob.glob(os.path.join(ROOT, "build*", "*", "python", "_C*.so"))
+    sos.sort(key=os.path.getmtime, reverse=True)
+    dirs += [os.path.dirname(s) for s in sos]
+    for d in dirs:
+        spec = importlib.util.spec_from_file_location(
+            "mxfp4", os.path.join(ROOT, "python", "mxfp4", "__init__.py"),
+            submodule_search_locations=[os.path.join(ROOT, "python", "mxfp4"), d])
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["mxfp4"] = mod
+        try:
+            spec.loader.exec_module(mod)
+            return os.path.dirname(d)
+        except ImportError:
+            del sys.modules["mxfp4"]
+    raise ImportError("mxfp4 is neither installed nor built")
+
+
+try:
+    _BUILD = _import_mxfp4()
+except ImportError:
+    _BUILD = None
+    collect_ignore_glob = ["test_*.py"]
+    warnings.warn("tests/python: mxfp4 is not importable: run `pip install --no-build-isolation .` or build "
+                  "with -DMXFP4_BUILD_PYTHON=ON; Python tests not collected")
+else:
+    if not os.environ.get("MXFP4_CLI") and _BUILD and os.access(os.path.join(_BUILD, "mxfp4"), os.X_OK):
+        os.environ["MXFP4_CLI"] = os.path.join(_BUILD, "mxfp4")
 
 
 @pytest.fixture
