@@ -32,8 +32,8 @@ void require_config(const char* fn, const GemmConfig& c) {
     detail::throw_invalid(fn, cat("GemmConfig::path value ", int(c.path), " is not fused, splitk or tiled"));
   if (c.block_n < 16 || c.block_n % 16 != 0)
     detail::throw_invalid(fn, cat("GemmConfig::block_n = ", c.block_n, " must be a positive multiple of 16"));
-  if (c.block_m < 16 || c.block_m % 16 != 0)
-    detail::throw_invalid(fn, cat("GemmConfig::block_m = ", c.block_m, " must be a positive multiple of 16"));
+  if (c.block_m < 8 || c.block_m % 8 != 0)
+    detail::throw_invalid(fn, cat("GemmConfig::block_m = ", c.block_m, " must be a positive multiple of 8"));
   if (c.split_k < 1 || c.split_k > 8)
     detail::throw_invalid(fn, cat("GemmConfig::split_k = ", c.split_k, " must be in 1..8"));
   if (c.warps < 1) detail::throw_invalid(fn, cat("GemmConfig::warps = ", c.warps, " must be >= 1"));
@@ -292,15 +292,7 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     cuda::gemm(A, M, K, lda, B, C, ldc, cfg, opt.rule, opt.workspace, opt.workspace_bytes, exec.stream);
     return;
   }
-  const int threads = cpu_threads(exec);
-  std::vector<uint8_t> codes(size_t(B.N * (K / 2))), scales(size_t(B.N * (K / kBlockSize)));
-  cpu::unpack(B, codes.data(), scales.data(), threads);
-  MxMatrix b;
-  b.codes = codes.data();
-  b.scales = scales.data();
-  b.rows = B.N;
-  b.K = K;
-  cpu::gemm_bf16(A, M, K, lda, b, C, ldc, opt.rule, threads);
+  cpu::gemm_bf16_packed(A, M, K, lda, B, C, ldc, opt.rule, cpu_threads(exec));
 }
 
 void gemm_quantized(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t ldc, const Exec& exec) {

@@ -58,6 +58,10 @@ void gemm_mx(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t ldc, int
 /// C = quantize(A, rule) * B^T for bf16 A [M, K] (row stride lda); same core as gemm_mx.
 void gemm_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& B, uint16_t* C, int64_t ldc,
                ScaleRule rule, int threads);
+/// As gemm_bf16 with B in packed layout v1, read in place (bit-identical to gemm_bf16 on the
+/// unpacked B).
+void gemm_bf16_packed(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C,
+                      int64_t ldc, ScaleRule rule, int threads);
 /// C32 [M, N] = A32 [M, K] * B32 [N, K]^T in fp32 by a blocked multithreaded loop (the path
 /// without OpenBLAS; sums each element in ascending k order). Exposed for tests.
 void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, int threads);

@@ -13,8 +13,11 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <vector>
 
+#include "core/packed_layout.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "cpu/parallel.hpp"
 #include "mxfp4/format.hpp"
@@ -28,19 +31,117 @@ namespace {
 
 constexpr uint16_t kBf16NaN = 0x7FC0;
 
+// A GEMM operand [rows, K] read in place: plain MXFP4 layouts or packed layout v1.
+struct Operand {
+  const MxMatrix* plain = nullptr;
+  const PackedWeights* packed = nullptr;
+  int64_t rows = 0, K = 0, Np = 0, Kp = 0;
+
+  static Operand of(const MxMatrix& m) {
+    Operand o;
+    o.plain = &m;
+    o.rows = m.rows;
+    o.K = m.K;
+    return o;
+  }
+  static Operand of(const PackedWeights& p) {
+    Operand o;
+    o.packed = &p;
+    o.rows = p.N;
+    o.K = p.K;
+    o.Np = packed::padded_rows(p.N);
+    o.Kp = packed::padded_k(p.K);
+    return o;
+  }
+  uint8_t scale(int64_t r, int64_t j) const {
+    return plain ? plain->scales[r * (K / kBlockSize) + j] : packed->data[packed::scale_offset(r, j, Np, Kp)];
+  }
+  // The 16 code bytes of block (r, j).
+  void block_codes(int64_t r, int64_t j, uint8_t* out) const {
+    if (plain) {
+      std::memcpy(out, plain->codes + r * (K / 2) + j * (kBlockSize / 2), kBlockSize / 2);
+      return;
+    }
+    for (int64_t i = 0; i < kBlockSize / 2; ++i) out[i] = packed->data[packed::code_offset(r, j * kBlockSize + 2 * i, Kp)];
+  }
+  // Rows [r0, r1) decoded exactly to fp32, row-major with stride K; 0xFF blocks decode to +0.
+  void decode_rows(int64_t r0, int64_t r1, float* out) const {
+    if (packed != nullptr && r0 % 16 == 0) {
+      decode_packed_tiles(r0, r1, out);
+      return;
+    }
+    float lut[16];
+    uint8_t cb[kBlockSize / 2];
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t j = 0; j < K / kBlockSize; ++j) {
+        const uint8_t s = scale(r, j);
+        for (int c = 0; c < 16; ++c) lut[c] = s == kScaleNaN ? 0.0f : fmt::dequant_f32(uint8_t(c), s);
+        block_codes(r, j, cb);
+        float* o = out + (r - r0) * K + j * kBlockSize;
+        for (int i = 0; i < kBlockSize / 2; ++i) {
+          o[2 * i] = lut[cb[i] & 0xF];
+          o[2 * i + 1] = lut[cb[i] >> 4];
+        }
+      }
+  }
+
+ private:
+  // Row and K column (even) inside a 16 x 64 tile of each of its 512 code bytes
+  // (docs/packed-layout.md), so that a tile is decoded reading its bytes in order.
+  struct TileMap {
+    uint8_t row[512];
+    uint8_t col[512];
+  };
+  static const TileMap& tile_map() {
+    static const TileMap map = [] {
+      TileMap m{};
+      for (int r = 0; r < 16; ++r)
+        for (int k = 0; k < 64; k += 2) {
+          const auto off = packed::code_offset(r, k, 64);
+          m.row[off] = uint8_t(r);
+          m.col[off] = uint8_t(k);
+        }
+      return m;
+    }();
+    return map;
+  }
+  // Packed rows [r0, r1), r0 a multiple of 16: tile by tile, bytes in storage order.
+  void decode_packed_tiles(int64_t r0, int64_t r1, float* out) const {
+    const TileMap& map = tile_map();
+    float lut[16][2][16];  // [row in tile][block of the tile][code]
+    for (int64_t nt = r0 / 16; nt * 16 < r1; ++nt)
+      for (int64_t kc = 0; kc < Kp / 64; ++kc) {
+        for (int64_t rr = 0; rr < 16; ++rr)
+          for (int64_t h = 0; h < 2; ++h) {
+            const int64_t r = nt * 16 + rr, j = 2 * kc + h;
+            const uint8_t s = (r < rows && j < K / kBlockSize) ? scale(r, j) : uint8_t(0);
+            for (int c = 0; c < 16; ++c) lut[rr][h][c] = s == kScaleNaN ? 0.0f : fmt::dequant_f32(uint8_t(c), s);
+          }
+        const uint8_t* tile = packed->data + (nt * (Kp / 64) + kc) * 512;
+        for (int i = 0; i < 512; ++i) {
+          const int64_t r = nt * 16 + map.row[i], k = kc * 64 + map.col[i];
+          if (r < r0 || r >= r1 || k >= K) continue;
+          const float* l = lut[map.row[i]][map.col[i] / 32];
+          float* o = out + (r - r0) * K + k;
+          o[0] = l[tile[i] & 0xF];
+          o[1] = l[tile[i] >> 4];
+        }
+      }
+  }
+};
+
 struct ScaleScan {
-  int max_finite = -1;   // largest scale byte other than 0xFF (-1: none)
-  int min_finite = 256;  // smallest scale byte other than 0xFF
+  int max_finite = -1;           // largest scale byte other than 0xFF (-1: none)
+  int min_finite = 256;          // smallest scale byte other than 0xFF
   std::vector<uint8_t> nan_row;  // 1 where the row holds a 0xFF block
 };
 
-ScaleScan scan_scales(const MxMatrix& p) {
+ScaleScan scan_scales(const Operand& op) {
   ScaleScan s;
-  const int64_t kblocks = p.K / kBlockSize;
-  s.nan_row.assign(size_t(p.rows), 0);
-  for (int64_t r = 0; r < p.rows; ++r)
-    for (int64_t j = 0; j < kblocks; ++j) {
-      const int b = p.scales[r * kblocks + j];
+  s.nan_row.assign(size_t(op.rows), 0);
+  for (int64_t r = 0; r < op.rows; ++r)
+    for (int64_t j = 0; j < op.K / kBlockSize; ++j) {
+      const int b = op.scale(r, j);
       if (b == kScaleNaN) {
         s.nan_row[size_t(r)] = 1;
       } else {
@@ -49,25 +150,6 @@ ScaleScan scan_scales(const MxMatrix& p) {
       }
     }
   return s;
-}
-
-// Plain MXFP4 -> fp32 [rows, K] (exact); blocks with scale 0xFF decode to +0.
-void decode_f32(const MxMatrix& p, float* out, int threads) {
-  const int64_t K = p.K, kblocks = K / kBlockSize;
-  parallel_for(p.rows, threads, std::max<int64_t>(1, 65536 / K), [&](int64_t r0, int64_t r1) {
-    float lut[16];
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t j = 0; j < kblocks; ++j) {
-        const uint8_t s = p.scales[r * kblocks + j];
-        for (int c = 0; c < 16; ++c) lut[c] = s == kScaleNaN ? 0.0f : fmt::dequant_f32(uint8_t(c), s);
-        const uint8_t* cb = p.codes + r * (K / 2) + j * (kBlockSize / 2);
-        float* o = out + r * K + j * kBlockSize;
-        for (int i = 0; i < kBlockSize / 2; ++i) {
-          o[2 * i] = lut[cb[i] & 0xF];
-          o[2 * i + 1] = lut[cb[i] >> 4];
-        }
-      }
-  });
 }
 
 // True when fp32 decoding and accumulation cannot overflow and underflow stays in the contract.
@@ -80,6 +162,51 @@ bool fp32_path_is_safe(const ScaleScan& a, const ScaleScan& b, int64_t K) {
   if (a.max_finite + b.max_finite - 254 + log2_terms > 127) return false;
   // Smallest nonzero product 0.25 * 2^(sa+sb-254) normal when sa + sb >= 130.
   return K <= (int64_t(1) << 16) || a.min_finite + b.min_finite >= 130;
+}
+
+// C32 [M, n] = A32 [M, K] * B32 [n, K]^T (row-major, dense).
+void sgemm_nt(const float* a32, const float* b32, float* c32, int64_t M, int64_t n, int64_t K, int threads) {
+#if defined(MXFP4_HAVE_CBLAS)
+  if (M <= INT_MAX && n <= INT_MAX && K <= INT_MAX) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(n), int(K), 1.0f, a32, int(K), b32, int(K), 0.0f,
+                c32, int(n));
+    return;
+  }
+#endif
+  gemm_f32_blocked(a32, b32, c32, M, n, K, threads);
+}
+
+// The fp32 path: A decoded once; B decoded in chunks of rows that stay in cache (buffers
+// reused, so no page faults on huge temporaries), each chunk multiplied and rounded to bf16.
+void gemm_fp32_path(const Operand& a, const Operand& b, const ScaleScan& scan_a, const ScaleScan& scan_b,
+                    uint16_t* C, int64_t ldc, int threads) {
+  const int64_t M = a.rows, N = b.rows, K = a.K;
+  std::unique_ptr<float[]> a32(new float[size_t(M * K)]);
+  parallel_for(M, threads, std::max<int64_t>(1, 16384 / K), [&](int64_t r0, int64_t r1) {
+    a.decode_rows(r0, r1, a32.get() + r0 * K);
+  });
+  const int64_t nb = std::min(N, std::max<int64_t>(16, ((int64_t(1) << 19) / K) / 16 * 16));
+  std::unique_ptr<float[]> b32(new float[size_t(nb * K)]);
+  std::unique_ptr<float[]> c32(new float[size_t(M * nb)]);
+  for (int64_t n0 = 0; n0 < N; n0 += nb) {
+    const int64_t n = std::min(nb, N - n0);
+    parallel_for((n + 15) / 16, threads, std::max<int64_t>(1, 1024 / K), [&](int64_t g0, int64_t g1) {
+      b.decode_rows(n0 + 16 * g0, n0 + std::min(n, 16 * g1), b32.get() + 16 * g0 * K);
+    });
+    sgemm_nt(a32.get(), b32.get(), c32.get(), M, n, K, threads);
+    parallel_for(M, threads, std::max<int64_t>(1, 16384 / n), [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        uint16_t* crow = C + m * ldc + n0;
+        const float* src = c32.get() + m * n;
+        if (scan_a.nan_row[size_t(m)]) {
+          for (int64_t i = 0; i < n; ++i) crow[i] = kBf16NaN;
+          continue;
+        }
+        for (int64_t i = 0; i < n; ++i)
+          crow[i] = scan_b.nan_row[size_t(n0 + i)] ? kBf16NaN : fmt::f32_to_bf16(src[i]);
+      }
+    });
+  }
 }
 
 }  // namespace
@@ -144,48 +271,55 @@ void gemm_mx(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t ldc, int
   PlainStorage sa, sb;
   const MxMatrix a = to_plain(A, sa, threads);
   const MxMatrix b = to_plain(B, sb, threads);
-  const int64_t M = a.rows, N = b.rows, K = a.K;
-  const ScaleScan scan_a = scan_scales(a), scan_b = scan_scales(b);
-  if (!fp32_path_is_safe(scan_a, scan_b, K)) {
+  const Operand oa = Operand::of(a), ob = Operand::of(b);
+  const ScaleScan scan_a = scan_scales(oa), scan_b = scan_scales(ob);
+  if (fp32_path_is_safe(scan_a, scan_b, a.K))
+    gemm_fp32_path(oa, ob, scan_a, scan_b, C, ldc, threads);
+  else
     gemm_reference(a, b, C, ldc, nullptr, nullptr, threads);
-    return;
-  }
-  std::vector<float> a32(size_t(M * K)), b32(size_t(N * K)), c32(size_t(M * N));
-  decode_f32(a, a32.data(), threads);
-  decode_f32(b, b32.data(), threads);
-#if defined(MXFP4_HAVE_CBLAS)
-  if (M <= INT_MAX && N <= INT_MAX && K <= INT_MAX) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(K), 1.0f, a32.data(), int(K),
-                b32.data(), int(K), 0.0f, c32.data(), int(N));
-  } else {
-    gemm_f32_blocked(a32.data(), b32.data(), c32.data(), M, N, K, threads);
-  }
-#else
-  gemm_f32_blocked(a32.data(), b32.data(), c32.data(), M, N, K, threads);
-#endif
-  parallel_for(M, threads, std::max<int64_t>(1, 65536 / N), [&](int64_t m0, int64_t m1) {
-    for (int64_t m = m0; m < m1; ++m) {
-      uint16_t* crow = C + m * ldc;
-      const float* src = c32.data() + m * N;
-      if (scan_a.nan_row[size_t(m)]) {
-        for (int64_t n = 0; n < N; ++n) crow[n] = kBf16NaN;
-        continue;
-      }
-      for (int64_t n = 0; n < N; ++n) crow[n] = scan_b.nan_row[size_t(n)] ? kBf16NaN : fmt::f32_to_bf16(src[n]);
-    }
-  });
 }
+
+namespace {
+// Quantizes bf16 A [M, K] (row stride lda) into plain codes and scales owned by `st`.
+MxMatrix quantize_a(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule rule, PlainStorage& st,
+                    int threads) {
+  st.codes.resize(size_t(M * (K / 2)));
+  st.scales.resize(size_t(M * (K / kBlockSize)));
+  quantize(A, DType::bf16, M, K, lda, st.codes.data(), st.scales.data(), rule, ScaleLayout::plain, threads);
+  MxMatrix aq;
+  aq.codes = st.codes.data();
+  aq.scales = st.scales.data();
+  aq.rows = M;
+  aq.K = K;
+  return aq;
+}
+}  // namespace
 
 void gemm_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& B, uint16_t* C, int64_t ldc,
                ScaleRule rule, int threads) {
-  std::vector<uint8_t> codes(size_t(M * (K / 2))), scales(size_t(M * (K / kBlockSize)));
-  quantize(A, DType::bf16, M, K, lda, codes.data(), scales.data(), rule, ScaleLayout::plain, threads);
-  MxMatrix aq;
-  aq.codes = codes.data();
-  aq.scales = scales.data();
-  aq.rows = M;
-  aq.K = K;
-  gemm_mx(aq, B, C, ldc, threads);
+  PlainStorage st;
+  gemm_mx(quantize_a(A, M, K, lda, rule, st, threads), B, C, ldc, threads);
+}
+
+void gemm_bf16_packed(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C,
+                      int64_t ldc, ScaleRule rule, int threads) {
+  PlainStorage st;
+  const MxMatrix aq = quantize_a(A, M, K, lda, rule, st, threads);
+  const Operand oa = Operand::of(aq), ob = Operand::of(B);
+  const ScaleScan scan_a = scan_scales(oa), scan_b = scan_scales(ob);
+  if (fp32_path_is_safe(scan_a, scan_b, K)) {
+    gemm_fp32_path(oa, ob, scan_a, scan_b, C, ldc, threads);
+    return;
+  }
+  // Extreme scales: the exact path on plain copies (same result as gemm_bf16 on the unpacked B).
+  std::vector<uint8_t> codes(size_t(B.N * (K / 2))), scales(size_t(B.N * (K / kBlockSize)));
+  unpack(B, codes.data(), scales.data(), threads);
+  MxMatrix b;
+  b.codes = codes.data();
+  b.scales = scales.data();
+  b.rows = B.N;
+  b.K = K;
+  gemm_reference(aq, b, C, ldc, nullptr, nullptr, threads);
 }
 
 }  // namespace mxfp4::cpu

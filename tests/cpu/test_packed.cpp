@@ -37,7 +37,7 @@ struct DocLayout {
   int64_t N, K, Np, Kp;
   std::vector<int64_t> code_src;   // per code-region byte: plain code byte index or -1
   std::vector<int64_t> scale_src;  // per scale-region byte: plain scale index or -1
-  DocLayout(int64_t n, int64_t k) : N(n), K(k), Np((n + 15) / 16 * 16), Kp((k + 63) / 64 * 64) {
+  DocLayout(int64_t rows, int64_t cols) : N(rows), K(cols), Np((rows + 15) / 16 * 16), Kp((cols + 63) / 64 * 64) {
     code_src.assign(size_t(Np * Kp / 2), -1);
     scale_src.assign(size_t(Np * Kp / 32), -1);
     for (int64_t nt = 0; nt < Np / 16; ++nt)
