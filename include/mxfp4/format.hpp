@@ -109,6 +109,8 @@ MXFP4_HD float exp2i(int e) {
 MXFP4_HD float dequant_f32(uint8_t code, uint8_t scale) {
   // e2m1 has at most 2 significant bits, so this single IEEE product is exact whenever the
   // result is representable (subnormals included, e.g. 0.5 * 2^-127 = 2^-128).
+  // NaN scales return one canonical quiet NaN, so CPU and GPU agree bit for bit.
+  if (scale == kScaleNaN) return f32_from_bits(0x7FC00000u);
   return e2m1_to_f32(code) * e8m0_to_f32(scale);
 }
 

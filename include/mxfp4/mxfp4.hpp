@@ -165,8 +165,9 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec&
 // ---------------------------------------------------------------------------------------
 
 /// Kernel path of the CUDA GEMM (docs/dispatch.md).
-///   fused:  small M, A quantized inside the GEMM kernel, one launch, no split-K;
-///   splitk: as fused, K split over a thread-block cluster, deterministic DSMEM reduction;
+///   fused:  small M, A quantized inside the GEMM kernel, one launch; K may be split over a
+///           thread-block cluster (split_k > 1) with a deterministic DSMEM reduction;
+///   splitk: small M, A quantized once by its own kernel, then the same cluster split-K GEMM;
 ///   tiled:  large M, A quantized once by its own kernel, then a tiled tensor-core GEMM.
 enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2 };
 
@@ -174,7 +175,7 @@ enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2 };
 struct GemmConfig {
   GemmPath path = GemmPath::fused;
   int block_n = 64;   ///< weight rows (N) per CTA; multiple of 16
-  int block_m = 16;   ///< tokens (M) per CTA; multiple of 16 (fused/splitk: all of M up to 64)
+  int block_m = 16;   ///< tokens (M) per CTA; multiple of 8 (fused/splitk: all of M up to 64)
   int split_k = 1;    ///< CTAs of a cluster sharing one output tile (1..8)
   int warps = 4;      ///< warps per CTA
 };
@@ -204,7 +205,7 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
 /// "path=splitk block_n=64 block_m=16 split_k=4 warps=4".
 std::string describe(const GemmConfig& cfg);
 
-/// Device scratch bytes the GEMM needs for (M, K) with `cfg` (0 for fused/splitk).
+/// Device scratch bytes the GEMM needs for (M, K) with `cfg` (0 for fused).
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg);
 
 /// The configuration gemm() would use for this shape on exec's device (tune cache first,

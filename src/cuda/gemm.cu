@@ -11,6 +11,7 @@
 #include "cuda/common.cuh"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/gemm_kernels.hpp"
+#include "cuda/quantize_kernels.cuh"
 #include "dispatch/tune_cache.hpp"
 
 namespace mxfp4::cuda {
@@ -63,7 +64,16 @@ GemmConfig config_for(int64_t M, int64_t N, int64_t K) {
 void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C, int64_t ldc,
           const GemmConfig& cfg, ScaleRule rule, void* workspace, size_t workspace_bytes, void* stream) {
   cudaStream_t s = as_stream(stream);
-  if (cfg.path == GemmPath::tiled) {
+  if (cfg.path != GemmPath::tiled) {
+    if (M > 64) {
+      throw InvalidArgument("GemmConfig " + describe(cfg) + " supports M <= 64, got M=" + std::to_string(M));
+    }
+    if (cfg.split_k < 1 || cfg.split_k > 8 || (cfg.warps != 4 && cfg.warps != 8)) {
+      throw InvalidArgument("unsupported GemmConfig: " + describe(cfg) + " (split_k 1..8, warps 4 or 8)");
+    }
+  }
+  const uint32_t* frags = nullptr;
+  if (cfg.path != GemmPath::fused) {
     const size_t need = gemm_workspace_bytes(M, K, cfg);
     void* ws = workspace;
     if (ws == nullptr) {
@@ -72,16 +82,14 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
       throw InvalidArgument("GemmOptions::workspace_bytes = " + std::to_string(workspace_bytes) + " but M=" +
                             std::to_string(M) + ", K=" + std::to_string(K) + " needs " + std::to_string(need));
     }
-    gemm_tiled(A, M, K, lda, B, C, ldc, rule, ws, s);
-    return;
+    quantize_fragments(A, M, K, lda, static_cast<uint32_t*>(ws), rule, s);
+    frags = static_cast<const uint32_t*>(ws);
   }
-  if (M > 64) {
-    throw InvalidArgument("GemmConfig path " + describe(cfg) + " supports M <= 64, got M=" + std::to_string(M));
+  if (cfg.path == GemmPath::tiled) {
+    gemm_tiled(M, B, C, ldc, frags, s);
+  } else {
+    gemm_fused(A, M, K, lda, B, C, ldc, cfg, rule, frags, s);
   }
-  if (cfg.split_k < 1 || cfg.split_k > 8 || (cfg.warps != 4 && cfg.warps != 8)) {
-    throw InvalidArgument("unsupported GemmConfig: " + describe(cfg) + " (split_k 1..8, warps 4 or 8)");
-  }
-  gemm_fused(A, M, K, lda, B, C, ldc, cfg, rule, s);
 }
 
 }  // namespace mxfp4::cuda

@@ -36,9 +36,10 @@ struct FusedArgs {
   int64_t ldc;
   ScaleRule rule;
   int split;
+  const uint32_t* frags;  // PREQUANT: A as activation fragments (quantize_fragments layout)
 };
 
-template <int N8, int WARPS>
+template <int N8, int WARPS, bool PREQUANT>
 __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs p) {
   extern __shared__ __align__(16) uint8_t smem_raw[];
   uint32_t* a_frag = reinterpret_cast<uint32_t*>(smem_raw);  // [N8][4*kStageChunks][64] u32
@@ -76,22 +77,56 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
         ws[c] = 0;
       }
     }
-    // 2. Quantize A[0:M, kc*64 .. (kc+chunks)*64) into shared memory (zeros past M and K).
+    // 2. A[0:M, kc*64 .. (kc+chunks)*64) into shared memory as fragments (zeros past M, K):
+    //    copied from the pre-quantized buffer (splitk path) or quantized here (fused path).
     __syncthreads();  // previous stage's fragments fully consumed
-    const int blocks_per_row = 2 * kStageChunks;
-    for (int idx = threadIdx.x; idx < kRowsTile * blocks_per_row; idx += WARPS * 32) {
-      const int r = idx / blocks_per_row, b = idx % blocks_per_row;
-      const int64_t k = (kc * 64) + b * 32;
-      uint16_t deq[32];
-      if (r < p.M && k < p.K) {
-        float v[32];
-        load_block<DType::bf16>(p.A, r * p.lda + k, v);
-        quantize_block_to_bf16(v, p.rule, deq);
-      } else {
-#pragma unroll
-        for (int i = 0; i < 32; ++i) deq[i] = 0;
+    if constexpr (PREQUANT) {
+      const int64_t ks_total = p.geo.k_padded / 16, tiles_m = (p.M + 7) / 8;
+      constexpr int kVecPerTile = kSteps * 16;  // uint4 per token tile per stage
+      for (int v = threadIdx.x; v < N8 * kVecPerTile; v += WARPS * 32) {
+        const int j = v / kVecPerTile, w = v % kVecPerTile;
+        uint4 val = make_uint4(0, 0, 0, 0);
+        if (j < tiles_m && w < chunks * 64) {
+          val = __ldg(reinterpret_cast<const uint4*>(p.frags + (j * ks_total + 4 * kc) * 64) + w);
+        }
+        reinterpret_cast<uint4*>(a_frag + j * kSteps * 64)[w] = val;
       }
-      store_block_fragments(a_frag, kSteps, r, b, deq);
+    } else {
+      // Four lanes per 32-element block, 8 elements (one 16-byte load) each.
+      constexpr int kTasks = kRowsTile * 2 * kStageChunks * 4;  // a multiple of the CTA size
+      static_assert(kTasks % (WARPS * 32) == 0, "every lane must join the block reductions");
+      for (int task = threadIdx.x; task < kTasks; task += WARPS * 32) {
+        const int q = task % 4, blk = task / 4;
+        const int r = blk / (2 * kStageChunks), b = blk % (2 * kStageChunks);
+        const int64_t k = kc * 64 + b * 32;
+        float v[8];
+        if (r < p.M && k < p.K) {
+          const uint16_t* src = p.A + r * p.lda + k + 8 * q;
+          uint32_t w[4];
+          if ((reinterpret_cast<uintptr_t>(src) & 15) == 0) {
+            const uint4 u = __ldg(reinterpret_cast<const uint4*>(src));
+            w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
+          } else {  // A view with an odd row stride or offset
+#pragma unroll
+            for (int i = 0; i < 4; ++i) w[i] = uint32_t(src[2 * i]) | (uint32_t(src[2 * i + 1]) << 16);
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            v[2 * i] = fmt::bf16_to_f32(uint16_t(w[i] & 0xFFFFu));
+            v[2 * i + 1] = fmt::bf16_to_f32(uint16_t(w[i] >> 16));
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < 8; ++i) v[i] = 0.f;
+        }
+        uint16_t deq[8];
+        quantize_quarter_block_to_bf16(v, p.rule, deq);
+        const int j = r / 8, g = r % 8, step = 2 * b + q / 2, reg = q % 2;
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          a_frag[a_fragment_index(j, step, kSteps, 4 * g + t, reg)] = uint32_t(deq[2 * t]) | (uint32_t(deq[2 * t + 1]) << 16);
+        }
+      }
     }
     __syncthreads();
     // 3. MMAs.
@@ -151,7 +186,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
   }
 }
 
-template <int N8, int WARPS>
+template <int N8, int WARPS, bool PREQUANT>
 void launch_fused(const FusedArgs& args, cudaStream_t stream) {
   constexpr int kFragBytes = N8 * 4 * kStageChunks * 256;
   constexpr int kRedBytes = 16 * WARPS * 8 * N8 * 4;
@@ -170,30 +205,38 @@ void launch_fused(const FusedArgs& args, cudaStream_t stream) {
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = args.split > 1 ? 1 : 0;
-  check(cudaLaunchKernelEx(&cfg, gemm_fused_kernel<N8, WARPS>, args), "cudaLaunchKernelEx(gemm_fused_kernel)");
+  check(cudaLaunchKernelEx(&cfg, gemm_fused_kernel<N8, WARPS, PREQUANT>, args), "cudaLaunchKernelEx(gemm_fused_kernel)");
+}
+
+template <bool PREQUANT>
+void dispatch_fused(const FusedArgs& args, int M, int warps, cudaStream_t stream) {
+  // The explicit, bounded list of instantiations: N8 in {1, 2, 4, 8} x WARPS in {4, 8}.
+  const int n8 = M <= 8 ? 1 : M <= 16 ? 2 : M <= 32 ? 4 : 8;
+  if (warps == 8) {
+    switch (n8) {
+      case 1: return launch_fused<1, 8, PREQUANT>(args, stream);
+      case 2: return launch_fused<2, 8, PREQUANT>(args, stream);
+      case 4: return launch_fused<4, 8, PREQUANT>(args, stream);
+      default: return launch_fused<8, 8, PREQUANT>(args, stream);
+    }
+  }
+  switch (n8) {
+    case 1: return launch_fused<1, 4, PREQUANT>(args, stream);
+    case 2: return launch_fused<2, 4, PREQUANT>(args, stream);
+    case 4: return launch_fused<4, 4, PREQUANT>(args, stream);
+    default: return launch_fused<8, 4, PREQUANT>(args, stream);
+  }
 }
 
 }  // namespace
 
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C,
-                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, cudaStream_t stream) {
-  const FusedArgs args{A, M, K, lda, B.data, PackedGeometry::of(B.N, B.K), B.N, C, ldc, rule, cfg.split_k};
-  const int n8 = int(ceil_div(M, 8));
-  // The explicit, bounded list of instantiations: N8 in {1, 2, 4, 8} x WARPS in {4, 8}.
-  const int n8c = n8 <= 1 ? 1 : n8 <= 2 ? 2 : n8 <= 4 ? 4 : 8;
-  if (cfg.warps == 8) {
-    switch (n8c) {
-      case 1: return launch_fused<1, 8>(args, stream);
-      case 2: return launch_fused<2, 8>(args, stream);
-      case 4: return launch_fused<4, 8>(args, stream);
-      default: return launch_fused<8, 8>(args, stream);
-    }
-  }
-  switch (n8c) {
-    case 1: return launch_fused<1, 4>(args, stream);
-    case 2: return launch_fused<2, 4>(args, stream);
-    case 4: return launch_fused<4, 4>(args, stream);
-    default: return launch_fused<8, 4>(args, stream);
+                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, cudaStream_t stream) {
+  const FusedArgs args{A, M, K, lda, B.data, PackedGeometry::of(B.N, B.K), B.N, C, ldc, rule, cfg.split_k, frags};
+  if (frags != nullptr) {
+    dispatch_fused<true>(args, int(M), cfg.warps, stream);
+  } else {
+    dispatch_fused<false>(args, int(M), cfg.warps, stream);
   }
 }
 

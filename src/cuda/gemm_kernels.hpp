@@ -10,13 +10,15 @@
 
 namespace mxfp4::cuda {
 
-/// Paths "fused" (cfg.split_k == 1) and "splitk" (cluster of cfg.split_k CTAs); M <= 64.
+/// The cluster split-K kernel (cfg.split_k CTAs per cluster; M <= 64). With `frags` null it
+/// quantizes A itself (path "fused"), else it reads A's fragments from `frags` (path
+/// "splitk", filled by quantize_fragments).
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C,
-                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, cudaStream_t stream);
+                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, cudaStream_t stream);
 
 
-/// Path "tiled": quantize A into `workspace` (gemm_workspace_bytes), then the tiled GEMM.
-void gemm_tiled(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C,
-                int64_t ldc, ScaleRule rule, void* workspace, cudaStream_t stream);
+/// Path "tiled": the tiled GEMM on A's fragments (quantize_fragments, M rows).
+void gemm_tiled(int64_t M, const PackedWeights& B, uint16_t* C, int64_t ldc, const uint32_t* frags,
+                cudaStream_t stream);
 
 }  // namespace mxfp4::cuda

@@ -173,10 +173,8 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_tiled_kernel(const TiledArgs
 
 
 
-void gemm_tiled(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C,
-                int64_t ldc, ScaleRule rule, void* workspace, cudaStream_t stream) {
-  uint32_t* frags = static_cast<uint32_t*>(workspace);
-  quantize_fragments(A, M, K, lda, frags, rule, stream);
+void gemm_tiled(int64_t M, const PackedWeights& B, uint16_t* C, int64_t ldc, const uint32_t* frags,
+                cudaStream_t stream) {
   const TiledArgs args{frags, M, B.data, PackedGeometry::of(B.N, B.K), B.N, C, ldc};
   // Per device and cheap; not a stream operation, so also legal during graph capture.
   check(cudaFuncSetAttribute(gemm_tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),

@@ -81,6 +81,38 @@ __device__ __forceinline__ void store_block_fragments(uint32_t* frags, int64_t k
   }
 }
 
+/// Quantizes 8 consecutive elements `v` of a 32-element block whose other 24 elements are held
+/// by the 3 neighbouring lanes (lanes 4i..4i+3 hold one block, in element order) and returns
+/// their dequantized bf16 values e2m1 * 2^s in `deq`. Same primitives and the same block
+/// rule as fmt::quantize_block (max and the non-finite flag are order-free), so the result
+/// is bit-identical to it. All 32 lanes of the warp must call this together.
+__device__ __forceinline__ void quantize_quarter_block_to_bf16(const float (&v)[8], ScaleRule rule,
+                                                               uint16_t (&deq)[8]) {
+  float amax = 0.f;
+  uint32_t nonfinite = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t a = fmt::f32_bits(v[i]) & 0x7FFFFFFFu;
+    nonfinite |= uint32_t(a >= 0x7F800000u);
+    amax = fmaxf(amax, fmt::f32_from_bits(a < 0x7F800000u ? a : 0u));
+  }
+#pragma unroll
+  for (int d = 1; d < 4; d <<= 1) {
+    amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, d));
+    nonfinite |= __shfl_xor_sync(0xFFFFFFFFu, nonfinite, d);
+  }
+  if (nonfinite) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) deq[i] = fmt::f32_to_bf16(fmt::dequant_f32(0, kScaleNaN));
+    return;
+  }
+  const int s = fmt::shared_exponent(amax, rule);
+  const float inv = fmt::exp2i(-s);
+  const uint8_t sb = uint8_t(s + 127);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) deq[i] = fmt::f32_to_bf16(fmt::dequant_f32(fmt::e2m1_encode(v[i] * inv), sb));
+}
+
 /// Quantizes A [M, K] (bf16, row stride lda) under `rule` into the activation fragment layout
 /// with round_up(M, 8) rows and round_up(K, 64) columns (padding zero); `frags` must hold
 /// round_up(M,8) * round_up(K,64) * 2 bytes. Defined in quantize.cu.

@@ -18,9 +18,10 @@ const char* path_name(GemmPath p) {
 }
 }  // namespace
 
-/// Small M (<= 64): the fused kernel, 4 warps x 16 weight rows per CTA; K is split over a
-/// cluster of up to 8 CTAs until the grid has about two CTAs per SM, keeping at least two
-/// 64-wide K chunks per CTA. Larger M: the tiled kernel (128 x 128 tiles).
+/// Small M (<= 64): the cluster split-K kernel, 4 warps x 16 weight rows per CTA; K is split
+/// over up to 8 CTAs until the grid has about two CTAs per SM, keeping at least two 64-wide K
+/// chunks per CTA. M <= 8 quantizes A inside that kernel (fused, one launch); 8 < M <= 64
+/// quantizes it once first (splitk). Larger M: the tiled kernel (128 x 128 tiles).
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   GemmConfig cfg;
   if (M <= 64) {
@@ -33,7 +34,9 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
     int split = 1;
     while (split < 8 && tiles * split < target && chunks / (2 * split) >= 2) split *= 2;
     cfg.split_k = split;
-    cfg.path = split > 1 ? GemmPath::splitk : GemmPath::fused;
+    // One launch (in-kernel quantization) only where it is cheap: every CTA along N
+    // quantizes its own copy of A, so the redundant work grows with M.
+    cfg.path = M <= 8 ? GemmPath::fused : GemmPath::splitk;
     return cfg;
   }
   cfg.path = GemmPath::tiled;
@@ -51,9 +54,9 @@ std::string describe(const GemmConfig& cfg) {
   return os.str();
 }
 
-/// Tiled path: activation fragments, round_up(M, 8) x round_up(K, 64) bf16 values.
+/// splitk and tiled paths: activation fragments, round_up(M, 8) x round_up(K, 64) bf16 values.
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
-  if (cfg.path != GemmPath::tiled) return 0;
+  if (cfg.path == GemmPath::fused) return 0;
   return size_t(ceil_div(M, 8) * 8 * ceil_div(K, 64) * 64 * 2);
 }
 

@@ -24,14 +24,17 @@ GemmConfig make_cfg(GemmPath path, int split = 1, int warps = 4) {
   return c;
 }
 
-/// Every configuration that can run M: fused/splitk variants for M <= 64, tiled always.
+/// Every configuration that can run M: fused (in-kernel quantization) and splitk (pre-quantized
+/// A) variants with and without cluster split for M <= 64, tiled always.
 std::vector<GemmConfig> configs_for(int64_t M) {
   std::vector<GemmConfig> v;
   if (M <= 64) {
     v.push_back(make_cfg(GemmPath::fused, 1, 4));
     v.push_back(make_cfg(GemmPath::fused, 1, 8));
+    v.push_back(make_cfg(GemmPath::fused, 4, 4));
+    v.push_back(make_cfg(GemmPath::splitk, 1, 4));
     v.push_back(make_cfg(GemmPath::splitk, 2, 4));
-    v.push_back(make_cfg(GemmPath::splitk, 8, 4));
+    v.push_back(make_cfg(GemmPath::splitk, 8, 8));
   }
   v.push_back(make_cfg(GemmPath::tiled));
   return v;

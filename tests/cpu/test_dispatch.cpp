@@ -1,0 +1,81 @@
+// The dispatcher is a pure function: tested on the CPU for every workload shape.
+#include <gtest/gtest.h>
+
+#include "dispatch/tune_cache.hpp"
+#include "mxfp4/mxfp4.hpp"
+
+namespace mxfp4 {
+namespace {
+
+DeviceInfo h200() {
+  DeviceInfo d;
+  d.name = "NVIDIA H200";
+  d.sm_count = 132;
+  return d;
+}
+
+TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesTiled) {
+  const DeviceInfo dev = h200();
+  for (int64_t M : {1, 4, 8}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::fused) << M;
+  for (int64_t M : {9, 16, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
+  for (int64_t M : {65, 128, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::tiled) << M;
+}
+
+TEST(Dispatch, SplitKFillsTheGpuButKeepsTwoChunksPerCta) {
+  const DeviceInfo dev = h200();
+  // 16 x 2112 x 7168: 33 CTAs of 64 rows; 112 K chunks -> split 8 (264 CTAs).
+  EXPECT_EQ(choose_gemm_config(16, 2112, 7168, dev).split_k, 8);
+  // 4 x 2880 x 512: 45 CTAs, 8 chunks -> at most split 2 (4 chunks per CTA... >= 2 kept).
+  const GemmConfig c = choose_gemm_config(4, 2880, 512, dev);
+  EXPECT_GE(c.split_k, 1);
+  EXPECT_GE(8 / c.split_k, 2);
+  // K = 32: one chunk, never split.
+  EXPECT_EQ(choose_gemm_config(1, 4096, 32, dev).split_k, 1);
+  // A GPU with few SMs needs no split for a wide N.
+  DeviceInfo small = dev;
+  small.sm_count = 8;
+  EXPECT_EQ(choose_gemm_config(16, 8192, 4096, small).split_k, 1);
+}
+
+TEST(Dispatch, EveryChoiceIsValidForItsShape) {
+  const DeviceInfo dev = h200();
+  for (int64_t M : {1, 3, 8, 9, 17, 64, 65, 1000})
+    for (int64_t N : {1, 16, 100, 7168})
+      for (int64_t K : {32, 96, 1664, 16384}) {
+        const GemmConfig c = choose_gemm_config(M, N, K, dev);
+        EXPECT_TRUE(c.split_k >= 1 && c.split_k <= 8) << describe(c);
+        EXPECT_TRUE(c.warps == 4 || c.warps == 8) << describe(c);
+        EXPECT_EQ(c.path == GemmPath::tiled, M > 64) << describe(c);
+        EXPECT_EQ(gemm_workspace_bytes(M, K, c) == 0, c.path == GemmPath::fused) << describe(c);
+      }
+}
+
+TEST(Dispatch, DescribeNamesEveryField) {
+  GemmConfig c;
+  c.path = GemmPath::splitk;
+  c.split_k = 4;
+  EXPECT_EQ(describe(c), "path=splitk block_n=64 block_m=16 split_k=4 warps=4");
+}
+
+TEST(TuneCache, StoresAndReadsBackAndRejectsInvalidEntries) {
+  const std::string file = ::testing::TempDir() + "/mxfp4_tune_test.json";
+  std::remove(file.c_str());
+  setenv("MXFP4_TUNE_CACHE", file.c_str(), 1);
+  GemmConfig c;
+  c.path = GemmPath::splitk;
+  c.split_k = 2;
+  c.block_m = 16;
+  tune_cache::store("GPU X", 16, 2112, 7168, c);
+  const auto got = tune_cache::lookup("GPU X", 16, 2112, 7168);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(describe(*got), describe(c));
+  EXPECT_FALSE(tune_cache::lookup("GPU X", 16, 2112, 4096).has_value());
+  EXPECT_FALSE(tune_cache::lookup("GPU Y", 16, 2112, 7168).has_value());
+  GemmConfig bad = c;  // splitk cannot run M > 64: never returned
+  tune_cache::store("GPU X", 128, 2112, 7168, bad);
+  EXPECT_FALSE(tune_cache::lookup("GPU X", 128, 2112, 7168).has_value());
+  unsetenv("MXFP4_TUNE_CACHE");
+}
+
+}  // namespace
+}  // namespace mxfp4
