@@ -127,3 +127,38 @@ def test_scales_shape_mismatch(cli, tmp_path):
     line = cli.fails("dequantize", "--codes", tmp_path / "q.npy", "--scales", tmp_path / "s.npy", "--out",
                      tmp_path / "x.npy")
     assert "scales" in line and "(4, 2)" in line
+
+
+def cuda_devices(cli):
+    for line in cli.ok("info").stdout.splitlines():
+        if line.startswith("CUDA devices:"):
+            return int(line.split(":")[1])
+    return 0
+
+
+def test_gemm_cuda_backend(cli, tmp_path):
+    """--backend cuda (upload, prepack, gemm, download) is within the bound and, on exact
+    inputs, equal to the CPU result; without a device it fails with one line."""
+    rng = np.random.default_rng(9)
+    M, N, K = 33, 80, 320
+    a_bits = bf16_bits(rng.standard_normal((M, K)))
+    q, s = quantize_ref(rng.standard_normal((N, K)).astype(np.float32))
+    if cuda_devices(cli) == 0:
+        np.save(tmp_path / "a.npy", a_bits)
+        np.save(tmp_path / "bq.npy", q)
+        np.save(tmp_path / "bs.npy", s)
+        line = cli.fails("gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales",
+                         tmp_path / "bs.npy", "--out", tmp_path / "c.npy", "--backend", "cuda")
+        assert "cuda" in line.lower()
+        return
+    c, r = run_gemm(cli, tmp_path, a_bits, q, s, "--backend", "cuda", "--explain")
+    assert "path=" in r.stdout
+    ref, sabs = gemm_ref(bf16_to_f32(a_bits), q, s, "aiter")
+    err = np.abs(c.astype(np.float64) - ref)
+    assert (err <= 2.0**-8 * np.abs(ref) + 2.0**-12 * sabs).all()
+    # Exact inputs: CPU and GPU agree bit for bit (K09 pattern).
+    a = np.exp2((np.arange(M)[:, None] + np.arange(K)[None, :] // 32) % 5).astype(np.float32)
+    q1, s1 = quantize_ref(np.ones((N, K), dtype=np.float32))
+    c_gpu, _ = run_gemm(cli, tmp_path, bf16_bits(a), q1, s1, "--backend", "cuda")
+    c_cpu, _ = run_gemm(cli, tmp_path, bf16_bits(a), q1, s1, "--backend", "cpu")
+    np.testing.assert_array_equal(c_gpu, c_cpu)

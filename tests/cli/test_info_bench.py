@@ -81,3 +81,22 @@ def test_tune_without_cuda(cli):
     r = cli.run("tune")
     assert r.returncode == 2
     assert r.stderr.strip() == "mxfp4 tune: tune needs the CUDA backend"
+
+
+def test_bench_cuda_small(cli, tmp_path):
+    info = cli.ok("info").stdout
+    if "CUDA devices: 0" in info or "built with CUDA: no" in info:
+        import pytest
+        pytest.skip("no CUDA device")
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("4 2880 512\n16 256 1024\n1 64 64\n")
+    out = tmp_path / "results"
+    cli.ok("bench", "--shapes", shapes, "--backend", "cuda", "--out-dir", out, "--replays", 10, "--name", "gpu")
+    data = json.loads((out / "gpu.json").read_text())
+    assert data["backend"] == "cuda" and data["gpu"]
+    for row in data["rows"]:
+        assert ROW_KEYS <= set(row)
+        assert row["correct"] is True
+        assert row["ours_us"] > 0 and row["cublas_bf16_us"] > 0 and row["cublas_fp8_us"] > 0
+        assert row["path"].startswith("path=")
+    assert data["geomean_first8_cublas_fp8_us"] > 0
