@@ -175,6 +175,13 @@ TEST(Validation, Gemm) {
   GemmOptions forced;
   forced.config = &cfg;
   expect_throw<InvalidArgument>([&] { gemm(a.data(), M, K, K, P, c.data(), N, forced, cuda); }, "block_n = 24");
+  cfg.block_n = 64;
+  cfg.block_m = 12;
+  expect_throw<InvalidArgument>([&] { gemm(a.data(), M, K, K, P, c.data(), N, forced, cuda); }, "block_m = 12");
+#if !defined(MXFP4_WITH_CUDA)
+  cfg.block_m = 8;  // valid (dispatcher uses multiples of 8): reaches the backend, which is missing
+  expect_throw<Error>([&] { gemm(a.data(), M, K, K, P, c.data(), N, forced, cuda); }, "without the CUDA backend");
+#endif
   const HostMx aq = random_mx(M, 96, 2);
   expect_throw<InvalidArgument>([&] { gemm_quantized(aq.view(), B, c.data(), N); }, "A.K = 96");
   std::vector<double> f64(M * N);
