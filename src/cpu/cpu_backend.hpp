@@ -42,7 +42,7 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, int threads
 
 // --- gemm_reference.cpp ------------------------------------------------------------------
 /// Round a double to the nearest bf16 (ties to even) in one step: bf16 subnormals, overflow
-/// to +-Inf, NaN kept (as 0x7FC0 with the sign of x).
+/// to +-Inf, NaN as the canonical 0x7FC0.
 uint16_t round_to_bf16(double x);
 /// Exact reference GEMM (spec §3): exact products, fp64 accumulation in k order, one rounding.
 void gemm_reference(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t ldc, double* out_f64,

@@ -13,8 +13,8 @@
 namespace mxfp4::cpu {
 
 uint16_t round_to_bf16(double x) {
+  if (std::isnan(x)) return 0x7FC0;  // one canonical quiet NaN, as every other path writes
   const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
-  if (std::isnan(x)) return uint16_t(sign | 0x7FC0);
   const double a = std::fabs(x);
   if (std::isinf(a)) return uint16_t(sign | 0x7F80);
   if (a == 0.0) return sign;
