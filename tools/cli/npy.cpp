@@ -1,6 +1,7 @@
 // .npy reader/writer (see npy.hpp for what is accepted).
 #include "npy.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cstdio>
@@ -209,34 +210,37 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   return s + ")";
 }
 
-Array parse(const uint8_t* bytes, size_t n, const std::string& name) {
-  if (n < kMagicLen + 2 || std::memcmp(bytes, kMagic, kMagicLen) != 0)
+namespace {
+// Parses and validates everything up to the data: `head` holds the first `n_head` bytes of a
+// file of `file_size` bytes (n_head >= min(file_size, 12 + kMaxHeaderBytes)). Fills a.dtype and
+// a.shape and returns the data offset; the data must be exactly file_size - offset bytes.
+size_t parse_header(const uint8_t* head, size_t n_head, uint64_t file_size, const std::string& name, Array& a) {
+  if (n_head < kMagicLen + 2 || std::memcmp(head, kMagic, kMagicLen) != 0)
     fail(name, "not a .npy file (missing the \\x93NUMPY magic)");
-  const int major = bytes[6], minor = bytes[7];
+  const int major = head[6], minor = head[7];
   if ((major != 1 && major != 2 && major != 3) || minor != 0)
     fail(name, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
                    " (supported: 1.0, 2.0, 3.0)");
   const size_t len_bytes = major == 1 ? 2 : 4;
   const size_t prefix = kMagicLen + 2 + len_bytes;
-  if (n < prefix) fail(name, "truncated .npy header (file has only " + std::to_string(n) + " bytes)");
-  const size_t header_len = read_le(bytes + kMagicLen + 2, int(len_bytes));
+  if (n_head < prefix) fail(name, "truncated .npy header (file has only " + std::to_string(file_size) + " bytes)");
+  const size_t header_len = read_le(head + kMagicLen + 2, int(len_bytes));
   if (header_len > kMaxHeaderBytes)
     fail(name, "absurd .npy header size " + std::to_string(header_len) + " bytes (limit " +
                    std::to_string(kMaxHeaderBytes) + ")");
-  if (n - prefix < header_len)
+  if (n_head - prefix < header_len)
     fail(name, "truncated .npy header (header says " + std::to_string(header_len) + " bytes, file has " +
-                   std::to_string(n - prefix) + " after the prefix)");
-  const std::string text(reinterpret_cast<const char*>(bytes + prefix), header_len);
+                   std::to_string(file_size - prefix) + " after the prefix)");
+  const std::string text(reinterpret_cast<const char*>(head + prefix), header_len);
 
   std::string d;
   bool fortran = false;
-  Array a;
   HeaderParser(text, name).parse(d, fortran, a.shape);
   a.dtype = dtype_from_descr(d, name);
   if (fortran) fail(name, "Fortran-order arrays are not supported (save a C-contiguous array)");
 
   // Element count and byte size with overflow checks.
-  const size_t data_avail = n - prefix - header_len;
+  const uint64_t data_avail = file_size - prefix - header_len;
   uint64_t count = 1;
   bool overflow = false;
   for (int64_t dim : a.shape) {
@@ -252,7 +256,14 @@ Array parse(const uint8_t* bytes, size_t n, const std::string& name) {
                    std::to_string(need) + " bytes, file has " + std::to_string(data_avail));
   if (need < data_avail)
     fail(name, std::to_string(data_avail - need) + " unexpected bytes after the data of shape " + shape_str(a.shape));
-  a.data.assign(bytes + prefix + header_len, bytes + n);
+  return prefix + header_len;
+}
+}  // namespace
+
+Array parse(const uint8_t* bytes, size_t n, const std::string& name) {
+  Array a;
+  const size_t off = parse_header(bytes, n, n, name, a);
+  a.data.assign(bytes + off, bytes + n);
   return a;
 }
 
@@ -261,10 +272,19 @@ Array read(const std::string& path) {
   if (!f) throw NpyError(path + ": cannot open for reading");
   const std::streamoff size = f.tellg();
   if (size < 0) throw NpyError(path + ": cannot determine the file size");
-  std::vector<uint8_t> buf(static_cast<size_t>(size));
+  // Read the header region first, then the data straight into the array (one copy in memory).
+  const size_t n_head = size_t(std::min<std::streamoff>(size, std::streamoff(kMagicLen + 6 + kMaxHeaderBytes)));
+  std::vector<uint8_t> head(n_head);
   f.seekg(0);
-  if (size > 0 && !f.read(reinterpret_cast<char*>(buf.data()), size)) throw NpyError(path + ": read error");
-  return parse(buf.data(), buf.size(), path);
+  if (n_head > 0 && !f.read(reinterpret_cast<char*>(head.data()), std::streamsize(n_head)))
+    throw NpyError(path + ": read error");
+  Array a;
+  const size_t off = parse_header(head.data(), n_head, uint64_t(size), path, a);
+  a.data.resize(size_t(size) - off);
+  f.seekg(std::streamoff(off));
+  if (!a.data.empty() && !f.read(reinterpret_cast<char*>(a.data.data()), std::streamsize(a.data.size())))
+    throw NpyError(path + ": read error");
+  return a;
 }
 
 void write(const std::string& path, Dtype dtype, const std::vector<int64_t>& shape, const void* data) {
