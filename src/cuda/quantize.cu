@@ -70,25 +70,36 @@ __global__ void dequantize_kernel(MxMatrix q, Out* __restrict__ out, int64_t str
   }
 }
 
-/// A [M, K] -> bf16 fragments for the tiled GEMM (quantize_kernels.cuh, a_fragment_offset).
-/// One thread per (row, K block) of the padded [round_up(M,8), k_padded] grid; padding -> 0.
+/// A [M, K] -> bf16 fragments for the splitk and tiled GEMMs (quantize_kernels.cuh,
+/// a_fragment_index). Four lanes per (row, K block) of the padded [round_up(M,8), k_padded]
+/// grid, 8 elements each; padding -> 0.
 __global__ void quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M, int64_t K, int64_t lda,
                                           int64_t m_padded, int64_t k_padded, uint32_t* __restrict__ frags,
                                           ScaleRule rule) {
   const int64_t kblocks = k_padded / 32;
-  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= m_padded * kblocks) return;
-  const int64_t r = idx / kblocks, c = idx % kblocks;
-  uint16_t deq[32];
+  const int64_t task = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;  // grid is a multiple of 32 lanes
+  const int q = int(task % 4);
+  const int64_t blk = task / 4;
+  const int64_t r = blk / kblocks, c = blk % kblocks;
+  float v[8];
   if (r < M && c * 32 < K) {
-    float v[32];
-    load_block<DType::bf16>(A, r * lda + c * 32, v);
-    quantize_block_to_bf16(v, rule, deq);
+    const uint16_t* src = A + r * lda + c * 32 + 8 * q;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = fmt::bf16_to_f32(src[i]);
   } else {
 #pragma unroll
-    for (int i = 0; i < 32; ++i) deq[i] = 0;
+    for (int i = 0; i < 8; ++i) v[i] = 0.f;
   }
-  store_block_fragments(frags, k_padded / 16, r, c, deq);
+  uint16_t deq[8];
+  quantize_quarter_block_to_bf16(v, rule, deq);  // all lanes take part, padding included
+  if (r >= m_padded) return;
+  const int64_t j = r / 8;
+  const int g = int(r % 8), step = int(2 * c + q / 2), reg = q % 2;
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    frags[a_fragment_index(j, step, k_padded / 16, 4 * g + t, reg)] =
+        uint32_t(deq[2 * t]) | (uint32_t(deq[2 * t + 1]) << 16);
+  }
 }
 
 int blocks_for(int64_t n) { return int((n + kThreads - 1) / kThreads); }
@@ -130,7 +141,7 @@ void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_strid
 void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
                         cudaStream_t stream) {
   const int64_t m_padded = round_up(M, 8), k_padded = round_up(K, 64);
-  const dim3 grid(blocks_for(m_padded * (k_padded / 32)));
+  const dim3 grid(blocks_for(m_padded * (k_padded / 32) * 4));
   quantize_fragments_kernel<<<grid, kThreads, 0, stream>>>(A, M, K, lda, m_padded, k_padded, frags, rule);
   check_launch("quantize_fragments_kernel");
 }
