@@ -67,7 +67,7 @@ std::optional<GemmConfig> lookup(const std::string& gpu, int64_t M, int64_t N, i
     cfg.warps = e->at("warps").get<int>();
     const bool fused_like = cfg.path != GemmPath::tiled;
     const bool valid = cfg.split_k >= 1 && cfg.split_k <= 8 && (cfg.warps == 4 || cfg.warps == 8) &&
-                       (!fused_like || M <= 64) && (cfg.path != GemmPath::fused || cfg.split_k == 1);
+                       (!fused_like || M <= 64);
     if (!valid) return std::nullopt;  // never trust a hand-edited entry the kernels cannot run
     return cfg;
   } catch (const nlohmann::json::exception&) {

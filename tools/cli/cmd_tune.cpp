@@ -1,18 +1,82 @@
-// mxfp4 tune: searches GEMM configurations on the GPU and stores a tune cache.
-// The GPU side (mxfp4::cuda::tune) is wired in CUDA builds by the CUDA backend owner;
-// CPU-only builds report that tuning needs CUDA and exit 2.
-#include <memory>
+// mxfp4 tune: times candidate GEMM configurations of each workload shape on the GPU (the
+// benchmark's method: CUDA graph, weights rotated past L2, median) and stores the fastest
+// correct one in the tune cache (src/dispatch/tune_cache.hpp), keyed by GPU name and shape.
+#include <cstdio>
+#include <limits>
 
+#include "bench_data.hpp"
 #include "common.hpp"
+#include "cuda/bench_gpu.hpp"
+#include "dispatch/tune_cache.hpp"
+
+#ifndef MXFP4_SOURCE_DIR
+#define MXFP4_SOURCE_DIR "."
+#endif
 
 namespace mxfp4cli {
+using namespace bench;
+namespace {
+
+/// Candidates: every split_k / warps / path combination the small-M kernel takes for
+/// M <= 64 (docs/dispatch.md); the tiled kernel has no variants yet.
+std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
+  std::vector<mxfp4::GemmConfig> v;
+  if (M > 64) {
+    mxfp4::GemmConfig c;
+    c.path = mxfp4::GemmPath::tiled;
+    c.block_n = c.block_m = 128;
+    c.warps = 8;
+    v.push_back(c);
+    return v;
+  }
+  for (mxfp4::GemmPath path : {mxfp4::GemmPath::fused, mxfp4::GemmPath::splitk})
+    for (int split : {1, 2, 4, 8})
+      for (int warps : {4, 8}) {
+        mxfp4::GemmConfig c;
+        c.path = path;
+        c.split_k = split;
+        c.warps = warps;
+        c.block_n = 16 * warps;
+        c.block_m = int((M + 7) / 8 * 8);
+        v.push_back(c);
+      }
+  return v;
+}
+
+}  // namespace
 
 Command add_tune(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("tune", "Tune GEMM configurations on the GPU (CUDA builds only)");
-  sub->allow_extras();  // options are defined by the CUDA side once wired
-  return {sub, []() -> int {
-            if (!mxfp4::built_with_cuda()) throw CliError("tune needs the CUDA backend", 2);
-            throw CliError("tune is not available in this build yet", 2);
+  CLI::App* sub = app.add_subcommand("tune", "Time GEMM configurations on the GPU and store the winners");
+  auto shapes = std::make_shared<std::string>(std::string(MXFP4_SOURCE_DIR) + "/bench/shapes.txt");
+  auto replays = std::make_shared<int>(10);
+  sub->add_option("--shapes", *shapes, "workload file of 'M N K' lines");
+  sub->add_option("--replays", *replays, "graph replays per configuration (median)")->check(CLI::Range(3, 1000));
+  return {sub, [shapes, replays]() -> int {
+            if (!mxfp4::built_with_cuda() || mxfp4::cuda_device_count() == 0)
+              throw CliError("tune needs the CUDA backend and a GPU", 2);
+            const std::string gpu = mxfp4::cuda_device_info(0).name;
+            for (const Shape& s : read_shapes(*shapes)) {
+              const auto a = randn_bf16(s.M, s.K, 0, {1, uint64_t(s.M), uint64_t(s.K)});
+              const auto bd = randn_bf16(s.N, s.K, 0, {2, uint64_t(s.N), uint64_t(s.K)});
+              const HostMx aq = quantize_bf16(a, s.M, s.K), b = quantize_bf16(bd, s.N, s.K);
+              const auto rows = sample_rows(s.M, s.N, s.K);
+              double best = std::numeric_limits<double>::infinity();
+              mxfp4::GemmConfig best_cfg;
+              for (const mxfp4::GemmConfig& c : candidates(s.M)) {
+                const auto r = mxfp4::cuda::bench_gemm(a.data(), s.M, s.K, b.view(), *replays, int64_t(256) << 20, &c,
+                                                       false);
+                if (!check_gemm(aq, b, r.C, rows).correct) continue;  // never store a wrong configuration
+                if (r.ours_us < best) best = r.ours_us, best_cfg = c;
+              }
+              if (best == std::numeric_limits<double>::infinity())
+                throw CliError("no correct configuration for " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
+                               std::to_string(s.K));
+              mxfp4::tune_cache::store(gpu, s.M, s.N, s.K, best_cfg);
+              std::printf("%6lld %6lld %6lld %9.2f us  %s\n", (long long)s.M, (long long)s.N, (long long)s.K, best,
+                          mxfp4::describe(best_cfg).c_str());
+            }
+            std::printf("tune cache: %s\n", mxfp4::tune_cache::path().c_str());
+            return 0;
           }};
 }
 
