@@ -209,7 +209,8 @@ std::string describe(const GemmConfig& cfg);
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg);
 
 /// The configuration gemm() would use for this shape on exec's device (tune cache first,
-/// then choose_gemm_config). Backend::cpu answers with the CPU backend's fixed config.
+/// then choose_gemm_config). Backend::cpu answers with the CPU backend's fixed config
+/// {path=tiled, block_n=64, block_m=64, split_k=1, warps=0} (informational only).
 GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, const Exec& exec = {});
 
 /// C = quantize(A) * B^T with B given as an MXFP4 matrix (CPU backend only; for CUDA call

@@ -9,6 +9,11 @@
 // path is taken for K > 2^16 only when no product is subnormal. Blocks with scale 0xFF decode
 // to 0 here and their whole output row (A) or column (B) is set to NaN afterwards, which is
 // exactly where the exact sum is NaN (spec §2.1).
+//
+// Threads: decoding, quantization and rounding use Exec::threads; cblas_sgemm uses OpenBLAS's
+// own pool (OPENBLAS_NUM_THREADS). Results do not depend on either thread count (OpenBLAS
+// does not split K across threads), so gemm() on bf16 A and gemm_quantized() on quantize(A)
+// are bit-identical (bug kind K03).
 #include <algorithm>
 #include <climits>
 #include <cmath>
