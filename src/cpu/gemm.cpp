@@ -11,9 +11,9 @@
 // exactly where the exact sum is NaN (spec §2.1).
 //
 // Threads: decoding, quantization and rounding use Exec::threads; cblas_sgemm uses OpenBLAS's
-// own pool (OPENBLAS_NUM_THREADS). Results do not depend on either thread count (OpenBLAS
-// does not split K across threads), so gemm() on bf16 A and gemm_quantized() on quantize(A)
-// are bit-identical (bug kind K03).
+// own pool (OPENBLAS_NUM_THREADS). Results do not depend on Exec::threads, and one process
+// gives the same bits for the same operands every call, so gemm() on bf16 A and
+// gemm_quantized() on quantize(A) (the same decoded operands) are bit-identical (bug kind K03).
 #include <algorithm>
 #include <climits>
 #include <cmath>
