@@ -2,7 +2,8 @@
 # Installs what building and testing mxfp4 needs on Debian/Ubuntu:
 #   apt: cmake ninja-build g++ libgtest-dev libcli11-dev nlohmann-json3-dev libopenblas-dev python3-pip
 #   pip: numpy ml_dtypes pytest
-# (and cmake from pip when the distribution's is older than 3.24).
+# plus python3-dev and pip nanobind (to build the Python extension for its tests), and cmake
+# from pip when the distribution's is older than 3.24.
 #
 # Usage: scripts/install-deps.sh            install everything (needs root or sudo, and network)
 #        scripts/install-deps.sh --check    only report what is missing (exit 1 if anything is)
@@ -59,13 +60,13 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -y
 $sudo apt-get install -y --no-install-recommends ca-certificates cmake ninja-build g++ libgtest-dev libcli11-dev \
-  nlohmann-json3-dev libopenblas-dev python3 python3-pip
+  nlohmann-json3-dev libopenblas-dev python3 python3-pip python3-dev
 
 pip_install() {  # PEP 668 distributions (Debian 12, Ubuntu 24.04) need --break-system-packages
   python3 -m pip install --quiet "$@" 2>/dev/null || python3 -m pip install --quiet --break-system-packages "$@"
 }
 cmake_ok || pip_install "cmake>=3.24"
-pip_install numpy ml_dtypes pytest
+pip_install numpy ml_dtypes pytest "nanobind>=2.4"
 hash -r
 m=$(missing)
 if [ -n "$m" ]; then echo "install-deps.sh: still missing after installing: $m" >&2; exit 1; fi

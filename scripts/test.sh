@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # THE test command: installs missing dependencies, configures (Ninja if present), builds with
 # all cores, runs ctest (GoogleTest suite + the CLI's pytest suite), then the Python package
-# tests in tests/python when there are any. CUDA is auto-detected (GPU tests skip without a
-# device). Usage: scripts/test.sh [BUILD_DIR (default: build)] [extra cmake -D options...]
+# tests in tests/python when there are any, against the extension built here (when nanobind
+# and the Python headers are present) or an installed mxfp4 package. CUDA is auto-detected
+# (GPU tests skip without a device).
+# Usage: scripts/test.sh [BUILD_DIR (default: build)] [extra cmake -D options...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -10,15 +12,24 @@ build=build
 if [ $# -gt 0 ] && [[ "$1" != -* ]]; then build=$1; shift; fi
 
 "$root/scripts/install-deps.sh" --if-missing
-"$root/scripts/build.sh" "$build" -DMXFP4_BUILD_TESTS=ON -DMXFP4_BUILD_CLI=ON "$@"
+py_ext=()
+if python3 -c 'import nanobind, os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' \
+    >/dev/null 2>&1; then
+  py_ext=(-DMXFP4_BUILD_PYTHON=ON)
+else
+  echo "test.sh: nanobind or the Python headers are missing: the Python extension is not built here"
+fi
+"$root/scripts/build.sh" "$build" -DMXFP4_BUILD_TESTS=ON -DMXFP4_BUILD_CLI=ON ${py_ext[@]+"${py_ext[@]}"} "$@"
 
+build_abs=$(cd "$build" && pwd)
 echo "== ctest"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
 
 if compgen -G "tests/python/test_*.py" >/dev/null || compgen -G "tests/python/*_test.py" >/dev/null; then
   echo "== python tests"
   rc=0
-  python3 -m pytest -q tests/python || rc=$?
+  MXFP4_PYTHON_BUILD="$build_abs/python" MXFP4_CLI="$build_abs/mxfp4" python3 -m pytest -q tests/python || rc=$?
+  if [ $rc -eq 5 ]; then echo "test.sh: no Python package to test (no extension built, none installed)"; fi
   if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then exit $rc; fi  # 5: no tests collected
 fi
 echo "== all tests passed"
