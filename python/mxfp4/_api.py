@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from . import _C
 from ._core import (
-    BLOCK_SIZE,
     PACKED_LAYOUT_VERSION,
     _array,
     _dequantize_impl,
@@ -371,5 +370,3 @@ def cuda_device_count() -> int:
     """CUDA devices usable by the library now (0 without the CUDA backend or a driver)."""
     return int(_C.cuda_device_count())
 
-
-_ = (_array, BLOCK_SIZE)  # re-exported names used by submodules

@@ -59,6 +59,7 @@ def _rows_k(x: Tensor, name: str):
 
 @torch.library.custom_op("mxfp4::quantize", mutates_args=())
 def quantize(x: Tensor, rule: str = "aiter", scale_layout: str = "plain") -> Tuple[Tensor, Tensor]:
+    """torch.ops.mxfp4.quantize: x [..., K] -> (codes uint8 [..., K/2], scales); see mxfp4.quantize."""
     return _core._quantize_impl(x, rule, scale_layout)
 
 
@@ -81,6 +82,7 @@ def _quantize_fake(x, rule="aiter", scale_layout="plain"):
 @torch.library.custom_op("mxfp4::dequantize", mutates_args=())
 def dequantize(codes: Tensor, scales: Tensor, dtype: torch.dtype, code_layout: str = "plain",
                scale_layout: str = "plain") -> Tensor:
+    """torch.ops.mxfp4.dequantize: codes, scales -> [..., K] in `dtype`; see mxfp4.dequantize."""
     return _core._dequantize_impl(codes, scales, dtype, code_layout, scale_layout)
 
 
@@ -97,6 +99,7 @@ def _dequantize_fake(codes, scales, dtype, code_layout="plain", scale_layout="pl
 @torch.library.custom_op("mxfp4::prepack", mutates_args=())
 def prepack(codes: Tensor, scales: Tensor, N: int, K: int, code_layout: str = "plain",
             scale_layout: str = "plain") -> Tensor:
+    """torch.ops.mxfp4.prepack: codes, scales of B [N, K] -> packed uint8 [packed_bytes(N, K)]; see mxfp4.prepack."""
     return _core._prepack_impl(codes, scales, N, K, code_layout, scale_layout)[0]
 
 
@@ -117,6 +120,7 @@ def _prepack_fake(codes, scales, N, K, code_layout="plain", scale_layout="plain"
 
 @torch.library.custom_op("mxfp4::prepack_dense", mutates_args=())
 def prepack_dense(w: Tensor, rule: str = "aiter") -> Tensor:
+    """torch.ops.mxfp4.prepack_dense: dense w [N, K] -> packed uint8 [packed_bytes(N, K)]; see mxfp4.prepack_dense."""
     return _core._prepack_dense_impl(w, rule)[0]
 
 
@@ -130,6 +134,7 @@ def _prepack_dense_fake(w, rule="aiter"):
 
 @torch.library.custom_op("mxfp4::unpack", mutates_args=())
 def unpack(packed: Tensor, N: int, K: int, version: int = PACKED_LAYOUT_VERSION) -> Tuple[Tensor, Tensor]:
+    """torch.ops.mxfp4.unpack: packed -> (codes uint8 [N, K/2], scales uint8 [N, K/32]); see mxfp4.unpack."""
     return _core._unpack_impl(packed, N, K, version)
 
 
@@ -144,6 +149,7 @@ def _unpack_fake(packed, N, K, version=PACKED_LAYOUT_VERSION):
 @torch.library.custom_op("mxfp4::gemm", mutates_args=())
 def gemm(a: Tensor, packed: Tensor, N: int, K: int, version: int = PACKED_LAYOUT_VERSION,
          rule: str = "aiter") -> Tensor:
+    """torch.ops.mxfp4.gemm: bf16 a [..., K] x packed B [N, K] -> bf16 [..., N]; see mxfp4.gemm."""
     return _core._gemm_impl(a, packed, N, K, version, rule)
 
 
@@ -164,6 +170,7 @@ def _gemm_fake(a, packed, N, K, version=PACKED_LAYOUT_VERSION, rule="aiter"):
 @torch.library.custom_op("mxfp4::gemm_mx", mutates_args=())
 def gemm_mx(a: Tensor, codes: Tensor, scales: Tensor, code_layout: str = "plain", scale_layout: str = "plain",
             rule: str = "aiter") -> Tensor:
+    """torch.ops.mxfp4.gemm_mx: bf16 a [..., K] x (codes, scales) B [N, K] -> bf16 [..., N]; see mxfp4.gemm."""
     return _core._gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule)
 
 
@@ -180,6 +187,7 @@ def _gemm_mx_fake(a, codes, scales, code_layout="plain", scale_layout="plain", r
 
 @torch.library.custom_op("mxfp4::shuffle_scales", mutates_args=())
 def shuffle_scales(scales: Tensor) -> Tensor:
+    """torch.ops.mxfp4.shuffle_scales: plain scales [rows, K/32] -> AITER e8m0_shuffle order; see mxfp4.shuffle_scales."""
     return _core._shuffle_scales_impl(scales)
 
 
@@ -192,6 +200,7 @@ def _shuffle_scales_fake(scales):
 
 @torch.library.custom_op("mxfp4::unshuffle_scales", mutates_args=())
 def unshuffle_scales(shuffled: Tensor, rows: int, kblocks: int) -> Tensor:
+    """torch.ops.mxfp4.unshuffle_scales: AITER shuffled scales -> plain [rows, kblocks]; see mxfp4.unshuffle_scales."""
     return _core._unshuffle_scales_impl(shuffled, rows, kblocks)
 
 
@@ -202,11 +211,13 @@ def _unshuffle_scales_fake(shuffled, rows, kblocks):
 
 @torch.library.custom_op("mxfp4::shuffle_weight", mutates_args=())
 def shuffle_weight(codes: Tensor) -> Tensor:
+    """torch.ops.mxfp4.shuffle_weight: plain codes [N, K/2] -> AITER shuffle_weight order; see mxfp4.shuffle_weight."""
     return _core._weight_layout_impl(codes, True)
 
 
 @torch.library.custom_op("mxfp4::unshuffle_weight", mutates_args=())
 def unshuffle_weight(codes: Tensor) -> Tensor:
+    """torch.ops.mxfp4.unshuffle_weight: AITER shuffled codes [N, K/2] -> plain; see mxfp4.unshuffle_weight."""
     return _core._weight_layout_impl(codes, False)
 
 
@@ -221,5 +232,3 @@ def _shuffle_weight_fake(codes):
 def _unshuffle_weight_fake(codes):
     return _shuffle_weight_fake(codes)
 
-
-_ = _prod

@@ -43,14 +43,15 @@ class MXFP4Linear(nn.Module):
         in_features: K. out_features: N.
         bias: whether the module has a bias.
         rule: scale rule used to quantize activations (``"aiter"``, ``"floor"``, ``"rceil"``).
-        device: where the buffers live. bias_dtype: dtype of the bias.
+        device: where the buffers live. bias_dtype: dtype of the bias (default: torch's
+            default dtype, float32, as nn.Linear; a loaded state dict's bias is converted to it).
 
     Raises:
         ValueError: sizes the packed layout does not accept, unknown rule.
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, rule: str = "aiter", device=None,
-                 bias_dtype: torch.dtype = torch.bfloat16):
+                 bias_dtype: torch.dtype | None = None):
         super().__init__()
         _core._rule(rule)
         self.in_features = int(in_features)
@@ -59,7 +60,8 @@ class MXFP4Linear(nn.Module):
         nbytes = _api.packed_bytes(self.out_features, self.in_features)  # ValueError for bad sizes
         self.register_buffer("weight_packed", torch.zeros(nbytes, dtype=torch.uint8, device=device))
         if bias:
-            self.bias = nn.Parameter(torch.zeros(self.out_features, dtype=bias_dtype, device=device),
+            dt = bias_dtype if bias_dtype is not None else torch.get_default_dtype()
+            self.bias = nn.Parameter(torch.zeros(self.out_features, dtype=dt, device=device),
                                      requires_grad=False)
         else:
             self.register_parameter("bias", None)
@@ -115,7 +117,7 @@ class MXFP4Linear(nn.Module):
             if tuple(bias.shape) != (packed.N,):
                 raise ValueError(f"bias must have shape ({packed.N},); got {tuple(bias.shape)}")
         m = cls(packed.K, packed.N, bias=bias is not None, rule=rule, device="meta",
-                bias_dtype=bias.dtype if bias is not None else torch.bfloat16)
+                bias_dtype=bias.dtype if bias is not None else None)
         if data.numel() != m.weight_packed.numel():
             raise ValueError(f"packed data has {data.numel()} bytes; expected {m.weight_packed.numel()} = "
                              f"packed_bytes({packed.N}, {packed.K})")
