@@ -1,9 +1,10 @@
 """Fixtures of the Python package tests (pytest tests/python).
 
-The package under test is the installed ``mxfp4`` (``pip install --no-build-isolation .``)
-or, when none is installed, python/mxfp4 from this checkout with the extension ``_C`` of a
-CMake build configured with -DMXFP4_BUILD_PYTHON=ON (``build*/python/_C*.so``, or the folder
-named by MXFP4_PYTHON_BUILD; also one level down, build/<name>/python). Without either, the tests are not collected (pytest exit code 5).
+The package under test is python/mxfp4 from this checkout with the extension ``_C`` from the
+folder named by MXFP4_PYTHON_BUILD if set, else the installed ``mxfp4``
+(``pip install --no-build-isolation .``), else python/mxfp4 with the ``_C`` of a CMake build
+configured with -DMXFP4_BUILD_PYTHON=ON (newest ``build*/python/_C*.so`` or
+``build*/*/python/_C*.so``). Without either, the tests are not collected (pytest exit code 5).
 
 numpy + ml_dtypes are required; torch tests skip without torch (the CPU CI has none) and
 CUDA tests skip without a CUDA-capable torch and a CUDA build of the extension. When the
@@ -25,14 +26,17 @@ sys.path.insert(0, HERE)  # ref.py
 
 
 def _import_mxfp4():
-    """Imports mxfp4; returns the CMake build folder it came from (None when installed)."""
-    try:
-        import mxfp4  # noqa: F401
+    """Imports mxfp4; returns the CMake build folder it came from (None when installed).
+    MXFP4_PYTHON_BUILD (a folder holding _C*.so) wins over an installed package."""
+    explicit = os.environ.get("MXFP4_PYTHON_BUILD")
+    if not explicit:
+        try:
+            import mxfp4  # noqa: F401
 
-        return None
-    except ImportError:
-        pass
-    dirs = [os.environ["MXFP4_PYTHON_BUILD"]] if os.environ.get("MXFP4_PYTHON_BUILD") else []
+            return None
+        except ImportError:
+            pass
+    dirs = [explicit] if explicit else []
     sos = glob.glob(os.path.join(ROOT, "build*", "python", "_C*.so"))
     sos += glob.glob(os.path.join(ROOT, "build*", "*", "python", "_C*.so"))
     sos.sort(key=os.path.getmtime, reverse=True)
