@@ -1,7 +1,7 @@
 """Fixtures of the Python package tests (pytest tests/python).
 
 The package under test is python/mxfp4 from this checkout with the extension ``_C`` from the
-folder named by MXFP4_PYTHON_BUILD if set, else the installed ``mxfp4``
+folder named by MXFP4_PYTHON_BUILD if it holds one, else the installed ``mxfp4``
 (``pip install --no-build-isolation .``), else python/mxfp4 with the ``_C`` of a CMake build
 configured with -DMXFP4_BUILD_PYTHON=ON (newest ``build*/python/_C*.so`` or
 ``build*/*/python/_C*.so``). Without either, the tests are not collected (pytest exit code 5).
@@ -29,6 +29,8 @@ def _import_mxfp4():
     """Imports mxfp4; returns the CMake build folder it came from (None when installed).
     MXFP4_PYTHON_BUILD (a folder holding _C*.so) wins over an installed package."""
     explicit = os.environ.get("MXFP4_PYTHON_BUILD")
+    if explicit and not glob.glob(os.path.join(explicit, "_C*.so")):
+        explicit = None  # named but not built (e.g. no nanobind there): installed / other builds
     if not explicit:
         try:
             import mxfp4  # noqa: F401
