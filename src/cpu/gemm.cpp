@@ -67,7 +67,7 @@ struct Operand {
       std::memcpy(out, plain->codes + r * (K / 2) + j * (kBlockSize / 2), kBlockSize / 2);
       return;
     }
-    for (int64_t i = 0; i < kBlockSize / 2; ++i) out[i] = packed->data[packed::code_offset(r, j * kBlockSize + 2 * i, Kp)];
+    for (int64_t i = 0; i < kBlockSize / 2; ++i) out[i] = packed::read_code_pair(packed->data, r, j * kBlockSize + 2 * i, Kp);
   }
   // Rows [r0, r1) decoded exactly to fp32, row-major with stride K; 0xFF blocks decode to +0.
   void decode_rows(int64_t r0, int64_t r1, float* out) const {
@@ -91,20 +91,20 @@ struct Operand {
   }
 
  private:
-  // Row and K column (even) inside a 16 x 64 tile of each of its 512 code bytes
+  // Row and K column inside a 16 x 64 tile of each of its 1024 code nibbles
   // (docs/packed-layout.md), so that a tile is decoded reading its bytes in order.
   struct TileMap {
-    uint8_t row[512];
-    uint8_t col[512];
+    uint8_t row[1024];  // per nibble of a 512-byte tile (nibble i = byte i/2, half i%2)
+    uint8_t col[1024];
   };
   static const TileMap& tile_map() {
     static const TileMap map = [] {
       TileMap m{};
       for (int r = 0; r < 16; ++r)
-        for (int k = 0; k < 64; k += 2) {
-          const auto off = packed::code_offset(r, k, 64);
-          m.row[off] = uint8_t(r);
-          m.col[off] = uint8_t(k);
+        for (int k = 0; k < 64; ++k) {
+          const auto nib = 2 * packed::code_word_offset(r, k, 64) + packed::code_nibble(r, k);
+          m.row[nib] = uint8_t(r);
+          m.col[nib] = uint8_t(k);
         }
       return m;
     }();
@@ -123,13 +123,10 @@ struct Operand {
             for (int c = 0; c < 16; ++c) lut[rr][h][c] = s == kScaleNaN ? 0.0f : fmt::dequant_f32(uint8_t(c), s);
           }
         const uint8_t* tile = packed->data + (nt * (Kp / 64) + kc) * 512;
-        for (int i = 0; i < 512; ++i) {
+        for (int i = 0; i < 1024; ++i) {
           const int64_t r = nt * 16 + map.row[i], k = kc * 64 + map.col[i];
           if (r < r0 || r >= r1 || k >= K) continue;
-          const float* l = lut[map.row[i]][map.col[i] / 32];
-          float* o = out + (r - r0) * K + k;
-          o[0] = l[tile[i] & 0xF];
-          o[1] = l[tile[i] >> 4];
+          out[(r - r0) * K + k] = lut[map.row[i]][map.col[i] / 32][(tile[i / 2] >> (4 * (i % 2))) & 0xF];
         }
       }
   }

@@ -1,4 +1,4 @@
-// Packed layout v1 on the CPU (docs/packed-layout.md): prepack writes every byte of the
+// Packed layout v2 on the CPU (docs/packed-layout.md): prepack writes every byte of the
 // buffer tile by tile (padding rows/columns zero), unpack is its exact inverse.
 #include <cstdint>
 #include <cstring>
@@ -25,7 +25,7 @@ void prepack(const MxMatrix& b, uint8_t* out, int threads) {
       const int64_t r_end = std::min(N, nt * 16 + 16);
       for (int64_t r = nt * 16; r < r_end; ++r) {
         const uint8_t* crow = p.codes + r * kb;
-        for (int64_t c = 0; c < kb; ++c) out[packed::code_offset(r, 2 * c, Kp)] = crow[c];
+        for (int64_t c = 0; c < kb; ++c) packed::write_code_pair(out, r, 2 * c, Kp, crow[c]);
         const uint8_t* srow = p.scales + r * kblocks;
         for (int64_t j = 0; j < kblocks; ++j) out[packed::scale_offset(r, j, Np, Kp)] = srow[j];
       }
@@ -38,7 +38,7 @@ void unpack(const PackedWeights& pw, uint8_t* codes, uint8_t* scales, int thread
   const int64_t Np = packed::padded_rows(N), Kp = packed::padded_k(K);
   parallel_for(N, threads, std::max<int64_t>(1, 65536 / K), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t c = 0; c < kb; ++c) codes[r * kb + c] = pw.data[packed::code_offset(r, 2 * c, Kp)];
+      for (int64_t c = 0; c < kb; ++c) codes[r * kb + c] = packed::read_code_pair(pw.data, r, 2 * c, Kp);
       for (int64_t j = 0; j < kblocks; ++j) scales[r * kblocks + j] = pw.data[packed::scale_offset(r, j, Np, Kp)];
     }
   });

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/packed_layout.hpp"
 #include "mxfp4/format.hpp"
 #include "mxfp4/mxfp4.hpp"
 
@@ -29,7 +30,7 @@ inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
-/// Geometry of packed layout v1 (docs/packed-layout.md) for a [rows, K] matrix.
+/// Geometry of the packed layout (docs/packed-layout.md) for a [rows, K] matrix.
 struct PackedGeometry {
   int64_t rows_padded;  ///< round_up(rows, 16)
   int64_t k_padded;     ///< round_up(K, 64)
@@ -45,45 +46,19 @@ struct PackedGeometry {
   }
 };
 
-/// Offset of the code byte holding (row r, columns k, k+1), k even, in packed layout v1.
-__host__ __device__ inline int64_t packed_code_offset(const PackedGeometry& g, int64_t r, int64_t k) {
-  const int64_t nt = r / 16, kc = k / 64;
-  const int rr = int(r % 16), kk = int(k % 64);
-  const int h = kk / 32, s = (kk / 16) % 2, k16 = kk % 16;
-  const int hi_k = k16 >= 8 ? 1 : 0;          // columns 2t+8.. -> q = 2, 3
-  const int t = (k16 - 8 * hi_k) / 2;
-  const int grp = rr % 8, hi_r = rr >= 8 ? 1 : 0;
-  const int q = 2 * hi_k + hi_r;
-  const int lane = 4 * grp + t;
-  return (nt * g.k_chunks + kc) * 512 + lane * 16 + 8 * h + 4 * s + q;
-}
-
-/// Offset of the scale byte of (row r, K block kb) in packed layout v1.
-__host__ __device__ inline int64_t packed_scale_offset(const PackedGeometry& g, int64_t r, int64_t kb) {
-  const int64_t nt = r / 16, kc = kb / 2;
-  const int rr = int(r % 16);
-  const int i = (rr >= 8 ? 2 : 0) + int(kb % 2);
-  return g.code_bytes + (nt * g.k_chunks + kc) * 32 + 4 * (rr % 8) + i;
-}
-
 #if defined(__CUDACC__)
 
-/// Four packed code bytes (8 e2m1 codes) -> four bf16x2 registers holding the codes' values
-/// times 2^-126: each 3-bit magnitude goes to the low bf16 exponent bits and the top mantissa
-/// bit, which makes e2m1's subnormal (0.5) the bf16 subnormal 2^-127 and every other code
-/// the bf16 normal 2^(e-127) * (1 + m/2). Byte q of `x` -> register q; its low nibble -> low
-/// half (the first element).
-__device__ __forceinline__ void e2m1x8_to_bf16x8_scaled_down(uint32_t x, uint32_t (&r)[4]) {
-  const uint32_t mag_mask = 0x01C001C0u, sign_mask = 0x80008000u;
-  // Spread byte q's two nibbles to bits [0..3] and [16..19] of a temporary, then place.
-  // prmt picks byte q into lane 0 and byte q again into lane 2; the high nibble is then
-  // shifted down by 4 into bits 16..19.
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const uint32_t b = __byte_perm(x, 0, 0x4040u | uint32_t(q) | (uint32_t(q) << 8));  // [q,0,q,0]
-    const uint32_t lo_hi = (b & 0x0000000Fu) | ((b >> 4) & 0x000F0000u);                  // nibbles
-    r[q] = ((lo_hi << 6) & mag_mask) | ((lo_hi << 12) & sign_mask);
-  }
+/// One packed code word (8 e2m1 codes; nibble q + 4e holds element e of fragment register q,
+/// docs/packed-layout.md) -> four bf16x2 registers holding the codes' values times 2^-126:
+/// each 3-bit magnitude goes to the low bf16 exponent bits and the top mantissa bit, which
+/// makes e2m1's subnormal (0.5) the bf16 subnormal 2^-127 and every other code the bf16
+/// normal 2^(e-127) * (1 + m/2). Two shifts and two logic ops per register.
+__device__ __forceinline__ void e2m1x8_to_bf16x8_scaled_down(uint32_t w, uint32_t (&r)[4]) {
+  constexpr uint32_t kMag = 0x01C001C0u, kSign = 0x80008000u;
+  r[0] = ((w << 6) & kMag) | ((w << 12) & kSign);
+  r[1] = ((w << 2) & kMag) | ((w << 8) & kSign);
+  r[2] = ((w >> 2) & kMag) | ((w << 4) & kSign);
+  r[3] = ((w >> 6) & kMag) | (w & kSign);
 }
 
 /// bf16x2 multiply (round to nearest even; subnormals kept: PTX mul.rn.bf16x2 has no ftz).
@@ -114,21 +89,43 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/// Decodes the 16 packed code bytes of one lane (one 16x64 tile, docs/packed-layout.md) for
-/// K16 step `step` (0..3) into the m16n8k16 A fragment, scaled by the block scales of the
-/// lane's two rows. `sc` holds the lane's 4 scale bytes (row g blk0, row g blk1, row g+8 blk0,
-/// row g+8 blk1). Exact: e2m1 * 2^s is representable in bf16 unless |value| >= 2^128.
-__device__ __forceinline__ void decode_weight_fragment(uint32_t codes4, uint32_t sc, int step, uint32_t (&a)[4]) {
-  e2m1x8_to_bf16x8_scaled_down(codes4, a);
+/// bf16x2 factors of one lane's 4 scale bytes for one 64-wide chunk (row g / g+8 x K block
+/// 0 / 1), computed once per chunk. When every scale byte of the warp is <= 128 (sb <= 1, all
+/// real weights), `fused` is set and each factor is 2^(sb+126): one multiply turns the
+/// scaled-down decode into e2m1 * 2^sb. Otherwise (huge scales, NaN) the decode is first
+/// multiplied by 2^126 and then by 2^sb (or NaN), two exact steps.
+struct ChunkScales {
+  uint32_t f[2][2];  // [K block][row half: 0 = row g, 1 = row g + 8]
+  bool fused;
+};
+
+__device__ __forceinline__ ChunkScales chunk_scales(uint32_t sc) {
+  ChunkScales cs;
+  cs.fused = __all_sync(0xFFFFFFFFu, __vcmpleu4(sc, 0x80808080u) == 0xFFFFFFFFu);
+#pragma unroll
+  for (int blk = 0; blk < 2; ++blk)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const uint32_t b = (sc >> (8 * (2 * half + blk))) & 0xFFu;
+      const uint32_t h = (b + 126u) << 7;  // bf16 bits of 2^(b - 127 + 126), b <= 128
+      cs.f[blk][half] = cs.fused ? (h | (h << 16)) : scale_bf16x2(b);
+    }
+  return cs;
+}
+
+/// Decodes one lane's code word for K16 step `step` (0..3 of a chunk) into the m16n8k16 A
+/// fragment e2m1 * 2^s (exact: representable in bf16 unless |value| >= 2^128).
+__device__ __forceinline__ void decode_weight_fragment(uint32_t word, const ChunkScales& cs, int step,
+                                                       uint32_t (&a)[4]) {
+  e2m1x8_to_bf16x8_scaled_down(word, a);
   const int blk = step >> 1;  // K16 steps 0,1 -> block 0; 2,3 -> block 1
-  const uint32_t s_lo = (sc >> (8 * blk)) & 0xFFu;        // row g
-  const uint32_t s_hi = (sc >> (8 * (2 + blk))) & 0xFFu;  // row g + 8
-  const uint32_t up = pow2_bf16x2(126);
-  const uint32_t f_lo = scale_bf16x2(s_lo), f_hi = scale_bf16x2(s_hi);
-  a[0] = bf16x2_mul(bf16x2_mul(a[0], up), f_lo);
-  a[1] = bf16x2_mul(bf16x2_mul(a[1], up), f_hi);
-  a[2] = bf16x2_mul(bf16x2_mul(a[2], up), f_lo);
-  a[3] = bf16x2_mul(bf16x2_mul(a[3], up), f_hi);
+  if (!cs.fused) {
+    const uint32_t up = pow2_bf16x2(126);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) a[q] = bf16x2_mul(a[q], up);
+  }
+#pragma unroll
+  for (int q = 0; q < 4; ++q) a[q] = bf16x2_mul(a[q], cs.f[blk][q & 1]);
 }
 
 /// Quantizes 32 consecutive values of one row (spec §2, via the shared fmt::quantize_block)

@@ -129,18 +129,20 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
       }
     }
     __syncthreads();
-    // 3. MMAs.
+    // 3. MMAs (shared-memory offsets are compile-time constants from the lane's base).
+    const uint32_t* a_lane = a_frag + 2 * lane;
 #pragma unroll
     for (int c = 0; c < kStageChunks; ++c) {
       if (c < chunks) {
         const uint32_t words[4] = {wc[c].x, wc[c].y, wc[c].z, wc[c].w};
+        const ChunkScales cs = chunk_scales(ws[c]);
 #pragma unroll
         for (int step = 0; step < 4; ++step) {
           uint32_t a[4];
-          decode_weight_fragment(words[step], ws[c], step, a);
+          decode_weight_fragment(words[step], cs, step, a);
 #pragma unroll
           for (int j = 0; j < N8; ++j) {
-            const uint2 b = *reinterpret_cast<const uint2*>(&a_frag[a_fragment_index(j, 4 * c + step, kSteps, lane, 0)]);
+            const uint2 b = *reinterpret_cast<const uint2*>(a_lane + (j * kSteps + 4 * c + step) * 64);
             mma_bf16_16816(acc[j], a, b.x, b.y);
           }
         }

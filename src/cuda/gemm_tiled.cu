@@ -107,12 +107,12 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_tiled_kernel(const TiledArgs
     }
     const uint8_t* base = smem + int(kc % kStages) * kStageBytes;
     uint4 wc[2];
-    uint32_t ws[2];
+    ChunkScales cs[2];
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
       const int slab = 2 * wn + s;
       wc[s] = *reinterpret_cast<const uint4*>(base + slab * 512 + lane * 16);
-      ws[s] = *reinterpret_cast<const uint32_t*>(base + kCodeBytes + slab * 32 + 4 * (lane / 4));
+      cs[s] = chunk_scales(*reinterpret_cast<const uint32_t*>(base + kCodeBytes + slab * 32 + 4 * (lane / 4)));
     }
     const uint32_t* frag = reinterpret_cast<const uint32_t*>(base + kCodeBytes + kScaleBytes);
 #pragma unroll
@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_tiled_kernel(const TiledArgs
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
         const uint32_t words[4] = {wc[s].x, wc[s].y, wc[s].z, wc[s].w};
-        decode_weight_fragment(words[step], ws[s], step, a[s]);
+        decode_weight_fragment(words[step], cs[s], step, a[s]);
       }
 #pragma unroll
       for (int j = 0; j < 8; ++j) {

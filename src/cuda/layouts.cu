@@ -1,6 +1,6 @@
 // GPU layout conversions: AITER scale/weight shuffles (spec §4) and packed layout v1
-// (docs/packed-layout.md). One thread per byte or per (row, K block); offsets come from the
-// same formulas the CPU uses (fmt::aiter_*_offset, packed_*_offset).
+// (docs/packed-layout.md). Offsets come from the formulas the CPU uses (fmt::aiter_*_offset,
+// src/core/packed_layout.hpp).
 #include "cuda/common.cuh"
 #include "cuda/cuda_backend.hpp"
 
@@ -30,43 +30,70 @@ __global__ void shuffle_weight_kernel(const uint8_t* __restrict__ src, int64_t N
   else dst[idx] = src[so];
 }
 
-/// One thread per (row, K block) of the padded grid: writes 16 code bytes and 1 scale byte.
+/// Code nibble of plain-or-AITER MXFP4 matrix `b` at (r, k), or 0 outside [rows, K).
+__device__ __forceinline__ uint32_t source_code(const MxMatrix& b, int64_t r, int64_t k) {
+  if (r >= b.rows || k >= b.K) return 0;
+  const int64_t kb = b.K / 2, col = k / 2;
+  const int64_t off = b.code_layout == CodeLayout::aiter_shuffled ? fmt::aiter_weight_offset(r, col, kb) : r * kb + col;
+  return (b.codes[off] >> (4 * (k % 2))) & 0xFu;
+}
+
+/// Threads [0, words): one 32-bit code word each (8 nibbles gathered from the source);
+/// threads [words, words + scale bytes): one scale byte each. Every byte of `out` is written.
 __global__ void prepack_kernel(MxMatrix b, PackedGeometry geo, uint8_t* __restrict__ out) {
-  const int64_t kblocks_p = geo.k_padded / 32;
+  const int64_t words = geo.code_bytes / 4, kblocks_p = geo.k_padded / 32;
   const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= geo.rows_padded * kblocks_p) return;
-  const int64_t r = idx / kblocks_p, c = idx % kblocks_p;
-  const int64_t kblocks = b.K / 32, kb = b.K / 2;
-  const bool real = r < b.rows && c < kblocks;
+  if (idx < words) {
+    const int64_t tile = idx / 128, within = idx % 128;
+    const int64_t nt = tile / geo.k_chunks, kc = tile % geo.k_chunks;
+    const int lane = int(within / 4), jw = int(within % 4);
+    const int g = lane / 4, t = lane % 4;
+    uint32_t w = 0;
+#pragma unroll
+    for (int p = 0; p < 8; ++p) {
+      const int q = p % 4, e = p / 4;
+      const int64_t r = 16 * nt + g + 8 * (q & 1);
+      const int64_t k = 64 * kc + 16 * jw + 2 * t + 8 * (q >> 1) + e;
+      w |= source_code(b, r, k) << (4 * p);
+    }
+    reinterpret_cast<uint32_t*>(out)[idx] = w;
+    return;
+  }
+  const int64_t si = idx - words;
+  if (si >= geo.rows_padded * kblocks_p) return;
+  const int64_t r = si / kblocks_p, c = si % kblocks_p;
+  const int64_t kblocks = b.K / 32;
   uint8_t s = 0;
-  if (real) {
+  if (r < b.rows && c < kblocks) {
     s = b.scales[b.scale_layout == ScaleLayout::aiter_shuffled ? fmt::aiter_scale_offset(r, c, round_up(kblocks, 8))
                                                                : r * kblocks + c];
   }
-  out[packed_scale_offset(geo, r, c)] = s;
-#pragma unroll 4
-  for (int i = 0; i < 16; ++i) {
-    const int64_t col = c * 16 + i;  // byte column of the plain layout
-    uint8_t v = 0;
-    if (real) {
-      v = b.codes[b.code_layout == CodeLayout::aiter_shuffled ? fmt::aiter_weight_offset(r, col, kb) : r * kb + col];
-    }
-    out[packed_code_offset(geo, r, 2 * col)] = v;
-  }
+  out[packed::scale_offset(r, c, geo.rows_padded, geo.k_padded)] = s;
 }
 
+/// Inverse: one thread per code word (it holds 4 whole plain bytes) or per real scale byte.
 __global__ void unpack_kernel(const uint8_t* __restrict__ packed, PackedGeometry geo, int64_t N, int64_t K,
                               uint8_t* __restrict__ codes, uint8_t* __restrict__ scales) {
-  const int64_t kblocks = K / 32;
+  const int64_t words = geo.code_bytes / 4;
   const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= N * kblocks) return;
-  const int64_t r = idx / kblocks, c = idx % kblocks;
-  scales[idx] = packed[packed_scale_offset(geo, r, c)];
-#pragma unroll 4
-  for (int i = 0; i < 16; ++i) {
-    const int64_t col = c * 16 + i;
-    codes[r * (K / 2) + col] = packed[packed_code_offset(geo, r, 2 * col)];
+  if (idx < words) {
+    const uint32_t w = reinterpret_cast<const uint32_t*>(packed)[idx];
+    const int64_t tile = idx / 128, within = idx % 128;
+    const int64_t nt = tile / geo.k_chunks, kc = tile % geo.k_chunks;
+    const int lane = int(within / 4), jw = int(within % 4);
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int64_t r = 16 * nt + g + 8 * (q & 1);
+      const int64_t k = 64 * kc + 16 * jw + 2 * t + 8 * (q >> 1);
+      if (r < N && k < K) codes[r * (K / 2) + k / 2] = uint8_t(((w >> (4 * q)) & 0xF) | (((w >> (4 * q + 16)) & 0xF) << 4));
+    }
+    return;
   }
+  const int64_t si = idx - words, kblocks = K / 32;
+  if (si >= N * kblocks) return;
+  const int64_t r = si / kblocks, c = si % kblocks;
+  scales[si] = packed[packed::scale_offset(r, c, geo.rows_padded, geo.k_padded)];
 }
 
 }  // namespace
@@ -95,13 +122,15 @@ void unshuffle_weight(const uint8_t* shuffled, int64_t N, int64_t K, uint8_t* pl
 
 void prepack(const MxMatrix& b, uint8_t* out, void* stream) {
   const PackedGeometry geo = PackedGeometry::of(b.rows, b.K);
-  prepack_kernel<<<blocks_for(geo.rows_padded * geo.k_padded / 32), kThreads, 0, as_stream(stream)>>>(b, geo, out);
+  const int64_t threads = geo.code_bytes / 4 + geo.rows_padded * geo.k_padded / 32;
+  prepack_kernel<<<blocks_for(threads), kThreads, 0, as_stream(stream)>>>(b, geo, out);
   check_launch("prepack_kernel");
 }
 
 void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, void* stream) {
   const PackedGeometry geo = PackedGeometry::of(p.N, p.K);
-  unpack_kernel<<<blocks_for(p.N * p.K / 32), kThreads, 0, as_stream(stream)>>>(p.data, geo, p.N, p.K, codes, scales);
+  const int64_t threads = geo.code_bytes / 4 + p.N * p.K / 32;
+  unpack_kernel<<<blocks_for(threads), kThreads, 0, as_stream(stream)>>>(p.data, geo, p.N, p.K, codes, scales);
   check_launch("unpack_kernel");
 }
 

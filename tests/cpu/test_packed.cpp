@@ -18,7 +18,8 @@ TEST(PackedLayout, Sizes) {
 }
 
 TEST(PackedLayout, DocExampleOffsets) {
-  // N = 16, K = 64: code byte of (row 9, k = 34, 35) at 89; scale of (row 9, block 1) at 519.
+  // N = 16, K = 64: codes of (row 9, k = 34) and (row 9, k = 35) in the high nibbles of
+  // bytes 88 and 90; scale of (row 9, block 1) at 519 (docs/packed-layout.md, "Example").
   const int64_t N = 16, K = 64;
   std::vector<uint8_t> codes(N * K / 2, 0), scales(N * K / 32, 0);
   codes[9 * 32 + 17] = 0xAB;
@@ -26,7 +27,7 @@ TEST(PackedLayout, DocExampleOffsets) {
   std::vector<uint8_t> out(size_t(packed_bytes(N, K)), 0x77);
   prepack(MxMatrix{codes.data(), scales.data(), N, K}, out.data());
   for (size_t i = 0; i < out.size(); ++i) {
-    const int want = i == 89 ? 0xAB : i == 519 ? 0xCD : 0;
+    const int want = i == 88 ? 0xB0 : i == 90 ? 0xA0 : i == 519 ? 0xCD : 0;
     EXPECT_EQ(int(out[i]), want) << "offset " << i;
   }
 }
@@ -35,26 +36,24 @@ TEST(PackedLayout, DocExampleOffsets) {
 // Returns -1 for padding. Code bytes: value index r * (K/2) + k/2.
 struct DocLayout {
   int64_t N, K, Np, Kp;
-  std::vector<int64_t> code_src;   // per code-region byte: plain code byte index or -1
+  std::vector<int64_t> code_src;   // per code-region nibble (2 * byte + half): plain element r*K + k, or -1
   std::vector<int64_t> scale_src;  // per scale-region byte: plain scale index or -1
   DocLayout(int64_t rows, int64_t cols) : N(rows), K(cols), Np((rows + 15) / 16 * 16), Kp((cols + 63) / 64 * 64) {
-    code_src.assign(size_t(Np * Kp / 2), -1);
+    code_src.assign(size_t(Np * Kp), -1);
     scale_src.assign(size_t(Np * Kp / 32), -1);
     for (int64_t nt = 0; nt < Np / 16; ++nt)
       for (int64_t kc = 0; kc < Kp / 64; ++kc) {
         const int64_t tile = nt * (Kp / 64) + kc;
         for (int64_t l = 0; l < 32; ++l) {
           const int64_t g = l / 4, t = l % 4;
-          for (int64_t j = 0; j < 16; ++j) {
-            const int64_t h = j / 8, s = (j / 4) % 2, q = j % 4;
-            const int64_t k0 = 64 * kc + 32 * h + 16 * s;
-            int64_t r = 0, k = 0;
-            if (q == 0) r = 16 * nt + g, k = k0 + 2 * t;
-            if (q == 1) r = 16 * nt + g + 8, k = k0 + 2 * t;
-            if (q == 2) r = 16 * nt + g, k = k0 + 2 * t + 8;
-            if (q == 3) r = 16 * nt + g + 8, k = k0 + 2 * t + 8;
-            if (r < N && k < K) code_src[size_t(tile * 512 + 16 * l + j)] = r * (K / 2) + k / 2;
-          }
+          for (int64_t jw = 0; jw < 4; ++jw)      // word 2h + s
+            for (int64_t p = 0; p < 8; ++p) {     // nibble p = q + 4e
+              const int64_t q = p % 4, e = p / 4;
+              const int64_t r = 16 * nt + g + 8 * (q % 2);
+              const int64_t k = 64 * kc + 16 * jw + 2 * t + 8 * (q / 2) + e;
+              const int64_t byte = tile * 512 + 16 * l + 4 * jw + p / 2;
+              if (r < N && k < K) code_src[size_t(2 * byte + p % 2)] = r * K + k;
+            }
         }
         for (int64_t g = 0; g < 8; ++g)
           for (int64_t i = 0; i < 4; ++i) {
@@ -74,11 +73,13 @@ TEST(PackedLayout, MatchesDocTablesWithZeroPadding) {
     std::vector<uint8_t> out(size_t(packed_bytes(N, K)), 0xFF);  // poison: every byte must be written
     prepack(b.view(), out.data());
     const DocLayout doc(N, K);
-    const size_t code_bytes = doc.code_src.size();
+    const size_t code_bytes = doc.code_src.size() / 2;
     ASSERT_EQ(out.size(), code_bytes + doc.scale_src.size());
-    for (size_t i = 0; i < code_bytes; ++i) {
+    for (size_t i = 0; i < doc.code_src.size(); ++i) {
       const int64_t src = doc.code_src[i];
-      ASSERT_EQ(int(out[i]), src < 0 ? 0 : int(b.codes[size_t(src)])) << N << "x" << K << " code byte " << i;
+      const int got = (out[i / 2] >> (4 * (i % 2))) & 0xF;
+      const int want = src < 0 ? 0 : (b.codes[size_t(src / 2)] >> (4 * (src % 2))) & 0xF;
+      ASSERT_EQ(got, want) << N << "x" << K << " code nibble " << i;
     }
     for (size_t i = 0; i < doc.scale_src.size(); ++i) {
       const int64_t src = doc.scale_src[i];

@@ -132,8 +132,9 @@ TEST(Validation, Packed) {
       [&] { prepack_dense(b.x.data(), DType::bf16, 4, 64, 64, out.data(), out.data() + 100); }, "overlaps output");
   expect_throw<TypeMismatch>([&] { prepack_dense(b.x.data(), DType(3), 4, 64, 64, out.data(), tmp.data()); },
                              "dtype value 3");
-  PackedWeights p{out.data(), 4, 64, 2};
-  expect_throw<TypeMismatch>([&] { unpack(p, b.codes.data(), b.scales.data()); }, "version = 2");
+  PackedWeights p{out.data(), 4, 64, kPackedLayoutVersion + 1};
+  expect_throw<TypeMismatch>([&] { unpack(p, b.codes.data(), b.scales.data()); },
+                             "version = " + std::to_string(kPackedLayoutVersion + 1));
   p.version = kPackedLayoutVersion;
   p.N = 0;
   expect_throw<InvalidArgument>([&] { unpack(p, b.codes.data(), b.scales.data()); }, "p.N = 0");

@@ -86,12 +86,13 @@ def test_prepack_dense_equals_prepack_of_quantize(rng):
 
 
 def test_packed_layout_example():
-    # docs/packed-layout.md example, N = 16, K = 64: code byte of (row 9, k = 34, 35) is at
-    # offset 89; the scale of (row 9, block 1) at 512 + 4 + 3 = 519.
+    # docs/packed-layout.md example, N = 16, K = 64: the codes of (row 9, k = 34) and
+    # (row 9, k = 35) are the high nibbles of bytes 88 and 90; the scale of (row 9, block 1)
+    # is at 512 + 4 + 3 = 519.
     codes = np.zeros((16, 32), np.uint8)
     scales = np.zeros((16, 2), np.uint8)
     codes[9, 17] = 0x5A
     scales[9, 1] = 0x33
     data = mxfp4.prepack(codes, scales).data
-    assert data[89] == 0x5A and np.count_nonzero(data[:512]) == 1
+    assert data[88] == 0xA0 and data[90] == 0x50 and np.count_nonzero(data[:512]) == 2
     assert data[519] == 0x33 and np.count_nonzero(data[512:]) == 1
