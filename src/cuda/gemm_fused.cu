@@ -24,9 +24,7 @@ namespace cg = cooperative_groups;
 namespace mxfp4::cuda {
 namespace {
 
-// 64-wide K chunks per stage (K1024): for the decode shapes a CTA's whole K range is one
-// stage, so all its weight loads are in flight at once (64 registers of codes per lane).
-constexpr int kStageChunks = 16;
+constexpr int kStageChunks = 4;  // 64-wide K chunks per stage (K256)
 
 struct FusedArgs {
   const uint16_t* A;
@@ -85,27 +83,24 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
     if constexpr (PREQUANT) {
       const int64_t ks_total = p.geo.k_padded / 16, tiles_m = (p.M + 7) / 8;
       constexpr int kVecPerTile = kSteps * 16;  // uint4 per token tile per stage
-      const int vec_used = chunks * 64;         // of which the stage's chunks fill this many
-      for (int v = threadIdx.x; v < N8 * vec_used; v += WARPS * 32) {
-        const int j = v / vec_used, w = v % vec_used;
+      for (int v = threadIdx.x; v < N8 * kVecPerTile; v += WARPS * 32) {
+        const int j = v / kVecPerTile, w = v % kVecPerTile;
         uint4 val = make_uint4(0, 0, 0, 0);
-        if (j < tiles_m) val = __ldg(reinterpret_cast<const uint4*>(p.frags + (j * ks_total + 4 * kc) * 64) + w);
+        if (j < tiles_m && w < chunks * 64) {
+          val = __ldg(reinterpret_cast<const uint4*>(p.frags + (j * ks_total + 4 * kc) * 64) + w);
+        }
         reinterpret_cast<uint4*>(a_frag + j * kSteps * 64)[w] = val;
       }
-      static_assert(kVecPerTile == kSteps * 16, "fragment tile size");
     } else {
-      // Four lanes per 32-element block, 8 elements (one 16-byte load) each; every lane runs
-      // the same trip count so that all join each block's reduction.
-      const int blocks_per_row = 2 * chunks;
-      const int tasks = kRowsTile * blocks_per_row * 4;
-      for (int base = 0; base < tasks; base += WARPS * 32) {
-        const int task = base + int(threadIdx.x);
-        const bool in_range = task < tasks;
+      // Four lanes per 32-element block, 8 elements (one 16-byte load) each.
+      constexpr int kTasks = kRowsTile * 2 * kStageChunks * 4;  // a multiple of the CTA size
+      static_assert(kTasks % (WARPS * 32) == 0, "every lane must join the block reductions");
+      for (int task = threadIdx.x; task < kTasks; task += WARPS * 32) {
         const int q = task % 4, blk = task / 4;
-        const int r = blk / blocks_per_row, b = blk % blocks_per_row;
+        const int r = blk / (2 * kStageChunks), b = blk % (2 * kStageChunks);
         const int64_t k = kc * 64 + b * 32;
         float v[8];
-        if (in_range && r < p.M && k < p.K) {
+        if (r < p.M && k < p.K) {
           const uint16_t* src = p.A + r * p.lda + k + 8 * q;
           uint32_t w[4];
           if ((reinterpret_cast<uintptr_t>(src) & 15) == 0) {
@@ -126,7 +121,6 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
         }
         uint16_t deq[8];
         quantize_quarter_block_to_bf16(v, p.rule, deq);
-        if (!in_range) continue;
         const int j = r / 8, g = r % 8, step = 2 * b + q / 2, reg = q % 2;
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
@@ -199,12 +193,7 @@ void launch_fused(const FusedArgs& args, cudaStream_t stream) {
   constexpr int kFragBytes = N8 * 4 * kStageChunks * 256;
   constexpr int kRedBytes = 16 * WARPS * 8 * N8 * 4;
   constexpr int kSmem = kFragBytes > kRedBytes ? kFragBytes : kRedBytes;
-  static_assert(kSmem <= 160 * 1024, "fused kernel shared memory");
-  if (kSmem > 48 * 1024) {  // per device, cheap, legal during graph capture
-    check(cudaFuncSetAttribute(gemm_fused_kernel<N8, WARPS, PREQUANT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               kSmem),
-          "cudaFuncSetAttribute(gemm_fused_kernel)");
-  }
+  static_assert(kSmem <= 48 * 1024, "fused kernel must fit the default shared memory limit");
   const int64_t tiles = ceil_div(args.geo.rows_padded, 16 * WARPS);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(tiles * args.split));
