@@ -13,8 +13,8 @@ Ops (all functional, no input is mutated; ``str`` arguments as in the Python API
 * ``prepack(Tensor codes, Tensor scales, int N, int K, str code_layout="plain",
   str scale_layout="plain") -> Tensor``  (uint8 [packed_bytes(N, K)])
 * ``prepack_dense(Tensor w, str rule="aiter") -> Tensor``
-* ``unpack(Tensor packed, int N, int K, int version=1) -> (Tensor codes, Tensor scales)``
-* ``gemm(Tensor a, Tensor packed, int N, int K, int version=1, str rule="aiter") -> Tensor``
+* ``unpack(Tensor packed, int N, int K, int version=PACKED_LAYOUT_VERSION) -> (Tensor codes, Tensor scales)``
+* ``gemm(Tensor a, Tensor packed, int N, int K, int version=PACKED_LAYOUT_VERSION, str rule="aiter") -> Tensor``
 * ``gemm_mx(Tensor a, Tensor codes, Tensor scales, str code_layout="plain",
   str scale_layout="plain", str rule="aiter") -> Tensor``
 * ``shuffle_scales(Tensor scales) -> Tensor``, ``unshuffle_scales(Tensor shuffled, int rows,

@@ -76,7 +76,7 @@ def test_gemm_errors(mx):
         mxfp4.gemm(a, codes)
     with pytest.raises(ValueError, match="rule must be one of"):
         mxfp4.gemm(a, packed, rule="x")
-    bad = mxfp4.PackedTensor(packed.data, packed.N, packed.K, version=2)
+    bad = mxfp4.PackedTensor(packed.data, packed.N, packed.K, version=mxfp4.PACKED_LAYOUT_VERSION + 1)
     with pytest.raises(TypeError, match="version"):
         mxfp4.gemm(a, bad)
     short = mxfp4.PackedTensor(packed.data[:-1], packed.N, packed.K)
