@@ -128,16 +128,6 @@ __device__ __forceinline__ void decode_weight_fragment(uint32_t word, const Chun
   for (int q = 0; q < 4; ++q) a[q] = bf16x2_mul(a[q], cs.f[blk][q & 1]);
 }
 
-/// Quantizes 32 consecutive values of one row (spec §2, via the shared fmt::quantize_block)
-/// and returns their dequantized bf16 bit patterns e2m1 * 2^s in `out` (exact unless
-/// |value| >= 2^128, which becomes Inf; NaN blocks give NaN).
-__device__ __forceinline__ void quantize_block_to_bf16(const float (&x)[32], ScaleRule rule, uint16_t (&out)[32]) {
-  uint8_t codes[32];
-  const uint8_t sb = fmt::quantize_block(x, 32, codes, rule);
-#pragma unroll
-  for (int i = 0; i < 32; ++i) out[i] = fmt::f32_to_bf16(fmt::dequant_f32(codes[i], sb));
-}
-
 #endif  // __CUDACC__
 
 }  // namespace mxfp4::cuda

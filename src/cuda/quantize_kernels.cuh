@@ -63,24 +63,6 @@ __device__ __forceinline__ int64_t a_fragment_index(int64_t j, int64_t i, int64_
   return (j * ks + i) * 64 + 2 * lane + reg;
 }
 
-/// Writes the 32 bf16 values of row r, K block c (K16 steps 2c, 2c+1) into fragment order.
-__device__ __forceinline__ void store_block_fragments(uint32_t* frags, int64_t ks, int64_t r, int64_t c,
-                                                      const uint16_t (&deq)[32]) {
-  const int64_t j = r / 8;
-  const int g = int(r % 8);
-#pragma unroll
-  for (int s = 0; s < 2; ++s) {
-#pragma unroll
-    for (int reg = 0; reg < 2; ++reg) {
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const int e = 16 * s + 8 * reg + 2 * t;
-        frags[a_fragment_index(j, 2 * c + s, ks, 4 * g + t, reg)] = uint32_t(deq[e]) | (uint32_t(deq[e + 1]) << 16);
-      }
-    }
-  }
-}
-
 /// Quantizes 8 consecutive elements `v` of a 32-element block whose other 24 elements are held
 /// by the 3 neighbouring lanes (lanes 4i..4i+3 hold one block, in element order) and returns
 /// their dequantized bf16 values e2m1 * 2^s in `deq`. Same primitives and the same block
