@@ -24,6 +24,23 @@ namespace {
 bool on_cuda(const Exec& exec) { return exec.backend == Backend::cuda; }
 int cpu_threads(const Exec& exec) { return cpu::resolve_threads(exec.threads); }
 
+// Alignment the library needs (docs/hardening.md): dense elements at their own size on every
+// backend (the CPU reads them as typed values); on CUDA, packed weights and the GEMM
+// workspace at 16 bytes (the kernels read them with 16-byte vector loads; cudaMalloc and
+// torch allocations always are).
+constexpr int64_t kCudaVectorAlign = 16;
+
+const char* dtype_label(DType d) { return d == DType::fp32 ? "fp32 elements" : d == DType::bf16 ? "bf16 elements" : "fp16 elements"; }
+
+void require_elem_aligned(const char* fn, const char* name, const void* p, DType d, int64_t eb) {
+  detail::require_aligned(fn, name, p, eb, dtype_label(d));
+}
+
+void require_cuda_packed_aligned(const char* fn, const char* name, const void* p, const Exec& exec) {
+  if (exec.backend == Backend::cuda)
+    detail::require_aligned(fn, name, p, kCudaVectorAlign, "packed weights on CUDA are read with 16-byte loads");
+}
+
 Span code_span(const MxMatrix& m, const char* name) { return {m.codes, detail::mx_code_bytes(m), name}; }
 Span scale_span(const MxMatrix& m, const char* name) { return {m.scales, detail::mx_scale_bytes(m), name}; }
 
@@ -39,11 +56,21 @@ void require_config(const char* fn, const GemmConfig& c) {
   if (c.warps < 1) detail::throw_invalid(fn, cat("GemmConfig::warps = ", c.warps, " must be >= 1"));
 }
 
+// GemmOptions: a forced configuration must be valid on every backend (the CPU ignores it, but
+// a bad one is a caller bug either way); workspace_bytes must be a real size.
+void require_options(const char* fn, const GemmOptions& opt) {
+  if (opt.config != nullptr) require_config(fn, *opt.config);
+  if (opt.workspace_bytes > size_t(detail::kMaxSize))
+    detail::throw_invalid(fn, cat("GemmOptions::workspace_bytes = ", opt.workspace_bytes, " is too large"));
+}
+
 // Common checks of the bf16 activation and the output of both gemm() overloads.
 void require_gemm_a_c(const char* fn, const uint16_t* A, int64_t M, int64_t K, int64_t lda, int64_t N,
                       const uint16_t* C, int64_t ldc) {
   detail::require_nonnull(fn, "A", A);
   detail::require_nonnull(fn, "C", C);
+  detail::require_aligned(fn, "A", A, 2, "bf16 elements");
+  detail::require_aligned(fn, "C", C, 2, "bf16 elements");
   detail::require_positive(fn, "M", M);
   detail::require_k(fn, "K", K);
   detail::require_stride(fn, "lda", lda, K);
@@ -69,6 +96,7 @@ void quantize(const void* x, DType dtype, int64_t rows, int64_t K, int64_t x_str
   detail::require_nonnull(fn, "x", x);
   detail::require_nonnull(fn, "codes", codes);
   detail::require_nonnull(fn, "scales", scales);
+  require_elem_aligned(fn, "x", x, dtype, eb);
   const int64_t scale_bytes = scale_layout == ScaleLayout::plain ? detail::mul_checked(fn, rows, K / kBlockSize)
                                                                  : shuffled_scales_bytes(rows, K / kBlockSize);
   detail::require_disjoint(fn, {{x, detail::strided_bytes(fn, rows, K, x_stride, eb), "x"}},
@@ -87,6 +115,7 @@ void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_strid
   if (out_dtype == DType::fp16)
     detail::throw_type(fn, "out_dtype fp16 is not supported (use fp32 or bf16)");
   detail::require_nonnull(fn, "out", out);
+  require_elem_aligned(fn, "out", out, out_dtype, eb);
   detail::require_stride(fn, "out_stride", out_stride, q.K);
   detail::require_disjoint(fn, {code_span(q, "q.codes"), scale_span(q, "q.scales")},
                            {{out, detail::strided_bytes(fn, q.rows, q.K, out_stride, eb), "out"}});
@@ -102,6 +131,8 @@ int64_t shuffled_scales_bytes(int64_t rows, int64_t kblocks) {
   constexpr const char* fn = "shuffled_scales_bytes";
   detail::require_positive(fn, "rows", rows);
   detail::require_positive(fn, "kblocks", kblocks);
+  detail::require_size(fn, "rows", rows);
+  detail::require_size(fn, "kblocks", kblocks);
   return detail::mul_checked(fn, (rows + 255) / 256 * 256, (kblocks + 7) / 8 * 8);
 }
 
@@ -176,6 +207,7 @@ int64_t packed_bytes(int64_t N, int64_t K) {
   constexpr const char* fn = "packed_bytes";
   detail::require_positive(fn, "N", N);
   detail::require_k(fn, "K", K);
+  detail::mul_checked(fn, N, K);  // bounds N and K, so that padding them cannot overflow
   detail::mul_checked(fn, packed::padded_rows(N), packed::padded_k(K));
   return packed::total_bytes(N, K);
 }
@@ -185,6 +217,7 @@ PackedWeights prepack(const MxMatrix& b, uint8_t* out, const Exec& exec) {
   detail::require_exec(fn, exec);
   detail::require_mx(fn, "b", b);
   detail::require_nonnull(fn, "out", out);
+  require_cuda_packed_aligned(fn, "out", out, exec);
   detail::require_disjoint(fn, {code_span(b, "b.codes"), scale_span(b, "b.scales")},
                            {{out, packed_bytes(b.rows, b.K), "out"}});
   if (on_cuda(exec))
@@ -206,6 +239,8 @@ PackedWeights prepack_dense(const void* b, DType dtype, int64_t N, int64_t K, in
   detail::require_nonnull(fn, "b", b);
   detail::require_nonnull(fn, "out", out);
   detail::require_nonnull(fn, "tmp", tmp);
+  require_elem_aligned(fn, "b", b, dtype, eb);
+  require_cuda_packed_aligned(fn, "out", out, exec);
   const int64_t code_bytes = detail::mul_checked(fn, N, K / 2);
   const int64_t tmp_bytes = code_bytes + N * (K / kBlockSize);
   detail::require_disjoint(fn, {{b, detail::strided_bytes(fn, N, K, b_stride, eb), "b"}},
@@ -230,6 +265,7 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec&
   constexpr const char* fn = "unpack";
   detail::require_exec(fn, exec);
   detail::require_packed(fn, "p", p);
+  require_cuda_packed_aligned(fn, "p.data", p.data, exec);
   detail::require_nonnull(fn, "codes", codes);
   detail::require_nonnull(fn, "scales", scales);
   detail::require_disjoint(fn, {{p.data, packed_bytes(p.N, p.K), "p.data"}},
@@ -248,6 +284,10 @@ GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, const Exec& exec) {
   detail::require_positive(fn, "M", M);
   detail::require_positive(fn, "N", N);
   detail::require_k(fn, "K", K);
+  // The operands of a shape gemm() accepts fit in 2^62 bytes: reject the others here too.
+  detail::mul_checked(fn, M, K);
+  detail::mul_checked(fn, N, K);
+  detail::mul_checked(fn, M, N);
   if (on_cuda(exec)) return cuda::config_for(M, N, K);
   return cpu::cpu_config();
 }
@@ -257,6 +297,7 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& 
   constexpr const char* fn = "gemm";
   detail::require_exec(fn, exec);
   detail::require_rule(fn, opt.rule);
+  require_options(fn, opt);
   detail::require_mx(fn, "B", B);
   require_gemm_a_c(fn, A, M, K, lda, B.rows, C, ldc);
   if (B.K != K) detail::throw_invalid(fn, cat("B.K = ", B.K, " does not match K = ", K));
@@ -275,7 +316,12 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
   constexpr const char* fn = "gemm";
   detail::require_exec(fn, exec);
   detail::require_rule(fn, opt.rule);
+  require_options(fn, opt);
   detail::require_packed(fn, "B", B);
+  require_cuda_packed_aligned(fn, "B.data", B.data, exec);
+  if (on_cuda(exec) && opt.workspace != nullptr)
+    detail::require_aligned(fn, "GemmOptions::workspace", opt.workspace, kCudaVectorAlign,
+                            "the CUDA GEMM reads it with 16-byte loads");
   require_gemm_a_c(fn, A, M, K, lda, B.N, C, ldc);
   if (B.K != K) detail::throw_invalid(fn, cat("B.K = ", B.K, " does not match K = ", K));
   const Span c_span{C, detail::strided_bytes(fn, M, B.N, ldc, 2), "C"};
@@ -302,6 +348,7 @@ void gemm_quantized(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t l
   detail::require_mx(fn, "B", B);
   if (A.K != B.K) detail::throw_invalid(fn, cat("A.K = ", A.K, " does not match B.K = ", B.K));
   detail::require_nonnull(fn, "C", C);
+  detail::require_aligned(fn, "C", C, 2, "bf16 elements");
   detail::require_stride(fn, "ldc", ldc, B.rows);
   detail::require_disjoint(
       fn, {code_span(A, "A.codes"), scale_span(A, "A.scales"), code_span(B, "B.codes"), scale_span(B, "B.scales")},
@@ -317,13 +364,16 @@ void gemm_reference(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t l
   detail::require_mx(fn, "B", B);
   if (A.K != B.K) detail::throw_invalid(fn, cat("A.K = ", A.K, " does not match B.K = ", B.K));
   detail::require_nonnull(fn, "C", C);
+  detail::require_aligned(fn, "C", C, 2, "bf16 elements");
   detail::require_stride(fn, "ldc", ldc, B.rows);
   const int64_t mn = detail::mul_checked(fn, A.rows, B.rows);
+  if (out_f64 != nullptr) detail::require_aligned(fn, "out_f64", out_f64, 8, "fp64 elements");
+  if (out_abs != nullptr) detail::require_aligned(fn, "out_abs", out_abs, 8, "fp64 elements");
   detail::require_disjoint(
       fn, {code_span(A, "A.codes"), scale_span(A, "A.scales"), code_span(B, "B.codes"), scale_span(B, "B.scales")},
       {{C, detail::strided_bytes(fn, A.rows, B.rows, ldc, 2), "C"},
-       {out_f64, out_f64 ? mn * 8 : 0, "out_f64"},
-       {out_abs, out_abs ? mn * 8 : 0, "out_abs"}});
+       {out_f64, out_f64 ? detail::mul_checked(fn, mn, 8) : 0, "out_f64"},
+       {out_abs, out_abs ? detail::mul_checked(fn, mn, 8) : 0, "out_abs"}});
   cpu::gemm_reference(A, B, C, ldc, out_f64, out_abs, cpu::resolve_threads(0));
 }
 

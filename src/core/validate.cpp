@@ -9,10 +9,19 @@ void throw_invalid(const char* fn, const std::string& what) { throw InvalidArgum
 void throw_type(const char* fn, const std::string& what) { throw TypeMismatch(cat("mxfp4::", fn, ": ", what)); }
 
 int64_t mul_checked(const char* fn, int64_t a, int64_t b) {
-  constexpr int64_t kMax = int64_t(1) << 62;
   if (a < 0 || b < 0) throw_invalid(fn, cat("negative size in product ", a, " * ", b));
-  if (a != 0 && b > kMax / a) throw_invalid(fn, cat("size ", a, " * ", b, " is too large"));
+  if (a != 0 && b > kMaxSize / a) throw_invalid(fn, cat("size ", a, " * ", b, " is too large"));
   return a * b;
+}
+
+int64_t add_checked(const char* fn, int64_t a, int64_t b) {
+  if (a < 0 || b < 0) throw_invalid(fn, cat("negative size in sum ", a, " + ", b));
+  if (a > kMaxSize || b > kMaxSize - a) throw_invalid(fn, cat("size ", a, " + ", b, " is too large"));
+  return a + b;
+}
+
+void require_size(const char* fn, const char* name, int64_t v) {
+  if (v > kMaxSize) throw_invalid(fn, cat(name, " = ", v, " is too large (limit 2^62)"));
 }
 
 void require_positive(const char* fn, const char* name, int64_t v) {
@@ -30,6 +39,11 @@ void require_stride(const char* fn, const char* name, int64_t stride, int64_t ro
 
 void require_nonnull(const char* fn, const char* name, const void* p) {
   if (p == nullptr) throw_invalid(fn, cat(name, " is a null pointer"));
+}
+
+void require_aligned(const char* fn, const char* name, const void* p, int64_t alignment, const char* why) {
+  if (reinterpret_cast<uintptr_t>(p) % uintptr_t(alignment) != 0)
+    throw_invalid(fn, cat(name, " = ", p, " is not aligned to ", alignment, " bytes (", why, ")"));
 }
 
 namespace {
@@ -87,7 +101,7 @@ void require_exec(const char* fn, const Exec& exec) {
 }
 
 int64_t strided_bytes(const char* fn, int64_t rows, int64_t cols, int64_t stride, int64_t elem_bytes) {
-  return mul_checked(fn, mul_checked(fn, rows - 1, stride) + cols, elem_bytes);
+  return mul_checked(fn, add_checked(fn, mul_checked(fn, rows - 1, stride), cols), elem_bytes);
 }
 
 int64_t mx_code_bytes(const MxMatrix& m) { return m.rows * (m.K / 2); }

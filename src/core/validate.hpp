@@ -30,8 +30,17 @@ struct Span {
   const char* name = "";
 };
 
+/// Largest byte or element count any size computation here may reach (2^62): sizes are
+/// checked against it before they are padded, added or multiplied, so that no signed int64
+/// arithmetic on caller-supplied values can overflow.
+inline constexpr int64_t kMaxSize = int64_t(1) << 62;
+
 /// a * b with an InvalidArgument if it exceeds 2^62 (operands must be >= 0).
 int64_t mul_checked(const char* fn, int64_t a, int64_t b);
+/// a + b with an InvalidArgument if it exceeds 2^62 (operands must be >= 0).
+int64_t add_checked(const char* fn, int64_t a, int64_t b);
+/// InvalidArgument unless v <= 2^62 (so that round_up(v, m) and small sums cannot overflow).
+void require_size(const char* fn, const char* name, int64_t v);
 
 /// v >= 1.
 void require_positive(const char* fn, const char* name, int64_t v);
@@ -41,6 +50,9 @@ void require_k(const char* fn, const char* name, int64_t K);
 void require_stride(const char* fn, const char* name, int64_t stride, int64_t row_len);
 /// p != nullptr.
 void require_nonnull(const char* fn, const char* name, const void* p);
+/// p is a multiple of `alignment` bytes (a power of two). `why` says who needs it, e.g.
+/// "fp32 elements" or "the CUDA GEMM's 16-byte loads".
+void require_aligned(const char* fn, const char* name, const void* p, int64_t alignment, const char* why);
 /// No output overlaps an input or another output (byte ranges; strided matrices are treated
 /// as their whole span from the first to the last byte they touch).
 void require_disjoint(const char* fn, std::initializer_list<Span> inputs, std::initializer_list<Span> outputs);

@@ -24,6 +24,8 @@ class Cli:
         """Runs a command that must fail with exactly one line on stderr; returns that line."""
         r = self.run(*args)
         assert r.returncode != 0, f"expected failure, got rc 0; stdout: {r.stdout}"
+        # A negative code is a signal (crash, abort): never an acceptable way to fail.
+        assert r.returncode > 0, f"killed by signal {-r.returncode}: {r.stderr!r}"
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1, f"expected one stderr line, got {len(lines)}: {r.stderr!r}"
         assert lines[0].strip(), "empty error line"

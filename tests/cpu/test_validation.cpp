@@ -2,6 +2,8 @@
 // message names the offending value.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <functional>
 #include <regex>
 #include <string>
@@ -190,6 +192,140 @@ TEST(Validation, Gemm) {
       [&] { gemm_reference(aq.view(), aq.view(), c.data(), M, f64.data(), f64.data() + 1); }, "overlaps output");
   expect_throw<InvalidArgument>([] { explain_gemm(0, 8, 64); }, "M = 0");
   expect_throw<InvalidArgument>([] { explain_gemm(1, 8, 31); }, "K = 31");
+}
+
+// Sizes whose padding, sums or products would overflow int64 are rejected by name before any
+// arithmetic on them (docs/hardening.md); no signed overflow on the way (the API fuzzer runs
+// these paths under UBSan).
+TEST(Validation, HugeSizes) {
+  constexpr int64_t kMax = INT64_MAX;
+  expect_throw<InvalidArgument>([] { shuffled_scales_bytes(kMax, 1); }, "rows = 9223372036854775807");
+  expect_throw<InvalidArgument>([] { shuffled_scales_bytes(1, kMax - 3); }, "kblocks = 9223372036854775804");
+  expect_throw<InvalidArgument>([] { shuffled_scales_bytes(int64_t(1) << 40, int64_t(1) << 40); }, "too large");
+  expect_throw<InvalidArgument>([] { packed_bytes(kMax, 64); }, "too large");
+  expect_throw<InvalidArgument>([] { packed_bytes(1, kMax / 32 * 32); }, "too large");
+  expect_throw<InvalidArgument>([] { packed_bytes(int64_t(1) << 32, int64_t(1) << 31); }, "too large");
+  EXPECT_EQ(packed_bytes(1, 32), 16 * 64 / 2 + 16 * 64 / 32);
+  // (rows - 1) * stride + K overflows although each term is below 2^62.
+  std::vector<uint8_t> buf(256);
+  const int64_t big = int64_t(1) << 62;
+  expect_throw<InvalidArgument>(
+      [&] { quantize(buf.data(), DType::bf16, 2, big, big, buf.data() + 64, buf.data() + 128); }, "too large");
+  expect_throw<InvalidArgument>(
+      [&] { quantize(buf.data(), DType::fp32, 3, 64, big, buf.data() + 64, buf.data() + 128); }, "too large");
+  MxMatrix q{buf.data(), buf.data() + 32, 2, 64};
+  expect_throw<InvalidArgument>(
+      [&] { dequantize(q, reinterpret_cast<float*>(buf.data() + 128), DType::fp32, big); }, "too large");
+  std::vector<uint16_t> a(64), c(64);
+  expect_throw<InvalidArgument>([&] { gemm(a.data(), 2, 64, big, q, c.data(), 2); }, "too large");
+  expect_throw<InvalidArgument>([&] { gemm(a.data(), 2, 64, 64, q, c.data(), big); }, "too large");
+  // explain_gemm rejects every shape gemm() would reject for its size.
+  expect_throw<InvalidArgument>([] { explain_gemm(kMax, 16, 64); }, "too large");
+  expect_throw<InvalidArgument>([] { explain_gemm(1, int64_t(1) << 58, 64); }, "too large");
+  expect_throw<InvalidArgument>([] { explain_gemm(int64_t(1) << 40, int64_t(1) << 40, 64); }, "too large");
+  // K beyond 2^62 (a multiple of 32) with one row: too large, not an overflow.
+  MxMatrix huge_k{buf.data(), buf.data() + 32, 1, kMax / 32 * 32};
+  expect_throw<InvalidArgument>([&] { dequantize(huge_k, buf.data() + 128, DType::fp32, huge_k.K); }, "too large");
+  PackedWeights p{buf.data(), kMax, 64, kPackedLayoutVersion};
+  expect_throw<InvalidArgument>([&] { unpack(p, buf.data() + 64, buf.data() + 128); }, "too large");
+  GemmOptions opt;
+  opt.workspace = buf.data() + 192;
+  opt.workspace_bytes = size_t(-1);
+  const HostMx bq = random_mx(16, 64, 3);
+  std::vector<uint8_t> pbuf(size_t(packed_bytes(16, 64)));
+  const PackedWeights P = prepack(bq.view(), pbuf.data());
+  std::vector<uint16_t> a64(64, 0x3F80), c16(16);
+  expect_throw<InvalidArgument>([&] { gemm(a64.data(), 1, 64, 64, P, c16.data(), 16, opt); }, "workspace_bytes");
+}
+
+// Dense elements must sit at their own alignment (the CPU reads them as typed values); on CUDA
+// packed weights and the GEMM workspace at 16 bytes. Messages name the pointer and the need.
+TEST(Validation, Alignment) {
+  alignas(64) static uint8_t raw[1 << 16];
+  uint8_t* codes = raw + 8192;
+  uint8_t* scales = raw + 12288;
+  // quantize: fp32 at +2 (not 4-aligned), bf16/fp16 at +1.
+  expect_throw<InvalidArgument>([&] { quantize(raw + 2, DType::fp32, 1, 32, 32, codes, scales); },
+                                "x = ");
+  expect_throw<InvalidArgument>([&] { quantize(raw + 2, DType::fp32, 1, 32, 32, codes, scales); },
+                                "not aligned to 4 bytes (fp32 elements)");
+  expect_throw<InvalidArgument>([&] { quantize(raw + 1, DType::bf16, 1, 32, 32, codes, scales); },
+                                "not aligned to 2 bytes (bf16 elements)");
+  expect_throw<InvalidArgument>([&] { quantize(raw + 1, DType::fp16, 1, 32, 32, codes, scales); },
+                                "not aligned to 2 bytes (fp16 elements)");
+  EXPECT_NO_THROW(quantize(raw + 4, DType::fp32, 1, 32, 32, codes, scales));
+  EXPECT_NO_THROW(quantize(raw + 2, DType::bf16, 1, 32, 32, codes + 1, scales + 1));  // bytes: any address
+  // dequantize: out at +1 / +2.
+  const MxMatrix q{codes, scales, 1, 32};
+  expect_throw<InvalidArgument>([&] { dequantize(q, raw + 2, DType::fp32, 32); }, "out = ");
+  expect_throw<InvalidArgument>([&] { dequantize(q, raw + 1, DType::bf16, 32); }, "2 bytes");
+  EXPECT_NO_THROW(dequantize(q, raw + 2, DType::bf16, 32));
+  // prepack_dense: b.
+  expect_throw<InvalidArgument>(
+      [&] { prepack_dense(raw + 1, DType::bf16, 1, 32, 32, raw + 16384, raw + 32768); }, "b = ");
+  // gemm: A and C are bf16 elements.
+  const HostMx bq = random_mx(16, 64, 4);
+  std::vector<uint8_t> pbuf(size_t(packed_bytes(16, 64)) + 16);
+  const PackedWeights P = prepack(bq.view(), pbuf.data());
+  auto* a_odd = reinterpret_cast<const uint16_t*>(raw + 1);
+  auto* c_odd = reinterpret_cast<uint16_t*>(raw + 16385);
+  auto* c_ok = reinterpret_cast<uint16_t*>(raw + 16384);
+  auto* a_ok = reinterpret_cast<const uint16_t*>(raw);
+  expect_throw<InvalidArgument>([&] { gemm(a_odd, 1, 64, 64, P, c_ok, 16); }, "A = ");
+  expect_throw<InvalidArgument>([&] { gemm(a_ok, 1, 64, 64, P, c_odd, 16); }, "C = ");
+  expect_throw<InvalidArgument>([&] { gemm(a_ok, 1, 64, 64, bq.view(), c_odd, 16); }, "C = ");
+  expect_throw<InvalidArgument>([&] { gemm_quantized(q, q, c_odd, 1); }, "C = ");
+  expect_throw<InvalidArgument>([&] { gemm_reference(q, q, c_odd, 1); }, "C = ");
+  expect_throw<InvalidArgument>(
+      [&] { gemm_reference(q, q, c_ok, 1, reinterpret_cast<double*>(raw + 20004)); }, "out_f64 = ");
+  expect_throw<InvalidArgument>(
+      [&] { gemm_reference(q, q, c_ok, 1, nullptr, reinterpret_cast<double*>(raw + 20001)); }, "out_abs = ");
+  // On the CPU packed weights may sit at any address (read byte by byte).
+  std::vector<uint8_t> shifted(pbuf.size());
+  std::copy(pbuf.begin(), pbuf.end() - 16, shifted.begin() + 1);
+  const PackedWeights P1{shifted.data() + 1, 16, 64, kPackedLayoutVersion};
+  std::vector<uint16_t> c1(16), c2(16);
+  gemm(a_ok, 1, 64, 64, P, c1.data(), 16);
+  gemm(a_ok, 1, 64, 64, P1, c2.data(), 16);
+  EXPECT_EQ(c1, c2);
+  // On CUDA: packed data and the workspace need 16 bytes. Checked before the backend runs
+  // (these are host pointers: only the alignment check may fire).
+  Exec cuda;
+  cuda.backend = Backend::cuda;
+  expect_throw<InvalidArgument>([&] { gemm(a_ok, 1, 64, 64, P1, c_ok, 16, {}, cuda); },
+                                "B.data = ");
+  expect_throw<InvalidArgument>([&] { gemm(a_ok, 1, 64, 64, P1, c_ok, 16, {}, cuda); }, "16 bytes");
+  expect_throw<InvalidArgument>([&] { unpack(P1, codes, scales, cuda); }, "p.data = ");
+  expect_throw<InvalidArgument>([&] { prepack(bq.view(), raw + 32772, cuda); }, "out = ");
+  expect_throw<InvalidArgument>(
+      [&] { prepack_dense(raw, DType::bf16, 1, 32, 32, raw + 32776, raw + 49152, ScaleRule::aiter, cuda); },
+      "out = ");
+  GemmOptions ws;
+  ws.workspace = raw + 49160;
+  ws.workspace_bytes = 1024;
+  expect_throw<InvalidArgument>([&] { gemm(a_ok, 1, 64, 64, P, c_ok, 16, ws, cuda); }, "GemmOptions::workspace = ");
+}
+
+// A forced GemmConfig is validated on every backend (the CPU ignores it, but a bad one is a
+// caller bug); a valid one is accepted on the CPU and does not change the result.
+TEST(Validation, ForcedConfigOnCpu) {
+  const HostMx bq = random_mx(16, 64, 5);
+  std::vector<uint16_t> a(64, 0x3F80), c(16), c_ref(16);
+  GemmConfig cfg;
+  cfg.split_k = 9;
+  GemmOptions forced;
+  forced.config = &cfg;
+  expect_throw<InvalidArgument>([&] { gemm(a.data(), 1, 64, 64, bq.view(), c.data(), 16, forced); }, "split_k = 9");
+  cfg = GemmConfig{};
+  cfg.warps = 0;
+  expect_throw<InvalidArgument>([&] { gemm(a.data(), 1, 64, 64, bq.view(), c.data(), 16, forced); }, "warps = 0");
+  cfg = GemmConfig{};
+  cfg.path = GemmPath(7);
+  expect_throw<InvalidArgument>([&] { gemm(a.data(), 1, 64, 64, bq.view(), c.data(), 16, forced); }, "path value 7");
+  cfg = GemmConfig{};
+  gemm(a.data(), 1, 64, 64, bq.view(), c.data(), 16, forced);
+  gemm(a.data(), 1, 64, 64, bq.view(), c_ref.data(), 16);
+  EXPECT_EQ(c, c_ref);
 }
 
 TEST(Validation, BuildInfo) {

@@ -138,3 +138,158 @@ def test_cuda_without_cuda_build_is_runtime_error():
     assert mxfp4.cuda_device_count() == 0
     with pytest.raises(RuntimeError, match="without the CUDA backend"):
         mxfp4.explain(1, 64, 64, device="cuda:0")
+
+
+# ---------------------------------------------------------------------------------------
+# Hardening (docs/hardening.md): alignment, layout versions, sizes, read-only inputs.
+# ---------------------------------------------------------------------------------------
+
+
+def _misaligned(dtype, shape, offset):
+    """A numpy array of `dtype` whose data pointer sits `offset` bytes past an aligned one."""
+    n = int(np.prod(shape))
+    buf = np.zeros(n * np.dtype(dtype).itemsize + 64, np.uint8)
+    base = (-buf.ctypes.data) % 16  # first 16-byte aligned byte of buf
+    arr = np.frombuffer(buf.data, dtype=dtype, count=n, offset=base + offset).reshape(shape)
+    assert np.dtype(dtype).itemsize == 1 or not arr.flags.aligned
+    return arr
+
+
+def test_misaligned_inputs_rejected():
+    with pytest.raises(ValueError, match="not aligned to 4 bytes \\(fp32 elements\\)"):
+        mxfp4.quantize(_misaligned(np.float32, (2, 64), 2))
+    with pytest.raises(ValueError, match="not aligned to 2 bytes \\(bf16 elements\\)"):
+        mxfp4.quantize(_misaligned(np.uint16, (2, 64), 1))
+    with pytest.raises(ValueError, match="not aligned to 2 bytes \\(fp16 elements\\)"):
+        mxfp4.quantize(_misaligned(np.float16, (2, 64), 1))
+    with pytest.raises(ValueError, match="not aligned"):
+        mxfp4.prepack_dense(_misaligned(np.float32, (16, 64), 1))
+    packed = mxfp4.prepack_dense(np.ones((16, 64), np.float32))
+    with pytest.raises(ValueError, match="A = 0x[0-9a-f]+ is not aligned to 2 bytes"):
+        mxfp4.gemm(_misaligned(np.uint16, (2, 64), 1), packed)
+
+
+def test_byte_buffers_may_sit_anywhere():
+    # codes, scales and packed weights are bytes: any address works on the CPU.
+    w = np.random.default_rng(1).standard_normal((16, 64)).astype(np.float32)
+    codes, scales = mxfp4.quantize(w)
+    odd_codes = _misaligned(np.uint8, codes.shape, 1)
+    odd_codes[...] = codes
+    odd_scales = _misaligned(np.uint8, scales.shape, 3)
+    odd_scales[...] = scales
+    packed = mxfp4.prepack(codes, scales)
+    odd_packed = _misaligned(np.uint8, packed.data.shape, 5)
+    odd_packed[...] = packed.data
+    a = np.random.default_rng(2).standard_normal((3, 64)).astype(BF16)
+    want = mxfp4.gemm(a, packed)
+    np.testing.assert_array_equal(mxfp4.gemm(a, mxfp4.PackedTensor(odd_packed, 16, 64)).view(np.uint16),
+                                  want.view(np.uint16))
+    np.testing.assert_array_equal(mxfp4.gemm(a, (odd_codes, odd_scales)).view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(mxfp4.dequantize(odd_codes, odd_scales), mxfp4.dequantize(codes, scales))
+
+
+@pytest.mark.parametrize("version", [0, 1, 3, -1, 2**31 - 1])
+def test_other_packed_layout_versions_rejected(mx, version):
+    _, _, packed = mx
+    assert mxfp4.PACKED_LAYOUT_VERSION == 2
+    bad = mxfp4.PackedTensor(packed.data, packed.N, packed.K, version=version)
+    a = np.zeros((2, 128), BF16)
+    with pytest.raises(TypeError, match=f"version = {version} is not the supported packed layout version 2"):
+        mxfp4.gemm(a, bad)
+    with pytest.raises(TypeError, match=f"version = {version}"):
+        mxfp4.unpack(bad)
+    with pytest.raises(TypeError, match=f"version = {version}"):
+        bad.dequantize()
+
+
+def test_packed_sizes_and_shapes(mx):
+    _, _, packed = mx
+    with pytest.raises(ValueError, match="K = 33"):
+        mxfp4.unpack(mxfp4.PackedTensor(packed.data, 32, 33))
+    with pytest.raises(ValueError, match="N = 0"):
+        mxfp4.unpack(mxfp4.PackedTensor(packed.data, 0, 128))
+    with pytest.raises(ValueError, match="packed has 2176 bytes"):
+        mxfp4.unpack(mxfp4.PackedTensor(packed.data, 40, 128))  # needs 48 padded rows
+    codes31, _ = mxfp4.unpack(mxfp4.PackedTensor(packed.data, 31, 128))  # 31 pads to 32: same buffer
+    assert codes31.shape == (31, 64)
+    with pytest.raises(TypeError, match="uint8"):
+        mxfp4.unpack(mxfp4.PackedTensor(packed.data.view(np.int16), 32, 128))
+    with pytest.raises(ValueError, match="too large"):
+        mxfp4.packed_bytes(2**63 - 1, 64)
+    with pytest.raises(ValueError, match="K = 48"):
+        mxfp4.packed_bytes(16, 48)
+    with pytest.raises(ValueError, match="K = 33"):
+        mxfp4.explain(1, 16, 33)
+    with pytest.raises(ValueError, match="M = 0"):
+        mxfp4.explain(0, 16, 64)
+    with pytest.raises(ValueError, match="too large"):
+        mxfp4.explain(2**40, 2**40, 64)
+
+
+def test_wrong_dtypes_everywhere(mx):
+    codes, scales, packed = mx
+    with pytest.raises(TypeError, match="scales must be uint8"):
+        mxfp4.prepack(codes, scales.astype(np.float32))
+    with pytest.raises(TypeError, match="codes must be uint8"):
+        mxfp4.prepack(codes.astype(np.uint16), scales)
+    with pytest.raises(TypeError, match="packed must be uint8"):
+        mxfp4.gemm(np.zeros((2, 128), BF16), mxfp4.PackedTensor(packed.data.view(np.float32), 32, 128))
+    with pytest.raises(TypeError, match="float32, float16 or bfloat16"):
+        mxfp4.prepack_dense(np.zeros((16, 64), np.int8))
+    with pytest.raises(TypeError, match="numpy.ndarray or a torch.Tensor"):
+        mxfp4.dequantize(codes.tolist(), scales)
+    with pytest.raises(TypeError):
+        mxfp4.gemm([[0.0] * 128], packed)
+
+
+def test_inputs_never_written(mx):
+    codes, scales, packed = mx
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 128)).astype(np.float32)
+    a = rng.standard_normal((5, 128)).astype(BF16)
+    arrays = [x, a, codes, scales, packed.data]
+    before = [arr.copy() for arr in arrays]
+    for arr in arrays:
+        arr.flags.writeable = False  # the bindings take inputs read-only
+    try:
+        mxfp4.quantize(x)
+        mxfp4.quantize(x, scale_layout="aiter_shuffled")
+        mxfp4.dequantize(codes, scales)
+        mxfp4.prepack(codes, scales)
+        mxfp4.prepack_dense(x[:, :128])
+        mxfp4.unpack(packed)
+        mxfp4.gemm(a, packed)
+        mxfp4.gemm(a, (codes, scales))
+        mxfp4.shuffle_scales(scales)
+        mxfp4.shuffle_weight(codes)
+    finally:
+        for arr in arrays:
+            arr.flags.writeable = True
+    for arr, b in zip(arrays, before):
+        np.testing.assert_array_equal(arr.view(np.uint8), b.view(np.uint8))
+
+
+def test_overlapping_outputs_rejected_by_bindings():
+    buf = np.zeros(8192, np.uint8)
+    x = np.zeros((2, 64), np.float32)
+    with pytest.raises(ValueError, match="overlaps"):  # codes and scales share bytes
+        mxfp4._C.quantize(x, mxfp4._C.DType.fp32, buf[:64], buf[60:64], mxfp4._C.ScaleRule.aiter,
+                          mxfp4._C.ScaleLayout.plain)
+    with pytest.raises(ValueError, match="overlaps"):  # output inside the input
+        xb = np.zeros(256, np.float32)
+        mxfp4._C.quantize(xb[:128].reshape(2, 64), mxfp4._C.DType.fp32, xb.view(np.uint8)[:64],
+                          np.zeros(4, np.uint8), mxfp4._C.ScaleRule.aiter, mxfp4._C.ScaleLayout.plain)
+
+
+@pytest.mark.xfail(strict=True, reason="python/mxfp4: shuffled_scales_shape does not validate (docs/hardening.md)")
+def test_shuffled_scales_shape_rejects_bad_sizes():
+    with pytest.raises(ValueError):
+        mxfp4.shuffled_scales_shape(-5, 3)
+
+
+@pytest.mark.xfail(strict=True, reason="python/mxfp4: a negative PackedTensor.N reaches numpy first "
+                                       "(message does not name N; docs/hardening.md)")
+def test_unpack_negative_n_names_n(mx):
+    _, _, packed = mx
+    with pytest.raises(ValueError, match="N = -16"):
+        mxfp4.unpack(mxfp4.PackedTensor(packed.data, -16, 128))

@@ -39,6 +39,16 @@ std::vector<Shape> read_shapes(const std::string& path) {
         throw CliError("--shapes " + where + ": '" + tok[i] + "' is not a positive integer");
     }
     if (v[2] % 32 != 0) throw CliError("--shapes " + where + ": K = " + tok[2] + " is not a multiple of 32");
+    // Every operand (M*K, N*K, M*N elements) must be addressable: 2^40 elements (2 TB of bf16)
+    // is far beyond any machine, and keeps every later size product free of overflow.
+    constexpr int64_t kMaxElems = int64_t(1) << 40;
+    const char* names[3][2] = {{"M", "K"}, {"N", "K"}, {"M", "N"}};
+    const int64_t pairs[3][2] = {{v[0], v[2]}, {v[1], v[2]}, {v[0], v[1]}};
+    for (int i = 0; i < 3; ++i)
+      if (pairs[i][0] > kMaxElems / pairs[i][1])
+        throw CliError("--shapes " + where + ": " + names[i][0] + " * " + names[i][1] + " = " +
+                       std::to_string(pairs[i][0]) + " * " + std::to_string(pairs[i][1]) +
+                       " elements is too large (limit 2^40)");
     shapes.push_back({v[0], v[1], v[2]});
   }
   if (shapes.empty()) throw CliError("--shapes " + path + ": no shapes in the file");

@@ -57,10 +57,11 @@ mxfp4::MxMatrix HostMx::rows_view(int64_t r0, int64_t n) const {
 HostMx load_mx(const std::string& codes_path, const std::string& scales_path) {
   npy::Array q = load_matrix(codes_path, "codes", {npy::Dtype::u1});
   npy::Array s = load_matrix(scales_path, "scales", {npy::Dtype::u1});
-  const int64_t rows = q.shape[0], K = 2 * q.shape[1];
-  if (rows < 1 || K < 32 || K % 32 != 0)
+  // Check the stored shape before deriving K from it (2 * shape[1] must not overflow).
+  if (q.shape[0] < 1 || q.shape[1] < 16 || q.shape[1] % 16 != 0)
     throw CliError("codes " + codes_path + ": shape " + npy::shape_str(q.shape) +
                    " must be [rows >= 1, K/2] with K a positive multiple of 32");
+  const int64_t rows = q.shape[0], K = 2 * q.shape[1];
   if (s.shape[0] != rows || s.shape[1] != K / 32)
     throw CliError("scales " + scales_path + ": shape " + npy::shape_str(s.shape) + " does not match codes shape " +
                    npy::shape_str(q.shape) + " (expected (" + std::to_string(rows) + ", " + std::to_string(K / 32) +

@@ -239,17 +239,23 @@ size_t parse_header(const uint8_t* head, size_t n_head, uint64_t file_size, cons
   a.dtype = dtype_from_descr(d, name);
   if (fortran) fail(name, "Fortran-order arrays are not supported (save a C-contiguous array)");
 
-  // Element count and byte size with overflow checks.
+  // Element count and byte size with overflow checks. As numpy does, the product of the
+  // non-zero dimensions times the item size must fit in an int64 even when another
+  // dimension is 0, so that every product of dimensions callers form (Array::count()) fits.
   const uint64_t data_avail = file_size - prefix - header_len;
-  uint64_t count = 1;
-  bool overflow = false;
+  const uint64_t isz = itemsize(a.dtype);
+  const uint64_t kMaxBytes = uint64_t(std::numeric_limits<int64_t>::max());
+  uint64_t nonzero = 1;
+  bool any_zero = false;
   for (int64_t dim : a.shape) {
-    if (dim != 0 && count > std::numeric_limits<uint64_t>::max() / uint64_t(dim)) overflow = true;
-    count *= uint64_t(dim);
+    if (dim == 0) {
+      any_zero = true;
+      continue;
+    }
+    if (nonzero > kMaxBytes / isz / uint64_t(dim)) fail(name, "shape " + shape_str(a.shape) + " is too large");
+    nonzero *= uint64_t(dim);
   }
-  const size_t isz = itemsize(a.dtype);
-  if (overflow || count > std::numeric_limits<uint64_t>::max() / isz)
-    fail(name, "shape " + shape_str(a.shape) + " is too large");
+  const uint64_t count = any_zero ? 0 : nonzero;
   const uint64_t need = count * isz;
   if (need > data_avail)
     fail(name, "truncated data: shape " + shape_str(a.shape) + " of " + descr(a.dtype) + " needs " +
