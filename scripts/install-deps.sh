@@ -41,6 +41,8 @@ missing() {
   if [ $python = 1 ]; then
     [ -d /usr/src/googletest ] || have_header gtest/gtest.h || [ -d "$root/.deps/googletest" ] || m+=("googletest")
     python3 -c 'import numpy, ml_dtypes, pytest' >/dev/null 2>&1 || m+=("python: numpy ml_dtypes pytest")
+    python3 -c 'import nanobind, os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' \
+      >/dev/null 2>&1 || m+=("python: nanobind and the Python headers (python3-dev)")
   fi
   echo "${m[*]:-}"
 }

@@ -29,7 +29,13 @@ if compgen -G "tests/python/test_*.py" >/dev/null || compgen -G "tests/python/*_
   echo "== python tests"
   rc=0
   MXFP4_PYTHON_BUILD="$build_abs/python" MXFP4_CLI="$build_abs/mxfp4" python3 -m pytest -q tests/python || rc=$?
-  if [ $rc -eq 5 ]; then echo "test.sh: no Python package to test (no extension built, none installed)"; fi
-  if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then exit $rc; fi  # 5: no tests collected
+  if [ $rc -eq 5 ]; then
+    # Nothing collected means the extension was not built: a test run that skips a whole
+    # suite silently is not a pass. MXFP4_ALLOW_NO_PYTHON=1 accepts it deliberately.
+    echo "test.sh: the Python tests were not collected (no extension built, none installed)" >&2
+    [ "${MXFP4_ALLOW_NO_PYTHON:-0}" = 1 ] || exit 5
+  elif [ $rc -ne 0 ]; then
+    exit $rc
+  fi
 fi
 echo "== all tests passed"

@@ -311,6 +311,12 @@ def _gemm_impl(a, data, N, K, version, rule):
     a_in = _array(a, "a")
     av = _bf16(a_in, "a")
     data = _bytes(data, "packed")
+    # Check the packed buffer against (N, K) before allocating C [..., N]: an absurd N must be
+    # the library's ValueError, not a MemoryError from the allocation.
+    need = int(_C.packed_bytes(int(N), int(K)))
+    have = int(data.numel() * data.element_size()) if _is_torch(data) else int(data.nbytes)
+    if have != need:
+        raise ValueError(f"packed has {have} bytes; N={N}, K={K} needs packed_bytes(N, K) = {need}")
     a2, lead = _rows(av, "a")
     M = a2.shape[0]
     out = _empty(av, (*lead, N), "bf16")

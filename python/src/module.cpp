@@ -363,7 +363,7 @@ NB_MODULE(_C, m) {
   m.def("built_with_cuda", &mxfp4::built_with_cuda, "True when compiled with the CUDA backend.");
   m.def("cuda_device_count", &mxfp4::cuda_device_count, "Usable CUDA devices (0 without CUDA).");
   m.def("cuda_device_info", &mxfp4::cuda_device_info, "index"_a, "Properties of CUDA device `index`.");
-  m.def("packed_bytes", &mxfp4::packed_bytes, "N"_a, "K"_a, "Bytes of packed layout v1 for B [N, K].");
+  m.def("packed_bytes", &mxfp4::packed_bytes, "N"_a, "K"_a, "Bytes of the packed layout (version PACKED_LAYOUT_VERSION) for B [N, K].");
   m.def("shuffled_scales_bytes", &mxfp4::shuffled_scales_bytes, "rows"_a, "kblocks"_a,
         "Bytes of an e8m0_shuffle'd scale buffer.");
   m.def("choose_gemm_config", &mxfp4::choose_gemm_config, "M"_a, "N"_a, "K"_a, "dev"_a,
