@@ -11,15 +11,20 @@
 #                                           install only when the cheap check finds something
 #                                           missing (what scripts/build.sh and test.sh call);
 #                                           --build-only skips the Python test packages.
+#        ... --fuzz                         also clang with the libFuzzer/ASan/UBSan runtimes
+#                                           (what scripts/fuzz.sh needs; apt clang and, where
+#                                           the distribution splits them out, libclang-rt-dev
+#                                           or libclang-rt-<version>-dev).
 # A machine without network can build with .deps/ instead (scripts/prepare-deps.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-mode=install python=1
+mode=install python=1 fuzz=0
 for arg in "$@"; do
   case "$arg" in
     --check) mode=check ;;
     --if-missing) mode=if-missing ;;
     --build-only) python=0 ;;
+    --fuzz) fuzz=1 ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -44,7 +49,17 @@ missing() {
     python3 -c 'import nanobind, os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' \
       >/dev/null 2>&1 || m+=("python: nanobind and the Python headers (python3-dev)")
   fi
+  if [ $fuzz = 1 ]; then fuzzer_link_ok || m+=("clang with libFuzzer/ASan/UBSan runtimes"); fi
   echo "${m[*]:-}"
+}
+fuzzer_link_ok() {  # clang++ can build and link a -fsanitize=fuzzer,address,undefined program
+  command -v clang++ >/dev/null 2>&1 || return 1
+  local d rc=0; d=$(mktemp -d)
+  printf '%s\n' '#include <cstddef>' '#include <cstdint>' \
+    'extern "C" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }' >"$d/t.cpp"
+  clang++ -fsanitize=fuzzer,address,undefined "$d/t.cpp" -o "$d/t" >/dev/null 2>&1 || rc=1
+  rm -rf "$d"
+  return $rc
 }
 
 if [ $mode != install ]; then
@@ -67,6 +82,16 @@ $sudo apt-get install -y --no-install-recommends ca-certificates cmake ninja-bui
 pip_install() {  # PEP 668 distributions (Debian 12, Ubuntu 24.04) need --break-system-packages
   python3 -m pip install --quiet "$@" 2>/dev/null || python3 -m pip install --quiet --break-system-packages "$@"
 }
+if [ $fuzz = 1 ] && ! fuzzer_link_ok; then
+  $sudo apt-get install -y --no-install-recommends clang
+  # Debian 12 / Ubuntu 24.04 ship the sanitizer and libFuzzer runtimes separately.
+  clang_major=$(clang++ --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -n1)
+  for pkg in libclang-rt-dev "libclang-rt-${clang_major}-dev"; do
+    if ! fuzzer_link_ok && apt-cache show "$pkg" >/dev/null 2>&1; then
+      $sudo apt-get install -y --no-install-recommends "$pkg"
+    fi
+  done
+fi
 cmake_ok || pip_install "cmake>=3.24"
 pip_install numpy ml_dtypes pytest "nanobind>=2.4"
 hash -r

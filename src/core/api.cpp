@@ -284,10 +284,11 @@ GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, const Exec& exec) {
   detail::require_positive(fn, "M", M);
   detail::require_positive(fn, "N", N);
   detail::require_k(fn, "K", K);
-  // The operands of a shape gemm() accepts fit in 2^62 bytes: reject the others here too.
-  detail::mul_checked(fn, M, K);
+  // The operands of a shape gemm() accepts fit in 2^62 bytes: reject the others here too
+  // (A and C are bf16; B's packed size is below N * K).
+  detail::mul_checked(fn, detail::mul_checked(fn, M, K), 2);
   detail::mul_checked(fn, N, K);
-  detail::mul_checked(fn, M, N);
+  detail::mul_checked(fn, detail::mul_checked(fn, M, N), 2);
   if (on_cuda(exec)) return cuda::config_for(M, N, K);
   return cpu::cpu_config();
 }
