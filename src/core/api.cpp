@@ -289,7 +289,10 @@ GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, const Exec& exec) {
   detail::mul_checked(fn, detail::mul_checked(fn, M, K), 2);
   detail::mul_checked(fn, N, K);
   detail::mul_checked(fn, detail::mul_checked(fn, M, N), 2);
-  if (on_cuda(exec)) return cuda::config_for(M, N, K);
+  if (on_cuda(exec)) {
+    if (cuda::device_count() == 0) throw Error("mxfp4::explain_gemm: Backend::cuda but no CUDA device is available");
+    return cuda::config_for(M, N, K);
+  }
   return cpu::cpu_config();
 }
 
