@@ -60,6 +60,9 @@ def npy_seeds():
                                              b"\0" * 128))
     write("fuzz_npy", "structured", npy_image("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }\n",
                                               b"\0" * 8))
+    # Regression: Array::count() overflowed int64 before numpy's size rule (commit 6248cf9).
+    write("fuzz_npy", "zero_dim_product_overflow", npy_image("{'descr': '|u1', 'fortran_order': False, "
+                                                             "'shape': (4294967296, 2147483648, 0), }\n"))
     write("fuzz_npy", "zero_dim_huge", npy_image("{'descr': '|u1', 'fortran_order': False, "
                                                  "'shape': (0, 9223372036854775807), }\n"))
     write("fuzz_npy", "header_past_eof", npy_image("{'descr': '<f4'", header_len=4000))
@@ -111,6 +114,29 @@ def api_seeds():
     for which in range(16):
         for mode in range(3):
             write("fuzz_api_args", f"call{which}_ptr{mode}", bytes([mode, which]) + bytes(range(40)))
+    # Regressions: sizes whose arithmetic overflowed int64 (UBSan) or that were accepted before
+    # the checks of commit 6248cf9. size_arg: a byte < 224 picks kTable[byte % 33]
+    # (2: -1, 3: 2, 6: 16, 9: 32, 13: 64, 20: 2^31, 26: 2^62, 28: INT64_MAX, 29: INT64_MAX/32*32),
+    # 224 then 8 bytes is a raw int64.
+    def raw(v):
+        return bytes([224]) + struct.pack("<q", v)
+    regress = {
+        "shuffled_scales_bytes_rows_max": bytes([0, 12, 28, 1]),
+        "shuffled_scales_bytes_kblocks_max": bytes([0, 12, 1, 28]),
+        "packed_bytes_n_max": bytes([0, 13, 28, 13]),
+        "packed_bytes_k_max": bytes([0, 13, 1, 29]),
+        # quantize bf16 rows 2, K 2^62, stride 2^62: (rows - 1) * stride + K overflowed
+        "quantize_strided_bytes_sum": bytes([0, 0, 0, 3, 26, 26, 0, 0, 0, 1, 0]),
+        # explain_gemm(INT64_MAX, 16, 64) on the CPU was accepted
+        "explain_gemm_huge_m": bytes([0, 14, 28, 6, 13, 0, 0, 1]),
+        # gemm_reference A, B 2^30 rows, K 32, ldc 2^30, out_f64: M*N*8 overflowed
+        "gemm_reference_f64_bytes": bytes([0, 11]) + raw(2**30) + bytes([9, 0, 0]) + raw(2**30) + bytes([9, 0, 0]) +
+                                    raw(2**30) + bytes([1, 0]),
+    }
+    for name, data in regress.items():
+        d = os.path.join(HERE, "corpus", "fuzz_api_args")
+        with open(os.path.join(d, "regress_" + name), "wb") as f:
+            f.write(data)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ for t in "${targets[@]}"; do
   args=(-max_total_time="$secs" -timeout=30 -rss_limit_mb=3072 -max_len=4096 -print_final_stats=1
         -artifact_prefix="$work/")
   [ -f "fuzz/$t.dict" ] && args+=(-dict="fuzz/$t.dict")
-  echo "== $t: ${secs}s from fuzz/corpus/$t ($(ls "fuzz/corpus/$t" | wc -l) seeds)"
+  echo "== $t: ${secs}s from fuzz/corpus/$t ($(ls "fuzz/corpus/$t" | wc -l) corpus files)"
   rc=0
   # Sanitizers: abort on the first report (libFuzzer records the input), symbolize it.
   ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:${ASAN_OPTIONS:-}" \

@@ -51,6 +51,8 @@ def malformed_images():
         # numpy's rule: the non-zero dimensions times the item size must fit in an int64 even
         # when another dimension is 0 (such files hold no data, but their sizes would overflow).
         "zero_dim_with_huge_product": (npy_bytes(npy_header("|u1", (2**40, 2**40, 0)), b""), "too large"),
+        # product 2^63: fits a uint64 but not an int64 (Array::count() overflowed before)
+        "zero_dim_product_overflows_int64": (npy_bytes(npy_header("|u1", (2**32, 2**31, 0)), b""), "too large"),
     }
 
 

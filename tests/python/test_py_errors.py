@@ -293,3 +293,24 @@ def test_unpack_negative_n_names_n(mx):
     _, _, packed = mx
     with pytest.raises(ValueError, match="N = -16"):
         mxfp4.unpack(mxfp4.PackedTensor(packed.data, -16, 128))
+
+
+def test_cuda_packed_view_at_odd_offset_rejected():
+    """On CUDA the kernels read packed weights with 16-byte loads: a view at an offset that is
+    not a multiple of 16 is a ValueError, not a device fault (GPU machines only)."""
+    torch = pytest.importorskip("torch")
+    if not (mxfp4.built_with_cuda() and torch.cuda.is_available()):
+        pytest.skip("needs a CUDA build of mxfp4 and a CUDA device")
+    packed = mxfp4.prepack_dense(torch.randn(32, 128, device="cuda"))
+    n = packed.data.numel()
+    buf = torch.zeros(n + 32, dtype=torch.uint8, device="cuda")
+    buf[4:4 + n] = packed.data
+    odd = mxfp4.PackedTensor(buf[4:4 + n], 32, 128)
+    a = torch.zeros(2, 128, dtype=torch.bfloat16, device="cuda")
+    with pytest.raises(ValueError, match="not aligned to 16 bytes"):
+        mxfp4.gemm(a, odd)
+    with pytest.raises(ValueError, match="not aligned to 16 bytes"):
+        mxfp4.unpack(odd)
+    buf[16:16 + n] = packed.data  # a 16-byte aligned view works
+    ok = mxfp4.PackedTensor(buf[16:16 + n], 32, 128)
+    assert torch.equal(mxfp4.gemm(a, ok), mxfp4.gemm(a, packed))
