@@ -26,10 +26,18 @@ namespace npy = mxfp4cli::npy;
 
 namespace {
 
+std::string g_paths[2];
+
+void remove_temp_files() {
+  for (const std::string& p : g_paths)
+    if (!p.empty()) std::remove(p.c_str());
+}
+
 const std::string& temp_path(const char* tag) {
-  static std::string paths[2];
-  std::string& p = paths[tag[0] == 'w'];
+  std::string& p = g_paths[tag[0] == 'w'];
   if (p.empty()) {
+    static const bool registered = std::atexit(remove_temp_files) == 0;
+    (void)registered;
     // Two small files per input: tmpfs keeps that fast (a disk-backed /tmp can be 40x slower).
     const char* env = std::getenv("TMPDIR");
     struct stat st {};
