@@ -7,8 +7,9 @@
 // Memory: with Backend::cpu every pointer is host memory; with Backend::cuda every pointer
 // is device memory and work is queued on Exec::stream without host synchronisation.
 //
-// Errors (every function): InvalidArgument for bad sizes, strides, null or overlapping
-// buffers (Python ValueError); TypeMismatch for an unsupported dtype, layout or layout
+// Errors (every function): InvalidArgument for bad sizes, strides, null, misaligned or
+// overlapping buffers (Python ValueError; alignment: dense elements at their own size, and on
+// CUDA packed weights and the GEMM workspace at 16 bytes, docs/hardening.md); TypeMismatch for an unsupported dtype, layout or layout
 // version (Python TypeError); Error for everything the caller cannot fix by other
 // arguments, CudaError for a failed CUDA call (Python RuntimeError). Messages name the
 // offending values. Nothing here aborts or prints.
@@ -103,8 +104,9 @@ void quantize(const void* x, DType dtype, int64_t rows, int64_t K, int64_t x_str
 
 /// Dequantizes an MXFP4 matrix to `out` [rows, K] with row stride `out_stride` (elements),
 /// out_dtype fp32 (float) or bf16 (uint16 bits, exact except overflow). Values are
-/// e2m1 * 2^(b-127) exactly (spec §1.3); scale 0xFF gives NaN; byte 254 with |code| >= 4
-/// overflows to +-Inf. Throws as quantize().
+/// e2m1 * 2^(b-127) exactly (spec §1.3); scale 0xFF gives NaN; values of 2^128 and more
+/// (byte 253 with |code| value >= 4 — the rceil rule can produce byte 253 — and byte 254 with
+/// |code| value >= 2) overflow to +-Inf. Throws as quantize().
 void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_stride, const Exec& exec = {});
 
 // ---------------------------------------------------------------------------------------

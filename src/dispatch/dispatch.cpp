@@ -23,6 +23,11 @@ const char* path_name(GemmPath p) {
 /// chunks per CTA. M <= 8 quantizes A inside that kernel (fused, one launch); 8 < M <= 64
 /// quantizes it once first (splitk). Larger M: the tiled kernel (128 x 128 tiles).
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
+  constexpr int64_t kMax = int64_t(1) << 40;  // far beyond any matrix that fits a GPU
+  if (M < 1 || N < 1 || K < 1 || M > kMax || N > kMax || K > kMax) {
+    throw InvalidArgument("mxfp4::choose_gemm_config: M = " + std::to_string(M) + ", N = " + std::to_string(N) +
+                          ", K = " + std::to_string(K) + " must each be in [1, 2^40]");
+  }
   GemmConfig cfg;
   if (M <= 64) {
     cfg.block_n = 64;
@@ -57,6 +62,11 @@ std::string describe(const GemmConfig& cfg) {
 /// splitk and tiled paths: activation fragments, round_up(M, 8) x round_up(K, 64) bf16 values.
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
   if (cfg.path == GemmPath::fused) return 0;
+  constexpr int64_t kMax = int64_t(1) << 40;
+  if (M < 1 || K < 1 || M > kMax || K > kMax || M > (int64_t(1) << 60) / K) {
+    throw InvalidArgument("mxfp4::gemm_workspace_bytes: M = " + std::to_string(M) + ", K = " + std::to_string(K) +
+                          " out of range");
+  }
   return size_t(ceil_div(M, 8) * 8 * ceil_div(K, 64) * 64 * 2);
 }
 
