@@ -17,6 +17,8 @@ Conventions (spec: docs/semantics.md, "spec §n"):
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import _C
 from ._core import (
     PACKED_LAYOUT_VERSION,
@@ -75,6 +77,11 @@ class PackedTensor:
     """
 
     def __init__(self, data, N: int, K: int, version: int = PACKED_LAYOUT_VERSION):
+        for name, v in (("N", N), ("K", K), ("version", version)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"PackedTensor: {name} must be an integer; got {type(v).__name__} {v!r}")
+        if N < 1 or K < 1:
+            raise ValueError(f"PackedTensor: N = {N} and K = {K} must be >= 1")
         self.data = data
         self.N = int(N)
         self.K = int(K)

@@ -78,7 +78,13 @@ def _prod(shape):
 
 def shuffled_scales_shape(rows, kblocks):
     """Shape ``(round_up(rows, 256), round_up(kblocks, 8))`` of an AITER ``e8m0_shuffle``'d
-    scale buffer for ``rows`` x ``kblocks`` scales (spec §4.1)."""
+    scale buffer for ``rows`` x ``kblocks`` scales (spec §4.1).
+
+    Raises:
+        ValueError: rows or kblocks < 1.
+    """
+    if int(rows) < 1 or int(kblocks) < 1:
+        raise ValueError(f"shuffled_scales_shape: rows = {rows} and kblocks = {kblocks} must be >= 1")
     return (_round_up(rows, 256), _round_up(kblocks, 8))
 
 

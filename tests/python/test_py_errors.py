@@ -282,18 +282,19 @@ def test_overlapping_outputs_rejected_by_bindings():
                           np.zeros(4, np.uint8), mxfp4._C.ScaleRule.aiter, mxfp4._C.ScaleLayout.plain)
 
 
-@pytest.mark.xfail(strict=True, reason="python/mxfp4: shuffled_scales_shape does not validate (docs/hardening.md)")
 def test_shuffled_scales_shape_rejects_bad_sizes():
     with pytest.raises(ValueError):
         mxfp4.shuffled_scales_shape(-5, 3)
 
 
-@pytest.mark.xfail(strict=True, reason="python/mxfp4: a negative PackedTensor.N reaches numpy first "
-                                       "(message does not name N; docs/hardening.md)")
-def test_unpack_negative_n_names_n(mx):
+def test_packed_tensor_rejects_bad_n_and_types(mx):
     _, _, packed = mx
     with pytest.raises(ValueError, match="N = -16"):
         mxfp4.unpack(mxfp4.PackedTensor(packed.data, -16, 128))
+    with pytest.raises(TypeError, match="N must be an integer"):
+        mxfp4.PackedTensor(packed.data, "32", 128)
+    with pytest.raises(TypeError, match="version must be an integer"):
+        mxfp4.PackedTensor(packed.data, 32, 128, version="2")
 
 
 def test_cuda_packed_view_at_odd_offset_rejected():
