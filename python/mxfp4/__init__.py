@@ -13,6 +13,7 @@ Main entry points:
   :func:`unshuffle_weight`: AITER layouts.
 * :mod:`mxfp4.nn` (``MXFP4Linear``) and :mod:`mxfp4.loaders` (AITER tensors, gpt-oss
   safetensors), both torch-based except the safetensors reader.
+* :mod:`mxfp4.tp`: sharding weights for tensor parallelism (column- and row-parallel).
 * ``torch.ops.mxfp4.*``: the same operations as torch custom ops (torch.compile, CUDA graphs),
   registered on import when torch is installed.
 """
