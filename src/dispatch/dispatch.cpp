@@ -3,19 +3,12 @@
 #include <algorithm>
 #include <sstream>
 
+#include "dispatch/path_name.hpp"
 #include "mxfp4/mxfp4.hpp"
 
 namespace mxfp4 {
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-const char* path_name(GemmPath p) {
-  switch (p) {
-    case GemmPath::fused: return "fused";
-    case GemmPath::splitk: return "splitk";
-    case GemmPath::tiled: return "tiled";
-  }
-  return "?";
-}
 }  // namespace
 
 /// Small M (<= 64): the cluster split-K kernel, 4 warps x 16 weight rows per CTA; K is split
@@ -52,9 +45,24 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
   return cfg;
 }
 
+const char* gemm_path_name(GemmPath p) {
+  switch (p) {
+    case GemmPath::fused: return "fused";
+    case GemmPath::splitk: return "splitk";
+    case GemmPath::tiled: return "tiled";
+  }
+  return "?";
+}
+
+std::optional<GemmPath> parse_gemm_path(std::string_view name) {
+  for (GemmPath p : {GemmPath::fused, GemmPath::splitk, GemmPath::tiled})
+    if (name == gemm_path_name(p)) return p;
+  return std::nullopt;
+}
+
 std::string describe(const GemmConfig& cfg) {
   std::ostringstream os;
-  os << "path=" << path_name(cfg.path) << " block_n=" << cfg.block_n << " block_m=" << cfg.block_m
+  os << "path=" << gemm_path_name(cfg.path) << " block_n=" << cfg.block_n << " block_m=" << cfg.block_m
      << " split_k=" << cfg.split_k << " warps=" << cfg.warps;
   return os.str();
 }

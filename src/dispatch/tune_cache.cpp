@@ -1,5 +1,7 @@
 #include "dispatch/tune_cache.hpp"
 
+#include "dispatch/path_name.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -30,17 +32,6 @@ void load_locked() {
   }
 }
 
-std::optional<GemmPath> parse_path(const std::string& s) {
-  if (s == "fused") return GemmPath::fused;
-  if (s == "splitk") return GemmPath::splitk;
-  if (s == "tiled") return GemmPath::tiled;
-  return std::nullopt;
-}
-
-const char* path_name(GemmPath p) {
-  return p == GemmPath::fused ? "fused" : p == GemmPath::splitk ? "splitk" : "tiled";
-}
-
 }  // namespace
 
 std::string path() {
@@ -57,7 +48,7 @@ std::optional<GemmConfig> lookup(const std::string& gpu, int64_t M, int64_t N, i
   const auto e = dev->find(key(M, N, K));
   if (e == dev->end() || !e->is_object()) return std::nullopt;
   try {
-    const auto p = parse_path(e->at("path").get<std::string>());
+    const auto p = parse_gemm_path(e->at("path").get<std::string>());
     if (!p) return std::nullopt;
     GemmConfig cfg;
     cfg.path = *p;
@@ -78,7 +69,7 @@ std::optional<GemmConfig> lookup(const std::string& gpu, int64_t M, int64_t N, i
 void store(const std::string& gpu, int64_t M, int64_t N, int64_t K, const GemmConfig& cfg) {
   std::lock_guard<std::mutex> lock(g_mutex);
   load_locked();
-  g_cache[gpu][key(M, N, K)] = {{"path", path_name(cfg.path)}, {"block_n", cfg.block_n}, {"block_m", cfg.block_m},
+  g_cache[gpu][key(M, N, K)] = {{"path", gemm_path_name(cfg.path)}, {"block_n", cfg.block_n}, {"block_m", cfg.block_m},
                                 {"split_k", cfg.split_k}, {"warps", cfg.warps}};
   const std::filesystem::path file(path());
   std::error_code ec;
