@@ -176,7 +176,8 @@ enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2 };
 /// Tile configuration of one CUDA GEMM launch; chosen by choose_gemm_config() or tuning.
 struct GemmConfig {
   GemmPath path = GemmPath::fused;
-  int block_n = 64;   ///< weight rows (N) per CTA; multiple of 16
+  int block_n = 64;   ///< weight rows (N) per CTA; multiple of 16 (fused/splitk: 16*warps
+                      ///< or 32*warps, i.e. one or two 16-row slabs per warp; tiled: 128)
   int block_m = 16;   ///< tokens (M) per CTA; multiple of 8 (fused/splitk: all of M up to 64)
   int split_k = 1;    ///< CTAs of a cluster sharing one output tile (1..8)
   int warps = 4;      ///< warps per CTA

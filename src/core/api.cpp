@@ -339,7 +339,7 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
   if (on_cuda(exec)) {
     const GemmConfig cfg = opt.config != nullptr ? *opt.config : cuda::config_for(M, B.N, K);
     require_config(fn, cfg);
-    cuda::gemm(A, M, K, lda, B, C, ldc, cfg, opt.rule, opt.workspace, opt.workspace_bytes, exec.stream);
+    cuda::gemm(A, M, K, lda, B, C, /*c_f32=*/false, ldc, cfg, opt.rule, opt.workspace, opt.workspace_bytes, exec.stream);
     return;
   }
   cpu::gemm_bf16_packed(A, M, K, lda, B, C, ldc, opt.rule, cpu_threads(exec));

@@ -106,7 +106,7 @@ BenchResult bench_gemm(const uint16_t* A_host, int64_t M, int64_t K, const MxMat
   for (int c = 0; c < ours_copies; ++c) prepack(dB, packed.as<uint8_t>() + c * pbytes, stream);
   auto ours = [&](int i) {
     const PackedWeights w{packed.as<uint8_t>() + (i % ours_copies) * pbytes, N, K, kPackedLayoutVersion};
-    gemm(dA.as<uint16_t>(), M, K, K, w, dC.as<uint16_t>(), N, res.config,
+    gemm(dA.as<uint16_t>(), M, K, K, w, dC.as<uint16_t>(), /*c_f32=*/false, N, res.config,
          ScaleRule::aiter, nullptr, 0, stream);
   };
   check(cudaMemsetAsync(dC.ptr, 0xFF, size_t(M * N * 2), stream), "cudaMemset(C poison)");

@@ -34,8 +34,9 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, void* strea
 
 /// Configuration for (M, N, K) on the current device: tune cache entry or dispatcher.
 GemmConfig config_for(int64_t M, int64_t N, int64_t K);
-/// C = quantize(A) * B^T on the GPU with configuration `cfg`.
-void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C, int64_t ldc,
-          const GemmConfig& cfg, ScaleRule rule, void* workspace, size_t workspace_bytes, void* stream);
+/// C = quantize(A) * B^T on the GPU with configuration `cfg`; C is bf16 (c_f32 false) or the
+/// fp32 accumulator without the final rounding (c_f32 true; row-parallel partial sums).
+void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
+          int64_t ldc, const GemmConfig& cfg, ScaleRule rule, void* workspace, size_t workspace_bytes, void* stream);
 
 }  // namespace mxfp4::cuda

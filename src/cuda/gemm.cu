@@ -61,15 +61,17 @@ GemmConfig config_for(int64_t M, int64_t N, int64_t K) {
   return choose_gemm_config(M, N, K, dev);
 }
 
-void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C, int64_t ldc,
-          const GemmConfig& cfg, ScaleRule rule, void* workspace, size_t workspace_bytes, void* stream) {
+void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
+          int64_t ldc, const GemmConfig& cfg, ScaleRule rule, void* workspace, size_t workspace_bytes, void* stream) {
   cudaStream_t s = as_stream(stream);
   if (cfg.path != GemmPath::tiled) {
     if (M > 64) {
       throw InvalidArgument("GemmConfig " + describe(cfg) + " supports M <= 64, got M=" + std::to_string(M));
     }
-    if (cfg.split_k < 1 || cfg.split_k > 8 || (cfg.warps != 4 && cfg.warps != 8)) {
-      throw InvalidArgument("unsupported GemmConfig: " + describe(cfg) + " (split_k 1..8, warps 4 or 8)");
+    if (cfg.split_k < 1 || cfg.split_k > 8 || (cfg.warps != 4 && cfg.warps != 8) ||
+        (cfg.block_n != 16 * cfg.warps && cfg.block_n != 32 * cfg.warps)) {
+      throw InvalidArgument("unsupported GemmConfig: " + describe(cfg) +
+                            " (split_k 1..8, warps 4 or 8, block_n 16 or 32 rows per warp)");
     }
   }
   const uint32_t* frags = nullptr;
@@ -86,9 +88,9 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     frags = static_cast<const uint32_t*>(ws);
   }
   if (cfg.path == GemmPath::tiled) {
-    gemm_tiled(M, B, C, ldc, frags, s);
+    gemm_tiled(M, B, C, c_f32, ldc, frags, s);
   } else {
-    gemm_fused(A, M, K, lda, B, C, ldc, cfg, rule, frags, s);
+    gemm_fused(A, M, K, lda, B, C, c_f32, ldc, cfg, rule, frags, s);
   }
 }
 

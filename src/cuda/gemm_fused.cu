@@ -1,20 +1,27 @@
-// Fused small-M GEMM (paths "fused" and "splitk", docs/dispatch.md).
+// Small-M GEMM (paths "fused" and "splitk", docs/dispatch.md), M <= 64.
 //
 // C^T = B * A^T on mma.sync.m16n8k16 (bf16 in, fp32 accumulate): weight rows are the MMA's M
-// dimension (16 per warp), tokens its N dimension (8 per n8 tile, N8 tiles, M <= 8*N8).
-// Each CTA owns block_n = 16*WARPS weight rows and one K range; per K stage of kStageChunks
-// 64-wide chunks it
-//   1. issues the warp's weight loads for the stage straight into registers (16 bytes of
-//      packed codes per lane per chunk + 4 scale bytes: docs/packed-layout.md), then
-//   2. quantizes A[0:M, stage] (spec §2, the shared fmt::quantize_block) into shared memory as
-//      bf16 fragments e2m1 * 2^s (quantize_kernels.cuh layout), while those loads fly, then
-//   3. decodes weights to bf16 e2m1 * 2^s in registers and runs the MMAs.
-// Both operands carry their block scale exactly (bf16 has fp32's exponent range), so the
-// fp32 accumulator sums exact products: no per-block rescaling. Split-K: the CTAs of one
-// thread-block cluster take disjoint K ranges and reduce through distributed shared memory
-// in rank order 0..S-1 (deterministic, no workspace, one launch).
+// dimension (16 per slab), tokens its N dimension (8 per n8 tile, N8 tiles, M <= 8*N8).
+// A CTA owns block_n = 16 * WARPS * SPW weight rows (SPW 16-row slabs per warp) and one K
+// range (its rank in a cluster of split_k CTAs). The weight stream is the whole design:
+//   - A ring of NS stages (K128 each) in shared memory is filled by 1-D bulk copies (TMA
+//     engine; one copy per slab per stage, since a slab's tiles are contiguous along K in the
+//     packed layout), so up to NS stages of every slab are in flight at once, issued by one
+//     thread with no register cost; an mbarrier per ring slot counts the bytes in.
+//   - Path "splitk": A arrives pre-quantized as fragments (quantize_fragments, launched just
+//     before with programmatic dependent launch): the weight copies start before the
+//     quantizer has finished, the fragment copies after griddepcontrol.wait.
+//   - Path "fused": the CTA quantizes A[0:M, stage] (spec §2, shared block quantizer) into
+//     shared memory itself while the ring fills (one launch, no workspace).
+//   - Weights are decoded in registers to bf16 e2m1 * 2^s (exact) and both operands carry
+//     their block scale, so the fp32 accumulator sums exact products.
+// Split-K: the CTAs of a cluster reduce their partial tiles through distributed shared memory
+// in rank order 0..S-1 (deterministic, no workspace).
 #include <cooperative_groups.h>
 
+#include <algorithm>
+
+#include "cuda/bulk_copy.cuh"
 #include "cuda/common.cuh"
 #include "cuda/gemm_kernels.hpp"
 #include "cuda/quantize_kernels.cuh"
@@ -24,7 +31,10 @@ namespace cg = cooperative_groups;
 namespace mxfp4::cuda {
 namespace {
 
-constexpr int kStageChunks = 4;  // 64-wide K chunks per stage (K256)
+constexpr int kG = 2;           // 64-wide K chunks per stage (K128)
+constexpr int kMaxStages = 8;   // ring slots
+constexpr int kTileBytes = 512 + 32;  // codes + scales of one 16x64 weight tile
+constexpr int kSmemBudget = 112 * 1024;  // ring bytes per CTA: two CTAs per SM
 
 struct FusedArgs {
   const uint16_t* A;
@@ -32,146 +42,184 @@ struct FusedArgs {
   const uint8_t* packed;
   PackedGeometry geo;
   int64_t N;
-  uint16_t* C;
+  void* C;  // bf16, or fp32 when c_f32
+  bool c_f32;
   int64_t ldc;
   ScaleRule rule;
   int split;
-  const uint32_t* frags;  // PREQUANT: A as activation fragments (quantize_fragments layout)
+  int stages;             // ring slots in use (1..kMaxStages)
+  const uint32_t* frags;  // path "splitk": A as activation fragments (quantize_fragments layout)
 };
 
-template <int N8, int WARPS, bool PREQUANT>
+/// Shared-memory layout of one ring slot for a CTA of SLABS slabs and N8 token tiles.
+template <int N8, int SLABS, bool PREQUANT>
+struct Ring {
+  static constexpr int kCodes = SLABS * kG * 512;       // [slab][chunk][512]
+  static constexpr int kScales = SLABS * kG * 32;       // [slab][chunk][32]
+  static constexpr int kFrags = N8 * kG * 4 * 256;      // [tile][K16 step][64 u32]
+  static constexpr int kSlot = kCodes + kScales + (PREQUANT ? kFrags : 0);
+  static constexpr int kAbuf = PREQUANT ? 0 : kFrags;   // path "fused": one A buffer
+  static constexpr int kRedPitch = 8 * N8 + 1;          // floats per reduction row (+1: banks)
+  static constexpr int kRed = 16 * SLABS * kRedPitch * 4;
+  static constexpr int kHeader = 128;                   // mbarriers
+  static int bytes(int stages) {
+    const int ring = stages * kSlot + kAbuf;
+    return kHeader + (ring > kRed ? ring : kRed);
+  }
+};
+
+template <int N8, int WARPS, int SPW, bool PREQUANT>
 __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs p) {
-  extern __shared__ __align__(16) uint8_t smem_raw[];
-  uint32_t* a_frag = reinterpret_cast<uint32_t*>(smem_raw);  // [N8][4*kStageChunks][64] u32
-  float* red = reinterpret_cast<float*>(smem_raw);           // [16*WARPS][8*N8], after the K loop
-  constexpr int kSteps = 4 * kStageChunks;                    // K16 steps per stage
-  constexpr int kRowsTile = 8 * N8;                           // token rows held in smem
+  constexpr int kSlabs = WARPS * SPW;
+  using R = Ring<N8, kSlabs, PREQUANT>;
+  constexpr int kSteps = 4 * kG;  // K16 steps per stage
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw);
+  uint8_t* ring = smem_raw + R::kHeader;
+  uint32_t* abuf = reinterpret_cast<uint32_t*>(ring + p.stages * R::kSlot);  // path "fused"
+  float* red = reinterpret_cast<float*>(ring);                                // after the K loop
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int rank = p.split > 1 ? int(cg::this_cluster().block_rank()) : 0;
-  const int64_t tile = blockIdx.x / p.split;
-  const int64_t nt = tile * WARPS + warp;  // this warp's 16-row weight slab
-  const bool warp_active = nt * 16 < p.geo.rows_padded;
-  const int64_t kc_total = p.geo.k_chunks;
+  const int64_t slab0 = (blockIdx.x / p.split) * int64_t(kSlabs);
+  const int64_t slabs_total = p.geo.rows_padded / 16;
+  const int active_slabs = slabs_total - slab0 < kSlabs ? int(slabs_total - slab0) : kSlabs;
+  const int64_t kc_total = p.geo.k_chunks, ks_total = p.geo.k_padded / 16;
   const int64_t kc0 = kc_total * rank / p.split, kc1 = kc_total * (rank + 1) / p.split;
+  const int nstages = int((kc1 - kc0 + kG - 1) / kG);
+  const int tiles_m = int((p.M + 7) / 8);
 
-  float acc[N8][4];
-#pragma unroll
-  for (int j = 0; j < N8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-
-  const uint8_t* codes_base = p.packed + (nt * kc_total) * 512 + lane * 16;
-  const uint8_t* scales_base = p.packed + p.geo.code_bytes + (nt * kc_total) * 32 + 4 * (lane / 4);
-
-  for (int64_t kc = kc0; kc < kc1; kc += kStageChunks) {
-    const int chunks = kc1 - kc < kStageChunks ? int(kc1 - kc) : kStageChunks;
-    // 1. Weight loads for the stage (in flight during the quantization below).
-    uint4 wc[kStageChunks];
-    uint32_t ws[kStageChunks];
-#pragma unroll
-    for (int c = 0; c < kStageChunks; ++c) {
-      if (warp_active && c < chunks) {
-        wc[c] = __ldg(reinterpret_cast<const uint4*>(codes_base + (kc + c) * 512));
-        ws[c] = __ldg(reinterpret_cast<const uint32_t*>(scales_base + (kc + c) * 32));
-      } else {
-        wc[c] = make_uint4(0, 0, 0, 0);
-        ws[c] = 0;
-      }
+  // Producer (thread 0): the bytes of stage s into ring slot s % stages.
+  auto stage_chunks = [&](int s) { const int64_t left = kc1 - kc0 - int64_t(s) * kG; return left < kG ? int(left) : kG; };
+  auto issue_weights = [&](int s) {
+    const int slot = s % p.stages, chunks = stage_chunks(s);
+    uint8_t* dst = ring + slot * R::kSlot;
+    const uint32_t frag_bytes = PREQUANT ? uint32_t(tiles_m * chunks * 1024) : 0u;
+    mbarrier_arrive_expect_tx(&full[slot], uint32_t(active_slabs * chunks * kTileBytes) + frag_bytes);
+    const int64_t kc = kc0 + int64_t(s) * kG;
+    for (int ls = 0; ls < active_slabs; ++ls) {
+      const int64_t tile = (slab0 + ls) * kc_total + kc;
+      bulk_copy_g2s(dst + ls * kG * 512, p.packed + tile * 512, uint32_t(chunks * 512), &full[slot]);
+      bulk_copy_g2s(dst + R::kCodes + ls * kG * 32, p.packed + p.geo.code_bytes + tile * 32, uint32_t(chunks * 32),
+                    &full[slot]);
     }
-    // 2. A[0:M, kc*64 .. (kc+chunks)*64) into shared memory as fragments (zeros past M, K):
-    //    copied from the pre-quantized buffer (splitk path) or quantized here (fused path).
-    __syncthreads();  // previous stage's fragments fully consumed
-    if constexpr (PREQUANT) {
-      const int64_t ks_total = p.geo.k_padded / 16, tiles_m = (p.M + 7) / 8;
-      constexpr int kVecPerTile = kSteps * 16;  // uint4 per token tile per stage
-      for (int v = threadIdx.x; v < N8 * kVecPerTile; v += WARPS * 32) {
-        const int j = v / kVecPerTile, w = v % kVecPerTile;
-        uint4 val = make_uint4(0, 0, 0, 0);
-        if (j < tiles_m && w < chunks * 64) {
-          val = __ldg(reinterpret_cast<const uint4*>(p.frags + (j * ks_total + 4 * kc) * 64) + w);
-        }
-        reinterpret_cast<uint4*>(a_frag + j * kSteps * 64)[w] = val;
-      }
-    } else {
-      // Four lanes per 32-element block, 8 elements (one 16-byte load) each.
-      constexpr int kTasks = kRowsTile * 2 * kStageChunks * 4;  // a multiple of the CTA size
-      static_assert(kTasks % (WARPS * 32) == 0, "every lane must join the block reductions");
-      for (int task = threadIdx.x; task < kTasks; task += WARPS * 32) {
+  };
+  auto issue_frags = [&](int s) {
+    const int slot = s % p.stages, chunks = stage_chunks(s);
+    uint8_t* dst = ring + slot * R::kSlot + R::kCodes + R::kScales;
+    const int64_t ks = 4 * (kc0 + int64_t(s) * kG);
+    for (int j = 0; j < tiles_m; ++j)
+      bulk_copy_g2s(dst + j * kG * 1024, p.frags + (j * ks_total + ks) * 64, uint32_t(chunks * 1024), &full[slot]);
+  };
+
+  const int prologue = min(nstages, p.stages);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], 1);
+    fence_mbarrier_init();
+    for (int s = 0; s < prologue; ++s) issue_weights(s);  // weights never depend on the previous kernel
+  }
+  // Everything below may read A (or its fragments) and writes C: wait for the previous kernel.
+  grid_dependency_wait();
+  if (threadIdx.x == 0 && PREQUANT)
+    for (int s = 0; s < prologue; ++s) issue_frags(s);
+  __syncthreads();  // barriers initialised before anyone waits on them
+
+  float acc[SPW][N8][4];
+#pragma unroll
+  for (int i = 0; i < SPW; ++i)
+#pragma unroll
+    for (int j = 0; j < N8; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
+
+  for (int s = 0; s < nstages; ++s) {
+    const int slot = s % p.stages, chunks = stage_chunks(s);
+    const uint8_t* slot_base = ring + slot * R::kSlot;
+    const uint32_t* a_frag = PREQUANT ? reinterpret_cast<const uint32_t*>(slot_base + R::kCodes + R::kScales) : abuf;
+    if constexpr (!PREQUANT) {
+      // A[0:M, stage] -> fragments in abuf (zeros past M and K), 4 lanes per 32-element block.
+      // Every lane joins every round (the block reductions shuffle across 4 lanes); rounds
+      // past kTasks quantize zeros and store nothing.
+      constexpr int kTasks = 8 * N8 * 2 * kG * 4;
+      constexpr int kRounds = (kTasks + WARPS * 32 - 1) / (WARPS * 32);
+      const int64_t kb0 = 2 * (kc0 + int64_t(s) * kG);
+      for (int round = 0; round < kRounds; ++round) {
+        const int task = round * WARPS * 32 + threadIdx.x;
         const int q = task % 4, blk = task / 4;
-        const int r = blk / (2 * kStageChunks), b = blk % (2 * kStageChunks);
-        const int64_t k = kc * 64 + b * 32;
-        float v[8];
-        if (r < p.M && k < p.K) {
-          const uint16_t* src = p.A + r * p.lda + k + 8 * q;
-          uint32_t w[4];
-          if ((reinterpret_cast<uintptr_t>(src) & 15) == 0) {
-            const uint4 u = __ldg(reinterpret_cast<const uint4*>(src));
-            w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
-          } else {  // A view with an odd row stride or offset
+        const int r = blk / (2 * kG), b = blk % (2 * kG);
+        uint32_t words[4];
+        quantize_quarter_to_fragment_words(p.A, task < kTasks ? p.M : 0, p.K, p.lda, r, kb0 + b, q, p.rule, words);
+        if (task >= kTasks) continue;
 #pragma unroll
-            for (int i = 0; i < 4; ++i) w[i] = uint32_t(src[2 * i]) | (uint32_t(src[2 * i + 1]) << 16);
-          }
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            v[2 * i] = fmt::bf16_to_f32(uint16_t(w[i] & 0xFFFFu));
-            v[2 * i + 1] = fmt::bf16_to_f32(uint16_t(w[i] >> 16));
-          }
-        } else {
-#pragma unroll
-          for (int i = 0; i < 8; ++i) v[i] = 0.f;
-        }
-        uint16_t deq[8];
-        quantize_quarter_block_to_bf16(v, p.rule, deq);
-        const int j = r / 8, g = r % 8, step = 2 * b + q / 2, reg = q % 2;
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-          a_frag[a_fragment_index(j, step, kSteps, 4 * g + t, reg)] = uint32_t(deq[2 * t]) | (uint32_t(deq[2 * t + 1]) << 16);
-        }
+        for (int t = 0; t < 4; ++t) abuf[a_fragment_index(r / 8, 2 * b + q / 2, kSteps, 4 * (r % 8) + t, q % 2)] = words[t];
       }
+      __syncthreads();
     }
-    __syncthreads();
-    // 3. MMAs (shared-memory offsets are compile-time constants from the lane's base).
+    mbarrier_wait(&full[slot], uint32_t(s / p.stages) & 1u);
+
     const uint32_t* a_lane = a_frag + 2 * lane;
 #pragma unroll
-    for (int c = 0; c < kStageChunks; ++c) {
-      if (c < chunks) {
-        const uint32_t words[4] = {wc[c].x, wc[c].y, wc[c].z, wc[c].w};
-        const ChunkScales cs = chunk_scales(ws[c]);
+    for (int i = 0; i < SPW; ++i) {
+      const int ls = warp * SPW + i;
+      if (ls >= active_slabs) continue;
+      const uint8_t* codes = slot_base + ls * kG * 512 + lane * 16;
+      const uint8_t* scales = slot_base + R::kCodes + ls * kG * 32 + 4 * (lane / 4);
+#pragma unroll
+      for (int c = 0; c < kG; ++c) {
+        if (c >= chunks) break;
+        const uint4 wc = *reinterpret_cast<const uint4*>(codes + c * 512);
+        const ChunkScales cs = chunk_scales(*reinterpret_cast<const uint32_t*>(scales + c * 32));
+        const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
 #pragma unroll
         for (int step = 0; step < 4; ++step) {
           uint32_t a[4];
           decode_weight_fragment(words[step], cs, step, a);
 #pragma unroll
           for (int j = 0; j < N8; ++j) {
+            if (j >= tiles_m) break;
             const uint2 b = *reinterpret_cast<const uint2*>(a_lane + (j * kSteps + 4 * c + step) * 64);
-            mma_bf16_16816(acc[j], a, b.x, b.y);
+            mma_bf16_16816(acc[i][j], a, b.x, b.y);
           }
         }
       }
     }
+    __syncthreads();  // slot (and abuf) consumed by every warp
+    if (threadIdx.x == 0 && s + p.stages < nstages) {
+      issue_weights(s + p.stages);
+      if constexpr (PREQUANT) issue_frags(s + p.stages);
+    }
   }
 
-  // Epilogue: accumulators -> shared tile red[n_local][m], then (cluster-)reduce and store.
-  __syncthreads();
+  // Epilogue: accumulators -> red[n_local][m] (every copy has landed; all warps are past the
+  // loop's last barrier), then (cluster-)reduce and store.
   {
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
-    for (int j = 0; j < N8; ++j) {
-      const int m = 8 * j + 2 * t;
-      const int n_lo = warp * 16 + g, n_hi = n_lo + 8;
-      red[n_lo * kRowsTile + m] = acc[j][0];
-      red[n_lo * kRowsTile + m + 1] = acc[j][1];
-      red[n_hi * kRowsTile + m] = acc[j][2];
-      red[n_hi * kRowsTile + m + 1] = acc[j][3];
-    }
+    for (int i = 0; i < SPW; ++i)
+#pragma unroll
+      for (int j = 0; j < N8; ++j) {
+        const int m = 8 * j + 2 * t;
+        const int n_lo = (warp * SPW + i) * 16 + g, n_hi = n_lo + 8;
+        red[n_lo * R::kRedPitch + m] = acc[i][j][0];
+        red[n_lo * R::kRedPitch + m + 1] = acc[i][j][1];
+        red[n_hi * R::kRedPitch + m] = acc[i][j][2];
+        red[n_hi * R::kRedPitch + m + 1] = acc[i][j][3];
+      }
   }
-  constexpr int kBlockN = 16 * WARPS;
-  constexpr int kElems = kBlockN * kRowsTile;
-  const int64_t n0 = tile * kBlockN;
+  constexpr int kBlockN = 16 * kSlabs;
+  constexpr int kElems = kBlockN * 8 * N8;
+  const int64_t n0 = slab0 * 16;
+  auto store = [&](int m, int nl, float v) {
+    if (m >= p.M || n0 + nl >= p.N) return;
+    if (p.c_f32) {
+      static_cast<float*>(p.C)[m * p.ldc + n0 + nl] = v;
+    } else {
+      static_cast<uint16_t*>(p.C)[m * p.ldc + n0 + nl] = fmt::f32_to_bf16(v);
+    }
+  };
   if (p.split == 1) {
     __syncthreads();
     for (int e = threadIdx.x; e < kElems; e += WARPS * 32) {
       const int m = e / kBlockN, nl = e % kBlockN;
-      if (m < p.M && n0 + nl < p.N) p.C[m * p.ldc + n0 + nl] = fmt::f32_to_bf16(red[nl * kRowsTile + m]);
+      store(m, nl, red[nl * R::kRedPitch + m]);
     }
   } else {
     cg::cluster_group cluster = cg::this_cluster();
@@ -181,64 +229,80 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
     for (int e = rank * per_rank + threadIdx.x; e < e_end; e += WARPS * 32) {
       const int m = e / kBlockN, nl = e % kBlockN;
       float sum = 0.f;
-      for (int src = 0; src < p.split; ++src) sum += cluster.map_shared_rank(red, src)[nl * kRowsTile + m];
-      if (m < p.M && n0 + nl < p.N) p.C[m * p.ldc + n0 + nl] = fmt::f32_to_bf16(sum);
+      for (int src = 0; src < p.split; ++src) sum += cluster.map_shared_rank(red, src)[nl * R::kRedPitch + m];
+      store(m, nl, sum);
     }
     cluster.sync();  // keep shared memory alive until every rank has read it
   }
 }
 
-template <int N8, int WARPS, bool PREQUANT>
-void launch_fused(const FusedArgs& args, cudaStream_t stream) {
-  constexpr int kFragBytes = N8 * 4 * kStageChunks * 256;
-  constexpr int kRedBytes = 16 * WARPS * 8 * N8 * 4;
-  constexpr int kSmem = kFragBytes > kRedBytes ? kFragBytes : kRedBytes;
-  static_assert(kSmem <= 48 * 1024, "fused kernel must fit the default shared memory limit");
-  const int64_t tiles = ceil_div(args.geo.rows_padded, 16 * WARPS);
+template <int N8, int WARPS, int SPW, bool PREQUANT>
+void launch_fused(FusedArgs args, cudaStream_t stream) {
+  using R = Ring<N8, WARPS * SPW, PREQUANT>;
+  const int64_t chunks_per_rank = ceil_div(args.geo.k_chunks, args.split);
+  const int nstages = int(ceil_div(chunks_per_rank, kG));
+  const int fit = (kSmemBudget - R::kAbuf) / R::kSlot;
+  args.stages = std::max(1, std::min({nstages, kMaxStages, fit}));
+  const int smem = R::bytes(args.stages);
+  auto kernel = gemm_fused_kernel<N8, WARPS, SPW, PREQUANT>;
+  // Per device and cheap; not a stream operation, so also legal during graph capture.
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+        "cudaFuncSetAttribute(gemm_fused_kernel)");
+  const int64_t tiles = ceil_div(args.geo.rows_padded, 16 * WARPS * SPW);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(tiles * args.split));
   cfg.blockDim = dim3(WARPS * 32);
-  cfg.dynamicSmemBytes = kSmem;
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = unsigned(args.split);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
+  cudaLaunchAttribute attr[2];
+  int n = 0;
+  if (args.split > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = unsigned(args.split);
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (PREQUANT) {  // overlap the weight stream with quantize_fragments (bulk_copy.cuh)
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = args.split > 1 ? 1 : 0;
-  check(cudaLaunchKernelEx(&cfg, gemm_fused_kernel<N8, WARPS, PREQUANT>, args), "cudaLaunchKernelEx(gemm_fused_kernel)");
+  cfg.numAttrs = n;
+  check(cudaLaunchKernelEx(&cfg, kernel, args), "cudaLaunchKernelEx(gemm_fused_kernel)");
+}
+
+/// The explicit, bounded list of instantiations: block_n / (16 * warps) slabs per warp (1 or
+/// 2) x warps (4 or 8) x token tiles N8 (1, 2, 4, 8) x path (fused, splitk): 32 kernels.
+template <int WARPS, int SPW, bool PREQUANT>
+void dispatch_n8(const FusedArgs& args, cudaStream_t stream) {
+  const int64_t M = args.M;
+  if (M <= 8) return launch_fused<1, WARPS, SPW, PREQUANT>(args, stream);
+  if (M <= 16) return launch_fused<2, WARPS, SPW, PREQUANT>(args, stream);
+  if (M <= 32) return launch_fused<4, WARPS, SPW, PREQUANT>(args, stream);
+  return launch_fused<8, WARPS, SPW, PREQUANT>(args, stream);
 }
 
 template <bool PREQUANT>
-void dispatch_fused(const FusedArgs& args, int M, int warps, cudaStream_t stream) {
-  // The explicit, bounded list of instantiations: N8 in {1, 2, 4, 8} x WARPS in {4, 8}.
-  const int n8 = M <= 8 ? 1 : M <= 16 ? 2 : M <= 32 ? 4 : 8;
-  if (warps == 8) {
-    switch (n8) {
-      case 1: return launch_fused<1, 8, PREQUANT>(args, stream);
-      case 2: return launch_fused<2, 8, PREQUANT>(args, stream);
-      case 4: return launch_fused<4, 8, PREQUANT>(args, stream);
-      default: return launch_fused<8, 8, PREQUANT>(args, stream);
-    }
+void dispatch_fused(const FusedArgs& args, const GemmConfig& cfg, cudaStream_t stream) {
+  const int spw = cfg.block_n / (16 * cfg.warps);
+  if (cfg.warps == 8) {
+    return spw == 2 ? dispatch_n8<8, 2, PREQUANT>(args, stream) : dispatch_n8<8, 1, PREQUANT>(args, stream);
   }
-  switch (n8) {
-    case 1: return launch_fused<1, 4, PREQUANT>(args, stream);
-    case 2: return launch_fused<2, 4, PREQUANT>(args, stream);
-    case 4: return launch_fused<4, 4, PREQUANT>(args, stream);
-    default: return launch_fused<8, 4, PREQUANT>(args, stream);
-  }
+  return spw == 2 ? dispatch_n8<4, 2, PREQUANT>(args, stream) : dispatch_n8<4, 1, PREQUANT>(args, stream);
 }
 
 }  // namespace
 
-void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C,
+void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, cudaStream_t stream) {
-  const FusedArgs args{A, M, K, lda, B.data, PackedGeometry::of(B.N, B.K), B.N, C, ldc, rule, cfg.split_k, frags};
+  const FusedArgs args{A,    M, K, lda, B.data, PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule, cfg.split_k,
+                       /*stages=*/1, frags};
   if (frags != nullptr) {
-    dispatch_fused<true>(args, int(M), cfg.warps, stream);
+    dispatch_fused<true>(args, cfg, stream);
   } else {
-    dispatch_fused<false>(args, int(M), cfg.warps, stream);
+    dispatch_fused<false>(args, cfg, stream);
   }
 }
 

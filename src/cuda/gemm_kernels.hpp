@@ -13,12 +13,13 @@ namespace mxfp4::cuda {
 /// The cluster split-K kernel (cfg.split_k CTAs per cluster; M <= 64). With `frags` null it
 /// quantizes A itself (path "fused"), else it reads A's fragments from `frags` (path
 /// "splitk", filled by quantize_fragments).
-void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C,
+void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, cudaStream_t stream);
 
 
 /// Path "tiled": the tiled GEMM on A's fragments (quantize_fragments, M rows).
-void gemm_tiled(int64_t M, const PackedWeights& B, uint16_t* C, int64_t ldc, const uint32_t* frags,
+/// C is bf16, or fp32 (no final rounding) when c_f32 is set, for every launcher here.
+void gemm_tiled(int64_t M, const PackedWeights& B, void* C, bool c_f32, int64_t ldc, const uint32_t* frags,
                 cudaStream_t stream);
 
 }  // namespace mxfp4::cuda

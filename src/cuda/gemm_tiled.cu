@@ -33,7 +33,8 @@ struct TiledArgs {
   const uint8_t* packed;
   PackedGeometry geo;
   int64_t N;
-  uint16_t* C;
+  void* C;     // bf16, or fp32 when c_f32
+  bool c_f32;
   int64_t ldc;
 };
 
@@ -135,6 +136,21 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_tiled_kernel(const TiledArgs
   cp_async_wait<0>();
   __syncthreads();
 
+  const int64_t n0 = slab0 * 16, m0 = tile0 * 8;
+  if (p.c_f32) {  // fp32 output (row-parallel partial sums): accumulators straight to C
+    float* C = static_cast<float*>(p.C);
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int64_t n = n0 + wn * 32 + s * 16 + g + 8 * (e / 2), m = m0 + wm * 64 + j * 8 + 2 * t + e % 2;
+          if (m < p.M && n < p.N) C[m * p.ldc + n] = acc[s][j][e];
+        }
+    return;
+  }
   // Epilogue: stage the bf16 tile as out[m_local][n_local] in shared memory, then store rows.
   uint16_t* out = reinterpret_cast<uint16_t*>(smem);
   {
@@ -151,20 +167,20 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_tiled_kernel(const TiledArgs
       }
   }
   __syncthreads();
-  const int64_t n0 = slab0 * 16, m0 = tile0 * 8;
-  const bool vec = (reinterpret_cast<uintptr_t>(p.C) % 16 == 0) && (p.ldc % 8 == 0) && (n0 + kBlockN <= p.N);
+  uint16_t* C = static_cast<uint16_t*>(p.C);
+  const bool vec = (reinterpret_cast<uintptr_t>(C) % 16 == 0) && (p.ldc % 8 == 0) && (n0 + kBlockN <= p.N);
   if (vec) {
     for (int v = threadIdx.x; v < kBlockM * kBlockN / 8; v += kThreads) {
       const int m = v / (kBlockN / 8), c = v % (kBlockN / 8);
       if (m0 + m < p.M) {
-        *reinterpret_cast<uint4*>(p.C + (m0 + m) * p.ldc + n0 + c * 8) =
+        *reinterpret_cast<uint4*>(C + (m0 + m) * p.ldc + n0 + c * 8) =
             *reinterpret_cast<const uint4*>(out + m * kOutPitch + c * 8);
       }
     }
   } else {
     for (int e = threadIdx.x; e < kBlockM * kBlockN; e += kThreads) {
       const int m = e / kBlockN, n = e % kBlockN;
-      if (m0 + m < p.M && n0 + n < p.N) p.C[(m0 + m) * p.ldc + n0 + n] = out[m * kOutPitch + n];
+      if (m0 + m < p.M && n0 + n < p.N) C[(m0 + m) * p.ldc + n0 + n] = out[m * kOutPitch + n];
     }
   }
 }
@@ -173,9 +189,9 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_tiled_kernel(const TiledArgs
 
 
 
-void gemm_tiled(int64_t M, const PackedWeights& B, uint16_t* C, int64_t ldc, const uint32_t* frags,
+void gemm_tiled(int64_t M, const PackedWeights& B, void* C, bool c_f32, int64_t ldc, const uint32_t* frags,
                 cudaStream_t stream) {
-  const TiledArgs args{frags, M, B.data, PackedGeometry::of(B.N, B.K), B.N, C, ldc};
+  const TiledArgs args{frags, M, B.data, PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc};
   // Per device and cheap; not a stream operation, so also legal during graph capture.
   check(cudaFuncSetAttribute(gemm_tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
         "cudaFuncSetAttribute(gemm_tiled_kernel)");

@@ -5,6 +5,7 @@
 
 #include "cuda/common.cuh"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/bulk_copy.cuh"
 #include "cuda/quantize_kernels.cuh"
 
 namespace mxfp4::cuda {
@@ -76,30 +77,21 @@ __global__ void dequantize_kernel(MxMatrix q, Out* __restrict__ out, int64_t str
 __global__ void quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M, int64_t K, int64_t lda,
                                           int64_t m_padded, int64_t k_padded, uint32_t* __restrict__ frags,
                                           ScaleRule rule) {
+  // The GEMM launched after this kernel (programmatic dependent launch) may start its weight
+  // loads now; it waits for this grid's completion before it reads the fragments.
+  grid_dependents_launch();
   const int64_t kblocks = k_padded / 32;
   const int64_t task = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;  // grid is a multiple of 32 lanes
   const int q = int(task % 4);
   const int64_t blk = task / 4;
   const int64_t r = blk / kblocks, c = blk % kblocks;
-  float v[8];
-  if (r < M && c * 32 < K) {
-    const uint16_t* src = A + r * lda + c * 32 + 8 * q;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = fmt::bf16_to_f32(src[i]);
-  } else {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = 0.f;
-  }
-  uint16_t deq[8];
-  quantize_quarter_block_to_bf16(v, rule, deq);  // all lanes take part, padding included
+  uint32_t words[4];
+  quantize_quarter_to_fragment_words(A, M, K, lda, r, c, q, rule, words);  // all lanes, padding included
   if (r >= m_padded) return;
   const int64_t j = r / 8;
   const int g = int(r % 8), step = int(2 * c + q / 2), reg = q % 2;
 #pragma unroll
-  for (int t = 0; t < 4; ++t) {
-    frags[a_fragment_index(j, step, k_padded / 16, 4 * g + t, reg)] =
-        uint32_t(deq[2 * t]) | (uint32_t(deq[2 * t + 1]) << 16);
-  }
+  for (int t = 0; t < 4; ++t) frags[a_fragment_index(j, step, k_padded / 16, 4 * g + t, reg)] = words[t];
 }
 
 int blocks_for(int64_t n) { return int((n + kThreads - 1) / kThreads); }

@@ -11,10 +11,14 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-/// Small M (<= 64): the cluster split-K kernel, 4 warps x 16 weight rows per CTA; K is split
-/// over up to 8 CTAs until the grid has about two CTAs per SM, keeping at least two 64-wide K
-/// chunks per CTA. M <= 8 quantizes A inside that kernel (fused, one launch); 8 < M <= 64
-/// quantizes it once first (splitk). Larger M: the tiled kernel (128 x 128 tiles).
+/// Small M (<= 64): the cluster split-K kernel (src/cuda/gemm_fused.cu). The grid should
+/// hold about two CTAs per SM (the weight stream needs many bytes in flight), and each CTA
+/// reads A for its K range from L2, so larger M prefers taller CTAs (more weight rows share
+/// one copy of A): block_n starts at 64 (M <= 16), 128 (M <= 32) or 256 rows (M <= 64) and is
+/// halved while even split_k = 8 could not fill the GPU; split_k then doubles up to 8 until
+/// the grid reaches two CTAs per SM, keeping at least one 64-wide K chunk per CTA. M <= 8
+/// quantizes A inside the GEMM (fused, one launch); 8 < M <= 64 quantizes it once first
+/// (splitk). Larger M: the tiled kernel (128 x 128 tiles).
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   constexpr int64_t kMax = int64_t(1) << 40;  // far beyond any matrix that fits a GPU
   if (M < 1 || N < 1 || K < 1 || M > kMax || N > kMax || K > kMax) {
@@ -23,17 +27,18 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
   }
   GemmConfig cfg;
   if (M <= 64) {
-    cfg.block_n = 64;
-    cfg.warps = 4;
-    cfg.block_m = int(std::min<int64_t>(64, ceil_div(M, 8) * 8));
-    const int64_t tiles = ceil_div(N, cfg.block_n);
     const int64_t chunks = ceil_div(K, 64);
     const int64_t target = 2 * int64_t(std::max(dev.sm_count, 1));
+    const int64_t max_split = std::min<int64_t>(8, chunks);
+    int block_n = M <= 16 ? 64 : M <= 32 ? 128 : 256;
+    while (block_n > 64 && ceil_div(N, block_n) * max_split < target) block_n /= 2;
+    cfg.block_n = block_n;
+    cfg.warps = block_n == 64 ? 4 : 8;
+    cfg.block_m = int(std::min<int64_t>(64, ceil_div(M, 8) * 8));
+    const int64_t tiles = ceil_div(N, block_n);
     int split = 1;
-    while (split < 8 && tiles * split < target && chunks / (2 * split) >= 2) split *= 2;
-    cfg.split_k = split;
-    // One launch (in-kernel quantization) only where it is cheap: every CTA along N
-    // quantizes its own copy of A, so the redundant work grows with M.
+    while (split < max_split && tiles * split < target) split *= 2;
+    cfg.split_k = std::min<int>(split, int(max_split));
     cfg.path = M <= 8 ? GemmPath::fused : GemmPath::splitk;
     return cfg;
   }

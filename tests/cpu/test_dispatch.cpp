@@ -21,16 +21,24 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesTiled) {
   for (int64_t M : {65, 128, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::tiled) << M;
 }
 
-TEST(Dispatch, SplitKFillsTheGpuButKeepsTwoChunksPerCta) {
+TEST(Dispatch, SmallMFillsTheGpuWithTallCtasForLargerM) {
   const DeviceInfo dev = h200();
   // 16 x 2112 x 7168: 33 CTAs of 64 rows; 112 K chunks -> split 8 (264 CTAs).
-  EXPECT_EQ(choose_gemm_config(16, 2112, 7168, dev).split_k, 8);
-  // 4 x 2880 x 512: 45 CTAs, 8 chunks -> at most split 2 (4 chunks per CTA... >= 2 kept).
-  const GemmConfig c = choose_gemm_config(4, 2880, 512, dev);
-  EXPECT_GE(c.split_k, 1);
-  EXPECT_GE(8 / c.split_k, 2);
-  // K = 32: one chunk, never split.
+  GemmConfig c = choose_gemm_config(16, 2112, 7168, dev);
+  EXPECT_EQ(c.block_n, 64);
+  EXPECT_EQ(c.split_k, 8);
+  // 64 x 7168 x 2048: 256-row CTAs give 28 x 8 = 224 < 264, so 128 rows: 56 CTAs, split 8.
+  c = choose_gemm_config(64, 7168, 2048, dev);
+  EXPECT_EQ(c.block_n, 128);
+  EXPECT_EQ(c.warps, 8);
+  EXPECT_EQ(c.split_k, 8);
+  // Very wide N at M = 64 keeps 256-row CTAs (two slabs per warp).
+  c = choose_gemm_config(64, 65536, 2048, dev);
+  EXPECT_EQ(c.block_n, 256);
+  EXPECT_EQ(c.warps, 8);
+  // K = 32: one chunk, never split; K = 128: two chunks, split at most 2.
   EXPECT_EQ(choose_gemm_config(1, 4096, 32, dev).split_k, 1);
+  EXPECT_EQ(choose_gemm_config(1, 64, 128, dev).split_k, 2);
   // A GPU with few SMs needs no split for a wide N.
   DeviceInfo small = dev;
   small.sm_count = 8;
@@ -45,6 +53,8 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
         const GemmConfig c = choose_gemm_config(M, N, K, dev);
         EXPECT_TRUE(c.split_k >= 1 && c.split_k <= 8) << describe(c);
         EXPECT_TRUE(c.warps == 4 || c.warps == 8) << describe(c);
+        if (M <= 64) EXPECT_TRUE(c.block_n == 16 * c.warps || c.block_n == 32 * c.warps) << describe(c);
+        if (M <= 64) EXPECT_LE(c.split_k, (K + 63) / 64) << describe(c);
         EXPECT_EQ(c.path == GemmPath::tiled, M > 64) << describe(c);
         EXPECT_EQ(gemm_workspace_bytes(M, K, c) == 0, c.path == GemmPath::fused) << describe(c);
       }

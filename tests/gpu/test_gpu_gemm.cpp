@@ -15,11 +15,12 @@
 namespace mxfp4::test {
 namespace {
 
-GemmConfig make_cfg(GemmPath path, int split = 1, int warps = 4) {
+GemmConfig make_cfg(GemmPath path, int split = 1, int warps = 4, int slabs_per_warp = 1) {
   GemmConfig c;
   c.path = path;
   c.split_k = split;
   c.warps = warps;
+  c.block_n = 16 * warps * slabs_per_warp;
   if (path == GemmPath::tiled) c.block_n = c.block_m = 128, c.warps = 8;
   return c;
 }
@@ -32,9 +33,11 @@ std::vector<GemmConfig> configs_for(int64_t M) {
     v.push_back(make_cfg(GemmPath::fused, 1, 4));
     v.push_back(make_cfg(GemmPath::fused, 1, 8));
     v.push_back(make_cfg(GemmPath::fused, 4, 4));
+    v.push_back(make_cfg(GemmPath::fused, 2, 8, 2));
     v.push_back(make_cfg(GemmPath::splitk, 1, 4));
-    v.push_back(make_cfg(GemmPath::splitk, 2, 4));
+    v.push_back(make_cfg(GemmPath::splitk, 2, 4, 2));
     v.push_back(make_cfg(GemmPath::splitk, 8, 8));
+    v.push_back(make_cfg(GemmPath::splitk, 3, 8, 2));
   }
   v.push_back(make_cfg(GemmPath::tiled));
   return v;

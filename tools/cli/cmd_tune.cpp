@@ -17,7 +17,7 @@ namespace mxfp4cli {
 using namespace bench;
 namespace {
 
-/// Candidates: every split_k / warps / path combination the small-M kernel takes for
+/// Candidates: every split_k / warps / block_n / path combination the small-M kernel takes for
 /// M <= 64 (docs/dispatch.md); the tiled kernel has no variants yet.
 std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
   std::vector<mxfp4::GemmConfig> v;
@@ -31,15 +31,16 @@ std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
   }
   for (mxfp4::GemmPath path : {mxfp4::GemmPath::fused, mxfp4::GemmPath::splitk})
     for (int split : {1, 2, 4, 8})
-      for (int warps : {4, 8}) {
-        mxfp4::GemmConfig c;
-        c.path = path;
-        c.split_k = split;
-        c.warps = warps;
-        c.block_n = 16 * warps;
-        c.block_m = int((M + 7) / 8 * 8);
-        v.push_back(c);
-      }
+      for (int warps : {4, 8})
+        for (int slabs_per_warp : {1, 2}) {
+          mxfp4::GemmConfig c;
+          c.path = path;
+          c.split_k = split;
+          c.warps = warps;
+          c.block_n = 16 * warps * slabs_per_warp;
+          c.block_m = int((M + 7) / 8 * 8);
+          v.push_back(c);
+        }
   return v;
 }
 

@@ -1,0 +1,63 @@
+// Hopper asynchronous-copy primitives used by the small-M GEMM: mbarriers, the 1-D bulk copy
+// global -> shared (TMA engine, no tensor map) and programmatic dependent launch.
+// Source: PTX ISA 8.x, sections "mbarrier", "cp.async.bulk" and "griddepcontrol".
+#pragma once
+
+#include <cstdint>
+
+namespace mxfp4::cuda {
+
+#if defined(__CUDACC__)
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// Initialises an mbarrier expecting `count` arrivals per phase (one thread, before use).
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count));
+}
+
+/// Makes mbarrier initialisation visible to the async proxy (the bulk copies).
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+/// Arrives once on `bar` and adds `bytes` to the transaction count of its current phase.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+
+/// Spins until the phase with parity `parity` of `bar` has completed.
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+  const uint32_t addr = smem_addr(bar);
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+  }
+}
+
+/// Bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this
+/// CTA's shared memory, completing `bytes` transactions on `bar`.
+__device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+
+/// Programmatic dependent launch: wait until the preceding kernel of the stream has completed
+/// and its writes are visible (a no-op when the kernel was launched without the attribute).
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+/// Programmatic dependent launch: lets the next kernel of the stream start its prologue.
+__device__ __forceinline__ void grid_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;"); }
+
+#endif  // __CUDACC__
+
+}  // namespace mxfp4::cuda
