@@ -6,13 +6,15 @@
 # GPU tests, then `mxfp4 bench --out-dir bench/results`. Logs and bench/results/* go to $OUT
 # (or ./device-out). The summary is printed last.
 # Usage: scripts/device-check.sh [--no-tests] [--no-bench] [--sanitizer] [--filter GTEST_FILTER]
-#                                [--bench-args "ARGS"] [--jobs N]
+#                                [--bench-args "ARGS"] [--tune SHAPES_FILE] [--jobs N]
+# --tune runs `mxfp4 tune --verbose` on SHAPES_FILE after the bench (cache in build-device/,
+# every candidate's time in tune.log); the bench itself always uses the dispatcher.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 out=${OUT:-$root/device-out}
 mkdir -p "$out"
-tests=1 bench=1 sanitizer=0 filter='' bench_args='' jobs=$(nproc)
+tests=1 bench=1 sanitizer=0 filter='' bench_args='' tune='' jobs=$(nproc)
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-tests) tests=0 ;;
@@ -20,6 +22,7 @@ while [ $# -gt 0 ]; do
     --sanitizer) sanitizer=1 ;;
     --filter) filter=$2; shift ;;
     --bench-args) bench_args=$2; shift ;;
+    --tune) tune=$2; shift ;;
     --jobs) jobs=$2; shift ;;
     -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "device-check.sh: unknown option $1" >&2; exit 2 ;;
@@ -66,14 +69,14 @@ step build cmake --build build-device -j "$jobs" || finish
 
 if [ $tests = 1 ]; then
   if [ -n "$filter" ]; then
-    step tests build-device/mxfp4_tests --gtest_filter="$filter" --gtest_brief=1
+    step tests timeout 300 build-device/mxfp4_tests --gtest_filter="$filter" --gtest_brief=1
   else
     exclude=()
     # The CLI's pytest suite needs numpy + pytest; leave it out (and say so) where they are missing.
     if ! python3 -c 'import numpy, pytest' >/dev/null 2>&1; then
       exclude=(-E cli_pytest); summary+=("cli_pytest skipped: python3 lacks numpy/pytest")
     fi
-    step ctest ctest --test-dir build-device --output-on-failure -j 8 --timeout 900 ${exclude[@]+"${exclude[@]}"}
+    step ctest ctest --test-dir build-device --output-on-failure -j 8 --timeout 300 ${exclude[@]+"${exclude[@]}"}
   fi
 fi
 if [ $sanitizer = 1 ]; then
@@ -83,7 +86,10 @@ if [ $sanitizer = 1 ]; then
 fi
 if [ $bench = 1 ]; then
   # shellcheck disable=SC2086
-  step bench build-device/mxfp4 bench --out-dir bench/results $bench_args
+  step bench timeout 300 build-device/mxfp4 bench --out-dir bench/results $bench_args
   cp bench/results/* "$out/" 2>/dev/null
+fi
+if [ -n "$tune" ]; then
+  step tune timeout 240 env MXFP4_TUNE_CACHE="$root/build-device/tune.json" build-device/mxfp4 tune --verbose --shapes "$tune"
 fi
 finish

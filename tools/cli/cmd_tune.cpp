@@ -50,9 +50,11 @@ Command add_tune(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("tune", "Time GEMM configurations on the GPU and store the winners");
   auto shapes = std::make_shared<std::string>(std::string(MXFP4_SOURCE_DIR) + "/bench/shapes.txt");
   auto replays = std::make_shared<int>(10);
+  auto verbose = std::make_shared<bool>(false);
   sub->add_option("--shapes", *shapes, "workload file of 'M N K' lines");
   sub->add_option("--replays", *replays, "graph replays per configuration (median)")->check(CLI::Range(3, 1000));
-  return {sub, [shapes, replays]() -> int {
+  sub->add_flag("--verbose", *verbose, "print every candidate's time, not only the winner");
+  return {sub, [shapes, replays, verbose]() -> int {
             if (!mxfp4::built_with_cuda() || mxfp4::cuda_device_count() == 0)
               throw CliError("tune needs the CUDA backend and a GPU", 2);
             const std::string gpu = mxfp4::cuda_device_info(0).name;
@@ -66,7 +68,11 @@ Command add_tune(CLI::App& app) {
               for (const mxfp4::GemmConfig& c : candidates(s.M)) {
                 const auto r = mxfp4::cuda::bench_gemm(a.data(), s.M, s.K, b.view(), *replays, int64_t(256) << 20, &c,
                                                        false);
-                if (!check_gemm(aq, b, r.C, rows).correct) continue;  // never store a wrong configuration
+                const bool correct = check_gemm(aq, b, r.C, rows).correct;
+                if (*verbose)
+                  std::printf("  %6lld %6lld %6lld %9.2f us  %s%s\n", (long long)s.M, (long long)s.N, (long long)s.K,
+                              r.ours_us, mxfp4::describe(c).c_str(), correct ? "" : "  WRONG");
+                if (!correct) continue;  // never store a wrong configuration
                 if (r.ours_us < best) best = r.ours_us, best_cfg = c;
               }
               if (best == std::numeric_limits<double>::infinity())
