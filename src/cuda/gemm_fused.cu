@@ -59,8 +59,8 @@ struct Ring {
   static constexpr int kFrags = N8 * kG * 4 * 256;      // [tile][K16 step][64 u32]
   static constexpr int kSlot = kCodes + kScales + (PREQUANT ? kFrags : 0);
   static constexpr int kAbuf = PREQUANT ? 0 : kFrags;   // path "fused": one A buffer
-  static constexpr int kRedPitch = 8 * N8 + 1;          // floats per reduction row (+1: banks)
-  static constexpr int kRed = 16 * SLABS * kRedPitch * 4;
+  static constexpr int kRedPitch = 16 * SLABS + 4;      // floats per token row of the tile
+  static constexpr int kRed = 8 * N8 * kRedPitch * 4;   // [8*N8 tokens][kRedPitch] fp32
   static constexpr int kHeader = 128;                   // mbarriers
   static int bytes(int stages) {
     const int ring = stages * kSlot + kAbuf;
@@ -173,8 +173,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
           uint32_t a[4];
           decode_weight_fragment(words[step], cs, step, a);
 #pragma unroll
-          for (int j = 0; j < N8; ++j) {
-            if (j >= tiles_m) break;
+          for (int j = 0; j < N8; ++j) {  // tiles past M hold don't-care values: their columns are never stored
             const uint2 b = *reinterpret_cast<const uint2*>(a_lane + (j * kSteps + 4 * c + step) * 64);
             mma_bf16_16816(acc[i][j], a, b.x, b.y);
           }
@@ -188,49 +187,78 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
     }
   }
 
-  // Epilogue: accumulators -> red[n_local][m] (every copy has landed; all warps are past the
-  // loop's last barrier), then (cluster-)reduce and store.
+  // Epilogue: accumulators -> red[m][n_local] (every copy has landed; all warps are past the
+  // loop's last barrier), then (cluster-)reduce 4 consecutive n per thread and store.
+  constexpr int kBlockN = 16 * kSlabs;
+  constexpr int kP = R::kRedPitch;
   {
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int i = 0; i < SPW; ++i)
 #pragma unroll
       for (int j = 0; j < N8; ++j) {
-        const int m = 8 * j + 2 * t;
-        const int n_lo = (warp * SPW + i) * 16 + g, n_hi = n_lo + 8;
-        red[n_lo * R::kRedPitch + m] = acc[i][j][0];
-        red[n_lo * R::kRedPitch + m + 1] = acc[i][j][1];
-        red[n_hi * R::kRedPitch + m] = acc[i][j][2];
-        red[n_hi * R::kRedPitch + m + 1] = acc[i][j][3];
+        const int m = 8 * j + 2 * t, n = (warp * SPW + i) * 16 + g;
+        red[m * kP + n] = acc[i][j][0];
+        red[(m + 1) * kP + n] = acc[i][j][1];
+        red[m * kP + n + 8] = acc[i][j][2];
+        red[(m + 1) * kP + n + 8] = acc[i][j][3];
       }
   }
-  constexpr int kBlockN = 16 * kSlabs;
-  constexpr int kElems = kBlockN * 8 * N8;
   const int64_t n0 = slab0 * 16;
-  auto store = [&](int m, int nl, float v) {
-    if (m >= p.M || n0 + nl >= p.N) return;
-    if (p.c_f32) {
-      static_cast<float*>(p.C)[m * p.ldc + n0 + nl] = v;
-    } else {
-      static_cast<uint16_t*>(p.C)[m * p.ldc + n0 + nl] = fmt::f32_to_bf16(v);
+  const int rows = int(p.M);  // <= 8 * N8
+  constexpr int kQuads = kBlockN / 4;
+  const int quads = rows * kQuads;
+  // Vector stores when the 4 outputs are in range and C's rows are suitably aligned.
+  const bool vec = p.c_f32 ? (reinterpret_cast<uintptr_t>(p.C) % 16 == 0 && p.ldc % 4 == 0)
+                           : (reinterpret_cast<uintptr_t>(p.C) % 8 == 0 && p.ldc % 4 == 0);
+  auto store4 = [&](int m, int nl, float4 v) {
+    const int64_t n = n0 + nl, at = m * p.ldc + n;
+    if (vec && n + 3 < p.N) {
+      if (p.c_f32) {
+        *reinterpret_cast<float4*>(static_cast<float*>(p.C) + at) = v;
+      } else {
+        const uint32_t lo = uint32_t(fmt::f32_to_bf16(v.x)) | (uint32_t(fmt::f32_to_bf16(v.y)) << 16);
+        const uint32_t hi = uint32_t(fmt::f32_to_bf16(v.z)) | (uint32_t(fmt::f32_to_bf16(v.w)) << 16);
+        *reinterpret_cast<uint2*>(static_cast<uint16_t*>(p.C) + at) = make_uint2(lo, hi);
+      }
+      return;
+    }
+    const float e[4] = {v.x, v.y, v.z, v.w};
+    for (int i = 0; i < 4 && n + i < p.N; ++i) {
+      if (p.c_f32) {
+        static_cast<float*>(p.C)[at + i] = e[i];
+      } else {
+        static_cast<uint16_t*>(p.C)[at + i] = fmt::f32_to_bf16(e[i]);
+      }
     }
   };
   if (p.split == 1) {
     __syncthreads();
-    for (int e = threadIdx.x; e < kElems; e += WARPS * 32) {
-      const int m = e / kBlockN, nl = e % kBlockN;
-      store(m, nl, red[nl * R::kRedPitch + m]);
+    for (int q = threadIdx.x; q < quads; q += WARPS * 32) {
+      const int m = q / kQuads, nl = 4 * (q % kQuads);
+      store4(m, nl, *reinterpret_cast<const float4*>(red + m * kP + nl));
     }
   } else {
+    // Pull: rank r sums its share of the tile from every rank's shared memory, all remote
+    // loads of a thread issued before the (rank-ordered, deterministic) sum.
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();  // every rank's partial tile is in its shared memory
-    const int per_rank = (kElems + p.split - 1) / p.split;
-    const int e_end = min(kElems, (rank + 1) * per_rank);
-    for (int e = rank * per_rank + threadIdx.x; e < e_end; e += WARPS * 32) {
-      const int m = e / kBlockN, nl = e % kBlockN;
-      float sum = 0.f;
-      for (int src = 0; src < p.split; ++src) sum += cluster.map_shared_rank(red, src)[nl * R::kRedPitch + m];
-      store(m, nl, sum);
+    const float* src[8];
+#pragma unroll
+    for (int r = 0; r < 8; ++r) src[r] = cluster.map_shared_rank(red, r < p.split ? r : 0);
+    const int per_rank = (quads + p.split - 1) / p.split;
+    const int q_end = min(quads, (rank + 1) * per_rank);
+    for (int q = rank * per_rank + threadIdx.x; q < q_end; q += WARPS * 32) {
+      const int m = q / kQuads, nl = 4 * (q % kQuads);
+      float4 part[8];
+#pragma unroll
+      for (int r = 0; r < 8; ++r)
+        if (r < p.split) part[r] = *reinterpret_cast<const float4*>(src[r] + m * kP + nl);
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int r = 0; r < 8; ++r)
+        if (r < p.split) sum.x += part[r].x, sum.y += part[r].y, sum.z += part[r].z, sum.w += part[r].w;
+      store4(m, nl, sum);
     }
     cluster.sync();  // keep shared memory alive until every rank has read it
   }
