@@ -12,6 +12,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/gemm_kernels.hpp"
 #include "cuda/quantize_kernels.cuh"
+#include "dispatch/path_name.hpp"
 #include "dispatch/tune_cache.hpp"
 
 namespace mxfp4::cuda {
@@ -64,15 +65,8 @@ GemmConfig config_for(int64_t M, int64_t N, int64_t K) {
 void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
           int64_t ldc, const GemmConfig& cfg, ScaleRule rule, void* workspace, size_t workspace_bytes, void* stream) {
   cudaStream_t s = as_stream(stream);
-  if (cfg.path != GemmPath::tiled) {
-    if (M > 64) {
-      throw InvalidArgument("GemmConfig " + describe(cfg) + " supports M <= 64, got M=" + std::to_string(M));
-    }
-    if (cfg.split_k < 1 || cfg.split_k > 8 || (cfg.warps != 4 && cfg.warps != 8) ||
-        (cfg.block_n != 16 * cfg.warps && cfg.block_n != 32 * cfg.warps)) {
-      throw InvalidArgument("unsupported GemmConfig: " + describe(cfg) +
-                            " (split_k 1..8, warps 4 or 8, block_n 16 or 32 rows per warp)");
-    }
+  if (const std::string problem = gemm_config_problem(cfg, M); !problem.empty()) {
+    throw InvalidArgument("unsupported GemmConfig " + describe(cfg) + " for M=" + std::to_string(M) + ": " + problem);
   }
   const uint32_t* frags = nullptr;
   if (cfg.path != GemmPath::fused) {

@@ -31,10 +31,11 @@ namespace cg = cooperative_groups;
 namespace mxfp4::cuda {
 namespace {
 
-constexpr int kG = 2;           // 64-wide K chunks per stage (K128)
-constexpr int kMaxStages = 8;   // ring slots
-constexpr int kTileBytes = 512 + 32;  // codes + scales of one 16x64 weight tile
-constexpr int kSmemBudget = 112 * 1024;  // ring bytes per CTA: two CTAs per SM
+constexpr int kG = 4;                    // 64-wide K chunks per stage (K256)
+constexpr int kMaxStages = 8;            // ring slots
+constexpr int kTileBytes = 512 + 32;     // codes + scales of one 16x64 weight tile
+constexpr int kSmemBudget = 112 * 1024;  // ring + A bytes per CTA: two CTAs per SM
+constexpr int kBlockM = 64;              // tokens per CTA (grid.y covers larger M)
 
 struct FusedArgs {
   const uint16_t* A;
@@ -48,31 +49,36 @@ struct FusedArgs {
   ScaleRule rule;
   int split;
   int stages;             // ring slots in use (1..kMaxStages)
+  int a_chunks;           // path "fused": K chunks of A quantized per batch (a multiple of kG)
   const uint32_t* frags;  // path "splitk": A as activation fragments (quantize_fragments layout)
 };
 
-/// Shared-memory layout of one ring slot for a CTA of SLABS slabs and N8 token tiles.
+/// Shared-memory layout for a CTA of SLABS slabs and N8 token tiles: mbarriers, a ring of
+/// `stages` slots (weights, plus A's fragments on path "splitk"), path "fused"'s A buffer; the
+/// split-K reduction tile reuses the ring after the K loop.
 template <int N8, int SLABS, bool PREQUANT>
 struct Ring {
   static constexpr int kCodes = SLABS * kG * 512;       // [slab][chunk][512]
   static constexpr int kScales = SLABS * kG * 32;       // [slab][chunk][32]
   static constexpr int kFrags = N8 * kG * 4 * 256;      // [tile][K16 step][64 u32]
   static constexpr int kSlot = kCodes + kScales + (PREQUANT ? kFrags : 0);
-  static constexpr int kAbuf = PREQUANT ? 0 : kFrags;   // path "fused": one A buffer
   static constexpr int kRedPitch = 16 * SLABS + 4;      // floats per token row of the tile
   static constexpr int kRed = 8 * N8 * kRedPitch * 4;   // [8*N8 tokens][kRedPitch] fp32
   static constexpr int kHeader = 128;                   // mbarriers
-  static int bytes(int stages) {
-    const int ring = stages * kSlot + kAbuf;
+  static int abuf_bytes(int a_chunks) { return PREQUANT ? 0 : N8 * a_chunks * 1024; }
+  static int bytes(int stages, int a_chunks) {
+    const int ring = stages * kSlot + abuf_bytes(a_chunks);
     return kHeader + (ring > kRed ? ring : kRed);
   }
 };
 
-template <int N8, int WARPS, int SPW, bool PREQUANT>
-__global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs p) {
-  constexpr int kSlabs = WARPS * SPW;
-  using R = Ring<N8, kSlabs, PREQUANT>;
-  constexpr int kSteps = 4 * kG;  // K16 steps per stage
+/// One CTA: SLABS 16-row weight slabs x KW warps per slab (the KW warps of a slab take
+/// alternate K chunks of every stage), tokens [64 * blockIdx.y, +64) of A. Launch bounds keep
+/// every instantiation at <= 128 registers (>= 16 resident warps per SM).
+template <int N8, int SLABS, int KW, bool PREQUANT>
+__global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (SLABS * KW)) gemm_fused_kernel(const FusedArgs p) {
+  constexpr int kThreads = SLABS * KW * 32;
+  using R = Ring<N8, SLABS, PREQUANT>;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw);
   uint8_t* ring = smem_raw + R::kHeader;
@@ -80,27 +86,34 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
   float* red = reinterpret_cast<float*>(ring);                                // after the K loop
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int ls = warp % SLABS, kw = warp / SLABS;
   const int rank = p.split > 1 ? int(cg::this_cluster().block_rank()) : 0;
-  const int64_t slab0 = (blockIdx.x / p.split) * int64_t(kSlabs);
+  const int64_t slab0 = (blockIdx.x / p.split) * int64_t(SLABS);
   const int64_t slabs_total = p.geo.rows_padded / 16;
-  const int active_slabs = slabs_total - slab0 < kSlabs ? int(slabs_total - slab0) : kSlabs;
+  const int active_slabs = slabs_total - slab0 < SLABS ? int(slabs_total - slab0) : SLABS;
   const int64_t kc_total = p.geo.k_chunks, ks_total = p.geo.k_padded / 16;
   const int64_t kc0 = kc_total * rank / p.split, kc1 = kc_total * (rank + 1) / p.split;
   const int nstages = int((kc1 - kc0 + kG - 1) / kG);
-  const int tiles_m = int((p.M + 7) / 8);
+  const int64_t m0 = int64_t(blockIdx.y) * kBlockM;  // first token of this CTA
+  const int rows = p.M - m0 < 8 * N8 ? int(p.M - m0) : 8 * N8;
+  const int tiles_m = (rows + 7) / 8;
+  const uint32_t* frags = PREQUANT ? p.frags + (m0 / 8) * ks_total * 64 : nullptr;
 
   // Producer (thread 0): the bytes of stage s into ring slot s % stages.
-  auto stage_chunks = [&](int s) { const int64_t left = kc1 - kc0 - int64_t(s) * kG; return left < kG ? int(left) : kG; };
+  auto stage_chunks = [&](int s) {
+    const int64_t left = kc1 - kc0 - int64_t(s) * kG;
+    return left < kG ? int(left) : kG;
+  };
   auto issue_weights = [&](int s) {
     const int slot = s % p.stages, chunks = stage_chunks(s);
     uint8_t* dst = ring + slot * R::kSlot;
     const uint32_t frag_bytes = PREQUANT ? uint32_t(tiles_m * chunks * 1024) : 0u;
     mbarrier_arrive_expect_tx(&full[slot], uint32_t(active_slabs * chunks * kTileBytes) + frag_bytes);
     const int64_t kc = kc0 + int64_t(s) * kG;
-    for (int ls = 0; ls < active_slabs; ++ls) {
-      const int64_t tile = (slab0 + ls) * kc_total + kc;
-      bulk_copy_g2s(dst + ls * kG * 512, p.packed + tile * 512, uint32_t(chunks * 512), &full[slot]);
-      bulk_copy_g2s(dst + R::kCodes + ls * kG * 32, p.packed + p.geo.code_bytes + tile * 32, uint32_t(chunks * 32),
+    for (int i = 0; i < active_slabs; ++i) {
+      const int64_t tile = (slab0 + i) * kc_total + kc;
+      bulk_copy_g2s(dst + i * kG * 512, p.packed + tile * 512, uint32_t(chunks * 512), &full[slot]);
+      bulk_copy_g2s(dst + R::kCodes + i * kG * 32, p.packed + p.geo.code_bytes + tile * 32, uint32_t(chunks * 32),
                     &full[slot]);
     }
   };
@@ -109,7 +122,25 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
     uint8_t* dst = ring + slot * R::kSlot + R::kCodes + R::kScales;
     const int64_t ks = 4 * (kc0 + int64_t(s) * kG);
     for (int j = 0; j < tiles_m; ++j)
-      bulk_copy_g2s(dst + j * kG * 1024, p.frags + (j * ks_total + ks) * 64, uint32_t(chunks * 1024), &full[slot]);
+      bulk_copy_g2s(dst + j * kG * 1024, frags + (j * ks_total + ks) * 64, uint32_t(chunks * 1024), &full[slot]);
+  };
+  // Path "fused": A[m0 + 0..rows, chunks c0 .. c0+n of this rank] -> abuf as fragments (zeros
+  // past M and K), 4 lanes per 32-element block. Every lane joins every round (the block
+  // reductions shuffle across 4 lanes); tasks past the end quantize zeros and store nothing.
+  auto quantize_a = [&](int64_t c0, int n) {
+    const int tasks = 8 * N8 * 2 * n * 4, rounds = (tasks + kThreads - 1) / kThreads;
+    const int64_t ks_buf = 4 * int64_t(p.a_chunks);
+    for (int round = 0; round < rounds; ++round) {
+      const int task = round * kThreads + int(threadIdx.x);
+      const int q = task % 4, blk = task / 4;
+      const int r = blk / (2 * n), b = blk % (2 * n);
+      uint32_t words[4];
+      quantize_quarter_to_fragment_words(p.A + m0 * p.lda, task < tasks ? rows : 0, p.K, p.lda, r,
+                                         2 * (kc0 + c0) + b, q, p.rule, words);
+      if (task >= tasks) continue;
+#pragma unroll
+      for (int t = 0; t < 4; ++t) abuf[a_fragment_index(r / 8, 2 * b + q / 2, ks_buf, 4 * (r % 8) + t, q % 2)] = words[t];
+    }
   };
 
   const int prologue = min(nstages, p.stages);
@@ -124,46 +155,37 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
     for (int s = 0; s < prologue; ++s) issue_frags(s);
   __syncthreads();  // barriers initialised before anyone waits on them
 
-  float acc[SPW][N8][4];
+  float acc[N8][4];
 #pragma unroll
-  for (int i = 0; i < SPW; ++i)
-#pragma unroll
-    for (int j = 0; j < N8; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
+  for (int j = 0; j < N8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
   for (int s = 0; s < nstages; ++s) {
     const int slot = s % p.stages, chunks = stage_chunks(s);
     const uint8_t* slot_base = ring + slot * R::kSlot;
-    const uint32_t* a_frag = PREQUANT ? reinterpret_cast<const uint32_t*>(slot_base + R::kCodes + R::kScales) : abuf;
-    if constexpr (!PREQUANT) {
-      // A[0:M, stage] -> fragments in abuf (zeros past M and K), 4 lanes per 32-element block.
-      // Every lane joins every round (the block reductions shuffle across 4 lanes); rounds
-      // past kTasks quantize zeros and store nothing.
-      constexpr int kTasks = 8 * N8 * 2 * kG * 4;
-      constexpr int kRounds = (kTasks + WARPS * 32 - 1) / (WARPS * 32);
-      const int64_t kb0 = 2 * (kc0 + int64_t(s) * kG);
-      for (int round = 0; round < kRounds; ++round) {
-        const int task = round * WARPS * 32 + threadIdx.x;
-        const int q = task % 4, blk = task / 4;
-        const int r = blk / (2 * kG), b = blk % (2 * kG);
-        uint32_t words[4];
-        quantize_quarter_to_fragment_words(p.A, task < kTasks ? p.M : 0, p.K, p.lda, r, kb0 + b, q, p.rule, words);
-        if (task >= kTasks) continue;
-#pragma unroll
-        for (int t = 0; t < 4; ++t) abuf[a_fragment_index(r / 8, 2 * b + q / 2, kSteps, 4 * (r % 8) + t, q % 2)] = words[t];
+    const uint32_t* a_frag;  // fragments of this stage's first chunk, K16-step pitch ks_pitch
+    int ks_pitch;
+    if constexpr (PREQUANT) {
+      a_frag = reinterpret_cast<const uint32_t*>(slot_base + R::kCodes + R::kScales);
+      ks_pitch = 4 * kG;
+    } else {
+      const int in_batch = (s * kG) % p.a_chunks;
+      if (in_batch == 0) {  // the previous batch is consumed (end-of-stage barrier)
+        const int64_t left = kc1 - kc0 - int64_t(s) * kG;
+        quantize_a(int64_t(s) * kG, left < p.a_chunks ? int(left) : p.a_chunks);
+        __syncthreads();
       }
-      __syncthreads();
+      a_frag = abuf + in_batch * 4 * 64;
+      ks_pitch = 4 * p.a_chunks;
     }
     mbarrier_wait(&full[slot], uint32_t(s / p.stages) & 1u);
 
-    const uint32_t* a_lane = a_frag + 2 * lane;
-#pragma unroll
-    for (int i = 0; i < SPW; ++i) {
-      const int ls = warp * SPW + i;
-      if (ls >= active_slabs) continue;
+    if (ls < active_slabs) {
       const uint8_t* codes = slot_base + ls * kG * 512 + lane * 16;
       const uint8_t* scales = slot_base + R::kCodes + ls * kG * 32 + 4 * (lane / 4);
+      const uint32_t* a_lane = a_frag + 2 * lane;
 #pragma unroll
-      for (int c = 0; c < kG; ++c) {
+      for (int cc = 0; cc < kG / KW; ++cc) {
+        const int c = cc * KW + kw;
         if (c >= chunks) break;
         const uint4 wc = *reinterpret_cast<const uint4*>(codes + c * 512);
         const ChunkScales cs = chunk_scales(*reinterpret_cast<const uint32_t*>(scales + c * 32));
@@ -173,9 +195,9 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
           uint32_t a[4];
           decode_weight_fragment(words[step], cs, step, a);
 #pragma unroll
-          for (int j = 0; j < N8; ++j) {  // tiles past M hold don't-care values: their columns are never stored
-            const uint2 b = *reinterpret_cast<const uint2*>(a_lane + (j * kSteps + 4 * c + step) * 64);
-            mma_bf16_16816(acc[i][j], a, b.x, b.y);
+          for (int j = 0; j < N8; ++j) {  // tiles past M hold don't-care values: never stored
+            const uint2 b = *reinterpret_cast<const uint2*>(a_lane + (j * ks_pitch + 4 * c + step) * 64);
+            mma_bf16_16816(acc[j], a, b.x, b.y);
           }
         }
       }
@@ -187,32 +209,33 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
     }
   }
 
-  // Epilogue: accumulators -> red[m][n_local] (every copy has landed; all warps are past the
-  // loop's last barrier), then (cluster-)reduce 4 consecutive n per thread and store.
-  constexpr int kBlockN = 16 * kSlabs;
+  // Epilogue: the KW warps of a slab add their accumulators into red[m][n_local] in order
+  // (every copy has landed; all warps are past the loop's last barrier), then
+  // (cluster-)reduce 4 consecutive n per thread and store.
+  constexpr int kBlockN = 16 * SLABS;
   constexpr int kP = R::kRedPitch;
-  {
-    const int g = lane / 4, t = lane % 4;
+  const int g = lane / 4, t = lane % 4;
 #pragma unroll
-    for (int i = 0; i < SPW; ++i)
+  for (int group = 0; group < KW; ++group) {
+    if (kw == group) {
 #pragma unroll
-      for (int j = 0; j < N8; ++j) {
-        const int m = 8 * j + 2 * t, n = (warp * SPW + i) * 16 + g;
-        red[m * kP + n] = acc[i][j][0];
-        red[(m + 1) * kP + n] = acc[i][j][1];
-        red[m * kP + n + 8] = acc[i][j][2];
-        red[(m + 1) * kP + n + 8] = acc[i][j][3];
-      }
+      for (int j = 0; j < N8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float& dst = red[(8 * j + 2 * t + e % 2) * kP + ls * 16 + g + 8 * (e / 2)];
+          dst = group == 0 ? acc[j][e] : dst + acc[j][e];
+        }
+    }
+    if (KW > 1) __syncthreads();
   }
   const int64_t n0 = slab0 * 16;
-  const int rows = int(p.M);  // <= 8 * N8
   constexpr int kQuads = kBlockN / 4;
   const int quads = rows * kQuads;
   // Vector stores when the 4 outputs are in range and C's rows are suitably aligned.
   const bool vec = p.c_f32 ? (reinterpret_cast<uintptr_t>(p.C) % 16 == 0 && p.ldc % 4 == 0)
                            : (reinterpret_cast<uintptr_t>(p.C) % 8 == 0 && p.ldc % 4 == 0);
   auto store4 = [&](int m, int nl, float4 v) {
-    const int64_t n = n0 + nl, at = m * p.ldc + n;
+    const int64_t n = n0 + nl, at = (m0 + m) * p.ldc + n;
     if (vec && n + 3 < p.N) {
       if (p.c_f32) {
         *reinterpret_cast<float4*>(static_cast<float*>(p.C) + at) = v;
@@ -233,8 +256,8 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
     }
   };
   if (p.split == 1) {
-    __syncthreads();
-    for (int q = threadIdx.x; q < quads; q += WARPS * 32) {
+    if (KW == 1) __syncthreads();
+    for (int q = threadIdx.x; q < quads; q += kThreads) {
       const int m = q / kQuads, nl = 4 * (q % kQuads);
       store4(m, nl, *reinterpret_cast<const float4*>(red + m * kP + nl));
     }
@@ -248,7 +271,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
     for (int r = 0; r < 8; ++r) src[r] = cluster.map_shared_rank(red, r < p.split ? r : 0);
     const int per_rank = (quads + p.split - 1) / p.split;
     const int q_end = min(quads, (rank + 1) * per_rank);
-    for (int q = rank * per_rank + threadIdx.x; q < q_end; q += WARPS * 32) {
+    for (int q = rank * per_rank + threadIdx.x; q < q_end; q += kThreads) {
       const int m = q / kQuads, nl = 4 * (q % kQuads);
       float4 part[8];
 #pragma unroll
@@ -264,22 +287,25 @@ __global__ void __launch_bounds__(WARPS * 32) gemm_fused_kernel(const FusedArgs 
   }
 }
 
-template <int N8, int WARPS, int SPW, bool PREQUANT>
+template <int N8, int SLABS, int KW, bool PREQUANT>
 void launch_fused(FusedArgs args, cudaStream_t stream) {
-  using R = Ring<N8, WARPS * SPW, PREQUANT>;
+  using R = Ring<N8, SLABS, PREQUANT>;
   const int64_t chunks_per_rank = ceil_div(args.geo.k_chunks, args.split);
   const int nstages = int(ceil_div(chunks_per_rank, kG));
-  const int fit = (kSmemBudget - R::kAbuf) / R::kSlot;
+  // Path "fused" quantizes all of the rank's A at once when it fits in half the budget.
+  const int all_chunks = nstages * kG;
+  args.a_chunks = R::abuf_bytes(all_chunks) <= kSmemBudget / 2 ? all_chunks : kG;
+  const int fit = (kSmemBudget - R::abuf_bytes(args.a_chunks)) / R::kSlot;
   args.stages = std::max(1, std::min({nstages, kMaxStages, fit}));
-  const int smem = R::bytes(args.stages);
-  auto kernel = gemm_fused_kernel<N8, WARPS, SPW, PREQUANT>;
+  const int smem = R::bytes(args.stages, args.a_chunks);
+  auto kernel = gemm_fused_kernel<N8, SLABS, KW, PREQUANT>;
   // Per device and cheap; not a stream operation, so also legal during graph capture.
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
         "cudaFuncSetAttribute(gemm_fused_kernel)");
-  const int64_t tiles = ceil_div(args.geo.rows_padded, 16 * WARPS * SPW);
+  const int64_t tiles = ceil_div(args.geo.rows_padded, 16 * SLABS);
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(tiles * args.split));
-  cfg.blockDim = dim3(WARPS * 32);
+  cfg.gridDim = dim3(unsigned(tiles * args.split), unsigned(ceil_div(args.M, kBlockM)));
+  cfg.blockDim = dim3(SLABS * KW * 32);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
@@ -301,32 +327,34 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   check(cudaLaunchKernelEx(&cfg, kernel, args), "cudaLaunchKernelEx(gemm_fused_kernel)");
 }
 
-/// The explicit, bounded list of instantiations: block_n / (16 * warps) slabs per warp (1 or
-/// 2) x warps (4 or 8) x token tiles N8 (1, 2, 4, 8) x path (fused, splitk): 32 kernels.
-template <int WARPS, int SPW, bool PREQUANT>
+/// The explicit, bounded list of instantiations: token tiles N8 (1, 2, 4, 8) x (slabs, warps
+/// per slab) in {(4,1), (4,2), (4,4), (8,1), (8,2)} x path (fused, splitk): 40 kernels.
+template <int SLABS, int KW, bool PREQUANT>
 void dispatch_n8(const FusedArgs& args, cudaStream_t stream) {
   const int64_t M = args.M;
-  if (M <= 8) return launch_fused<1, WARPS, SPW, PREQUANT>(args, stream);
-  if (M <= 16) return launch_fused<2, WARPS, SPW, PREQUANT>(args, stream);
-  if (M <= 32) return launch_fused<4, WARPS, SPW, PREQUANT>(args, stream);
-  return launch_fused<8, WARPS, SPW, PREQUANT>(args, stream);
+  if (M <= 8) return launch_fused<1, SLABS, KW, PREQUANT>(args, stream);
+  if (M <= 16) return launch_fused<2, SLABS, KW, PREQUANT>(args, stream);
+  if (M <= 32) return launch_fused<4, SLABS, KW, PREQUANT>(args, stream);
+  return launch_fused<8, SLABS, KW, PREQUANT>(args, stream);
 }
 
 template <bool PREQUANT>
 void dispatch_fused(const FusedArgs& args, const GemmConfig& cfg, cudaStream_t stream) {
-  const int spw = cfg.block_n / (16 * cfg.warps);
-  if (cfg.warps == 8) {
-    return spw == 2 ? dispatch_n8<8, 2, PREQUANT>(args, stream) : dispatch_n8<8, 1, PREQUANT>(args, stream);
+  const int slabs = cfg.block_n / 16, kw = cfg.warps / slabs;
+  if (slabs == 8) {
+    return kw == 2 ? dispatch_n8<8, 2, PREQUANT>(args, stream) : dispatch_n8<8, 1, PREQUANT>(args, stream);
   }
-  return spw == 2 ? dispatch_n8<4, 2, PREQUANT>(args, stream) : dispatch_n8<4, 1, PREQUANT>(args, stream);
+  if (kw == 4) return dispatch_n8<4, 4, PREQUANT>(args, stream);
+  return kw == 2 ? dispatch_n8<4, 2, PREQUANT>(args, stream) : dispatch_n8<4, 1, PREQUANT>(args, stream);
 }
 
 }  // namespace
 
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, cudaStream_t stream) {
-  const FusedArgs args{A,    M, K, lda, B.data, PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule, cfg.split_k,
-                       /*stages=*/1, frags};
+  const FusedArgs args{A,     M,    K,     lda,          B.data,
+                       PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule, cfg.split_k, /*stages=*/1,
+                       /*a_chunks=*/kG, frags};
   if (frags != nullptr) {
     dispatch_fused<true>(args, cfg, stream);
   } else {

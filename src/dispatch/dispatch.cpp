@@ -11,14 +11,16 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-/// Small M (<= 64): the cluster split-K kernel (src/cuda/gemm_fused.cu). The grid should
-/// hold about two CTAs per SM (the weight stream needs many bytes in flight), and each CTA
-/// reads A for its K range from L2, so larger M prefers taller CTAs (more weight rows share
-/// one copy of A): block_n starts at 64 (M <= 16), 128 (M <= 32) or 256 rows (M <= 64) and is
-/// halved while even split_k = 8 could not fill the GPU; split_k then doubles up to 8 until
-/// the grid reaches two CTAs per SM, keeping at least one 64-wide K chunk per CTA. M <= 8
-/// quantizes A inside the GEMM (fused, one launch); 8 < M <= 64 quantizes it once first
-/// (splitk). Larger M: the tiled kernel (128 x 128 tiles).
+/// Small and medium M (<= 128): the weight-streaming kernel (src/cuda/gemm_fused.cu), tokens
+/// in CTAs of 64 along grid.y. It is bound by latency and instruction issue, so the grid should
+/// hold about two CTAs per SM and every SM many warps:
+///   - block_n 128 (8 slabs) when M > 32 and N is wide enough to fill the GPU (more weight rows
+///     share one copy of A), else 64;
+///   - split_k doubles up to 8 (at most one per 64-wide K chunk) until the grid reaches two CTAs
+///     per SM;
+///   - 2 (or, with 4 slabs, 4) warps per slab when each CTA still has >= 8 (>= 16) K chunks.
+/// M <= 8 quantizes A inside the GEMM (fused, one launch); larger M quantizes it once first
+/// (splitk). M > 128: the tiled kernel (128 x 128 tiles).
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   constexpr int64_t kMax = int64_t(1) << 40;  // far beyond any matrix that fits a GPU
   if (M < 1 || N < 1 || K < 1 || M > kMax || N > kMax || K > kMax) {
@@ -26,19 +28,23 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
                           ", K = " + std::to_string(K) + " must each be in [1, 2^40]");
   }
   GemmConfig cfg;
-  if (M <= 64) {
+  if (M <= 128) {
     const int64_t chunks = ceil_div(K, 64);
+    const int64_t m_tiles = ceil_div(M, 64);
     const int64_t target = 2 * int64_t(std::max(dev.sm_count, 1));
     const int64_t max_split = std::min<int64_t>(8, chunks);
-    int block_n = M <= 16 ? 64 : M <= 32 ? 128 : 256;
-    while (block_n > 64 && ceil_div(N, block_n) * max_split < target) block_n /= 2;
-    cfg.block_n = block_n;
-    cfg.warps = block_n == 64 ? 4 : 8;
-    cfg.block_m = int(std::min<int64_t>(64, ceil_div(M, 8) * 8));
-    const int64_t tiles = ceil_div(N, block_n);
+    const int block_n = M > 32 && ceil_div(N, 128) * m_tiles * max_split >= target ? 128 : 64;
+    const int64_t tiles = ceil_div(N, block_n) * m_tiles;
     int split = 1;
     while (split < max_split && tiles * split < target) split *= 2;
-    cfg.split_k = std::min<int>(split, int(max_split));
+    split = std::min<int>(split, int(max_split));
+    const int64_t chunks_per_cta = ceil_div(chunks, split);
+    const int slabs = block_n / 16;
+    int warps_per_slab = chunks_per_cta >= 16 && slabs == 4 ? 4 : chunks_per_cta >= 8 ? 2 : 1;
+    cfg.block_n = block_n;
+    cfg.block_m = int(std::min<int64_t>(64, ceil_div(M, 8) * 8));
+    cfg.split_k = split;
+    cfg.warps = slabs * warps_per_slab;
     cfg.path = M <= 8 ? GemmPath::fused : GemmPath::splitk;
     return cfg;
   }
@@ -63,6 +69,23 @@ std::optional<GemmPath> parse_gemm_path(std::string_view name) {
   for (GemmPath p : {GemmPath::fused, GemmPath::splitk, GemmPath::tiled})
     if (name == gemm_path_name(p)) return p;
   return std::nullopt;
+}
+
+std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
+  if (cfg.path == GemmPath::tiled) {
+    if (cfg.block_n != 128 || cfg.block_m != 128 || cfg.warps != 8 || cfg.split_k != 1)
+      return "path tiled: block_n = block_m = 128, warps = 8, split_k = 1";
+    return {};
+  }
+  if (cfg.path != GemmPath::fused && cfg.path != GemmPath::splitk) return "unknown path";
+  const int slabs = cfg.block_n / 16, per_slab = slabs > 0 ? cfg.warps / slabs : 0;
+  const bool shape_ok = (cfg.block_n == 64 || cfg.block_n == 128) && cfg.warps == slabs * per_slab &&
+                        (per_slab == 1 || per_slab == 2 || (per_slab == 4 && slabs == 4));
+  if (cfg.split_k < 1 || cfg.split_k > 8 || !shape_ok)
+    return "paths fused/splitk: split_k 1..8, block_n 64 or 128, warps = block_n/16 times 1, 2 or 4 (4 only with "
+           "block_n 64)";
+  if (M > int64_t(64) * 65535) return "paths fused/splitk: M <= 4194240";
+  return {};
 }
 
 std::string describe(const GemmConfig& cfg) {

@@ -1,8 +1,11 @@
-// Names of the GEMM paths ("fused", "splitk", "tiled"), shared by describe() and the tune
-// cache so the two can never disagree (internal; defined in dispatch.cpp).
+// Names of the GEMM paths ("fused", "splitk", "tiled") and the rule for which configurations
+// the CUDA kernels instantiate, shared by describe(), the tune cache and the CUDA launcher so
+// they can never disagree (internal; defined in dispatch.cpp).
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "mxfp4/mxfp4.hpp"
@@ -13,5 +16,11 @@ namespace mxfp4 {
 const char* gemm_path_name(GemmPath p);
 /// Inverse of gemm_path_name; nullopt for any other string.
 std::optional<GemmPath> parse_gemm_path(std::string_view name);
+
+/// Why the CUDA kernels cannot run `cfg` for M tokens (empty when they can): the small-M
+/// kernel (fused/splitk) takes split_k 1..8, block_n 64 or 128, warps = block_n/16 x 1, 2 or 4
+/// (4 only with block_n 64) and M <= 64 * 65535; the tiled kernel block_n = block_m = 128 with
+/// 8 warps.
+std::string gemm_config_problem(const GemmConfig& cfg, int64_t M);
 
 }  // namespace mxfp4

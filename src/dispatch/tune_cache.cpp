@@ -56,10 +56,8 @@ std::optional<GemmConfig> lookup(const std::string& gpu, int64_t M, int64_t N, i
     cfg.block_m = e->at("block_m").get<int>();
     cfg.split_k = e->at("split_k").get<int>();
     cfg.warps = e->at("warps").get<int>();
-    const bool fused_like = cfg.path != GemmPath::tiled;
-    const bool valid = cfg.split_k >= 1 && cfg.split_k <= 8 && (cfg.warps == 4 || cfg.warps == 8) &&
-                       (!fused_like || M <= 64);
-    if (!valid) return std::nullopt;  // never trust a hand-edited entry the kernels cannot run
+    // Never trust a hand-edited entry the kernels cannot run.
+    if (!gemm_config_problem(cfg, M).empty()) return std::nullopt;
     return cfg;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;

@@ -1,6 +1,7 @@
 // The dispatcher is a pure function: tested on the CPU for every workload shape.
 #include <gtest/gtest.h>
 
+#include "dispatch/path_name.hpp"
 #include "dispatch/tune_cache.hpp"
 #include "mxfp4/mxfp4.hpp"
 
@@ -18,24 +19,32 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesTiled) {
   const DeviceInfo dev = h200();
   for (int64_t M : {1, 4, 8}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::fused) << M;
   for (int64_t M : {9, 16, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
-  for (int64_t M : {65, 128, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::tiled) << M;
+  for (int64_t M : {65, 128}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::splitk) << M;
+  for (int64_t M : {129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::tiled) << M;
 }
 
-TEST(Dispatch, SmallMFillsTheGpuWithTallCtasForLargerM) {
+TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
   const DeviceInfo dev = h200();
-  // 16 x 2112 x 7168: 33 CTAs of 64 rows; 112 K chunks -> split 8 (264 CTAs).
+  // 16 x 2112 x 7168: 33 CTAs of 64 rows; 112 K chunks -> split 8 (264 CTAs), 14 chunks per
+  // CTA -> 2 warps per slab.
   GemmConfig c = choose_gemm_config(16, 2112, 7168, dev);
   EXPECT_EQ(c.block_n, 64);
   EXPECT_EQ(c.split_k, 8);
-  // 64 x 7168 x 2048: 256-row CTAs give 28 x 8 = 224 < 264, so 128 rows: 56 CTAs, split 8.
+  EXPECT_EQ(c.warps, 8);
+  // 64 x 7168 x 2048: 56 CTAs of 128 rows, split 8 (448 CTAs) of 4 chunks: one warp per slab.
   c = choose_gemm_config(64, 7168, 2048, dev);
   EXPECT_EQ(c.block_n, 128);
   EXPECT_EQ(c.warps, 8);
   EXPECT_EQ(c.split_k, 8);
-  // Very wide N at M = 64 keeps 256-row CTAs (two slabs per warp).
-  c = choose_gemm_config(64, 65536, 2048, dev);
-  EXPECT_EQ(c.block_n, 256);
+  // 1 x 7168 x 2048: 112 CTAs, split 4 -> 8 chunks per CTA: 2 warps per slab.
+  c = choose_gemm_config(1, 7168, 2048, dev);
+  EXPECT_EQ(c.split_k, 4);
   EXPECT_EQ(c.warps, 8);
+  EXPECT_EQ(c.path, GemmPath::fused);
+  // M = 128: two token CTAs along grid.y count towards the grid.
+  c = choose_gemm_config(128, 2112, 7168, dev);
+  EXPECT_EQ(c.block_m, 64);
+  EXPECT_EQ(c.path, GemmPath::splitk);
   // K = 32: one chunk, never split; K = 128: two chunks, split at most 2.
   EXPECT_EQ(choose_gemm_config(1, 4096, 32, dev).split_k, 1);
   EXPECT_EQ(choose_gemm_config(1, 64, 128, dev).split_k, 2);
@@ -52,10 +61,15 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
       for (int64_t K : {32, 96, 1664, 16384}) {
         const GemmConfig c = choose_gemm_config(M, N, K, dev);
         EXPECT_TRUE(c.split_k >= 1 && c.split_k <= 8) << describe(c);
-        EXPECT_TRUE(c.warps == 4 || c.warps == 8) << describe(c);
-        if (M <= 64) EXPECT_TRUE(c.block_n == 16 * c.warps || c.block_n == 32 * c.warps) << describe(c);
-        if (M <= 64) EXPECT_LE(c.split_k, (K + 63) / 64) << describe(c);
-        EXPECT_EQ(c.path == GemmPath::tiled, M > 64) << describe(c);
+        EXPECT_TRUE(c.warps == 4 || c.warps == 8 || c.warps == 16) << describe(c);
+        if (M <= 128) {
+          const int slabs = c.block_n / 16;
+          EXPECT_TRUE(slabs == 4 || slabs == 8) << describe(c);
+          EXPECT_TRUE(c.warps == slabs || c.warps == 2 * slabs || (c.warps == 16 && slabs == 4)) << describe(c);
+          EXPECT_LE(c.split_k, (K + 63) / 64) << describe(c);
+        }
+        EXPECT_EQ(c.path == GemmPath::tiled, M > 128) << describe(c);
+        EXPECT_EQ(gemm_config_problem(c, M), "") << describe(c);
         EXPECT_EQ(gemm_workspace_bytes(M, K, c) == 0, c.path == GemmPath::fused) << describe(c);
       }
 }

@@ -15,30 +15,28 @@
 namespace mxfp4::test {
 namespace {
 
-GemmConfig make_cfg(GemmPath path, int split = 1, int warps = 4, int slabs_per_warp = 1) {
+GemmConfig make_cfg(GemmPath path, int split = 1, int slabs = 4, int warps_per_slab = 1) {
   GemmConfig c;
   c.path = path;
   c.split_k = split;
-  c.warps = warps;
-  c.block_n = 16 * warps * slabs_per_warp;
+  c.block_n = 16 * slabs;
+  c.warps = slabs * warps_per_slab;
   if (path == GemmPath::tiled) c.block_n = c.block_m = 128, c.warps = 8;
   return c;
 }
 
 /// Every configuration that can run M: fused (in-kernel quantization) and splitk (pre-quantized
-/// A) variants with and without cluster split for M <= 64, tiled always.
+/// A) variants with and without cluster split, 4 or 8 slabs, 1, 2 or 4 warps per slab, and
+/// tiled for M > 64.
 std::vector<GemmConfig> configs_for(int64_t M) {
   std::vector<GemmConfig> v;
-  if (M <= 64) {
-    v.push_back(make_cfg(GemmPath::fused, 1, 4));
-    v.push_back(make_cfg(GemmPath::fused, 1, 8));
-    v.push_back(make_cfg(GemmPath::fused, 4, 4));
-    v.push_back(make_cfg(GemmPath::fused, 2, 8, 2));
-    v.push_back(make_cfg(GemmPath::splitk, 1, 4));
-    v.push_back(make_cfg(GemmPath::splitk, 2, 4, 2));
-    v.push_back(make_cfg(GemmPath::splitk, 8, 8));
-    v.push_back(make_cfg(GemmPath::splitk, 3, 8, 2));
-  }
+  v.push_back(make_cfg(GemmPath::fused, 1, 4, 1));
+  v.push_back(make_cfg(GemmPath::fused, 1, 8, 2));
+  v.push_back(make_cfg(GemmPath::fused, 4, 4, 4));
+  v.push_back(make_cfg(GemmPath::splitk, 1, 4, 2));
+  v.push_back(make_cfg(GemmPath::splitk, 2, 8, 1));
+  v.push_back(make_cfg(GemmPath::splitk, 8, 4, 1));
+  v.push_back(make_cfg(GemmPath::splitk, 3, 8, 2));
   v.push_back(make_cfg(GemmPath::tiled));
   return v;
 }
@@ -319,13 +317,18 @@ TEST(GpuGemm, ValidationRejectsBadArguments) {
   MXFP4_REQUIRE_GPU();
   const Problem p = random_problem(4, 64, 128, 3);
   DeviceBuf dc(4 * 64 * 2);
-  GemmConfig bad = make_cfg(GemmPath::fused, 1, 4);
-  GemmOptions opt;
-  opt.config = &bad;
-  const Problem big = random_problem(65, 64, 128, 4);
-  DeviceBuf dcb(65 * 64 * 2);
-  EXPECT_THROW(gemm(big.da->get<uint16_t>(), 65, 128, 128, big.pw, dcb.get<uint16_t>(), 64, opt, cuda_exec()),
-               InvalidArgument);
+  // Shapes of the small-M kernel that have no instantiation: 12 warps, 4 warps per slab with
+  // 8 slabs, block_n 32.
+  for (auto [block_n, warps] : {std::pair{64, 12}, std::pair{128, 32}, std::pair{32, 4}}) {
+    GemmConfig bad = make_cfg(GemmPath::splitk, 1, 4);
+    bad.block_n = block_n;
+    bad.warps = warps;
+    GemmOptions opt;
+    opt.config = &bad;
+    EXPECT_THROW(gemm(p.da->get<uint16_t>(), 4, 128, 128, p.pw, dc.get<uint16_t>(), 64, opt, cuda_exec()),
+                 InvalidArgument)
+        << describe(bad);
+  }
   PackedWeights wrong = p.pw;
   wrong.version = 99;
   EXPECT_THROW(gemm(p.da->get<uint16_t>(), 4, 128, 128, wrong, dc.get<uint16_t>(), 64, {}, cuda_exec()), TypeMismatch);

@@ -1,8 +1,10 @@
 // mxfp4 tune: times candidate GEMM configurations of each workload shape on the GPU (the
 // benchmark's method: CUDA graph, weights rotated past L2, median) and stores the fastest
 // correct one in the tune cache (src/dispatch/tune_cache.hpp), keyed by GPU name and shape.
+#include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <utility>
 
 #include "bench_data.hpp"
 #include "common.hpp"
@@ -17,30 +19,30 @@ namespace mxfp4cli {
 using namespace bench;
 namespace {
 
-/// Candidates: every split_k / warps / block_n / path combination the small-M kernel takes for
-/// M <= 64 (docs/dispatch.md); the tiled kernel has no variants yet.
+/// Candidates: every split_k / warps / block_n / path combination of the small-M kernel
+/// (docs/dispatch.md) for M <= 256, plus the tiled kernel for M > 64 (no variants yet).
 std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
   std::vector<mxfp4::GemmConfig> v;
-  if (M > 64) {
+  if (M > 64) {  // the tiled kernel (no variants yet)
     mxfp4::GemmConfig c;
     c.path = mxfp4::GemmPath::tiled;
     c.block_n = c.block_m = 128;
     c.warps = 8;
     v.push_back(c);
-    return v;
   }
+  if (M > 256) return v;  // the small-M kernel re-reads the weights for every 64 tokens
+  const std::pair<int, int> shapes[] = {{4, 1}, {4, 2}, {4, 4}, {8, 1}, {8, 2}};  // slabs, warps per slab
   for (mxfp4::GemmPath path : {mxfp4::GemmPath::fused, mxfp4::GemmPath::splitk})
     for (int split : {1, 2, 4, 8})
-      for (int warps : {4, 8})
-        for (int slabs_per_warp : {1, 2}) {
-          mxfp4::GemmConfig c;
-          c.path = path;
-          c.split_k = split;
-          c.warps = warps;
-          c.block_n = 16 * warps * slabs_per_warp;
-          c.block_m = int((M + 7) / 8 * 8);
-          v.push_back(c);
-        }
+      for (auto [slabs, per_slab] : shapes) {
+        mxfp4::GemmConfig c;
+        c.path = path;
+        c.split_k = split;
+        c.block_n = 16 * slabs;
+        c.warps = slabs * per_slab;
+        c.block_m = int(std::min<int64_t>(64, (M + 7) / 8 * 8));
+        v.push_back(c);
+      }
   return v;
 }
 
