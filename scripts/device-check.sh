@@ -129,7 +129,7 @@ if [ -n "$sanitizers" ]; then
     rc=$?
     echo "===== $tool rc=$rc ($((SECONDS - t0)) s; 9: the tool reported errors, 1: a test failed, 124: timed out)" \
       >> "$out/sanitizers.log"
-    summary+=("$(printf '%-10s rc=%-3s %4ss  %s' "san:$tool" "$rc" "$((SECONDS - t0))" "$out/sanitizers.log")")
+    summary+=("$(printf '%-13s rc=%-3s %4ss  %s' "san:$tool" "$rc" "$((SECONDS - t0))" "$out/sanitizers.log")")
     [ $rc -eq 0 ] || failed=1
   done
   tail -n 40 "$out/sanitizers.log"
