@@ -1,6 +1,6 @@
 // Small cases of every kernel, sized for compute-sanitizer (scripts/device-check.sh
 // --sanitizers: memcheck, racecheck, initcheck, synccheck run them): the three GEMM paths with
-// their cluster splits and both store variants, the activation pre-quantizer (splitk, tiled),
+// their cluster splits, one and two weight slabs per warp and both C store variants, the activation pre-quantizer (splitk, tiled),
 // quantize, dequantize, the AITER layout converters, prepack, prepack_dense and unpack.
 // Intermediate buffers are left uninitialised (NoInit) and gaps between strided rows are never
 // written, so initcheck reports any read of a byte the library did not write first; results
@@ -45,8 +45,9 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
   const PackedWeights pw = prepack(MxMatrix{codes.get(), scales.get(), N, K}, packed.get(), cuda_exec());
   struct Run { int64_t M; std::vector<GemmConfig> cfgs; };
   const Run runs[] = {
-      {5, {forced_cfg(GemmPath::fused, 1, 4), forced_cfg(GemmPath::fused, 4, 8)}},
-      {40, {forced_cfg(GemmPath::splitk, 2, 4), forced_cfg(GemmPath::splitk, 8, 8)}},  // split 8 > 5 chunks
+      {5, {forced_cfg(GemmPath::fused, 1, 4), forced_cfg(GemmPath::fused, 4, 8, 2)}},
+      {40, {forced_cfg(GemmPath::splitk, 2, 4, 2), forced_cfg(GemmPath::splitk, 8, 8),  // split 8 > 5 chunks
+            forced_cfg(GemmPath::splitk, 3, 8, 2)}},
       {130, {forced_cfg(GemmPath::tiled)}}};
   for (const Run& run : runs) {
     const int64_t M = run.M, lda = K + 32;
