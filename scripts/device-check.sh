@@ -2,29 +2,42 @@
 # The one script for the GPU machine (CUDA, cmake, ninja, python3; no network, no
 # gtest/CLI11/nlohmann packages: it builds against .deps/, made by scripts/prepare-deps.sh on
 # a networked machine and carried along). Builds build-device with all cores for sm_90a,
-# runs ctest (or the gtest binary with --filter), optionally compute-sanitizer memcheck on the
-# GPU tests, then `mxfp4 bench --out-dir bench/results`. Logs and bench/results/* go to $OUT
-# (or ./device-out). The summary is printed last.
-# Usage: scripts/device-check.sh [--no-tests] [--no-bench] [--sanitizer] [--filter GTEST_FILTER]
-#                                [--bench-args "ARGS"] [--tune SHAPES_FILE] [--jobs N]
-# --tune runs `mxfp4 tune --verbose` on SHAPES_FILE after the bench (cache in build-device/,
-# every candidate's time in tune.log); the bench itself always uses the dispatcher.
+# runs ctest (or the gtest binary with --filter), optionally compute-sanitizer tools on small
+# GPU test cases, then `mxfp4 bench --out-dir bench/results`. Logs and bench/results/* go to
+# $OUT (or ./device-out); all sanitizer output goes to the one file $OUT/sanitizers.log. The
+# summary is printed last.
+# Usage: scripts/device-check.sh [--no-tests] [--no-bench] [--filter GTEST_FILTER]
+#          [--sanitizer | --sanitizers memcheck,racecheck,initcheck,synccheck | --sanitizers all]
+#          [--sanitizer-filter GTEST_FILTER] [--sanitizer-timeout SECONDS] [--bench-args "ARGS"]
+#          [--tune SHAPES_FILE] [--jobs N]
+#   --filter            gtest filter for the test step (default: all of ctest); not the sanitizers
+#   --sanitizer         memcheck only (same as --sanitizers memcheck)
+#   --sanitizers LIST   each tool once over its default filter: memcheck over one small case per
+#                       kernel path plus the canary/alignment tests, the others over GpuSanitize.*
+#   --sanitizer-filter  one gtest filter for every tool instead of the defaults
+#   --sanitizer-timeout limit per tool (default 240 s; rc 124 when hit)
+#   --tune              runs `mxfp4 tune --verbose` on SHAPES_FILE after the bench (cache in
+#                       build-device/, every candidate's time in tune.log); the bench itself
+#                       always uses the dispatcher
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 out=${OUT:-$root/device-out}
 mkdir -p "$out"
-tests=1 bench=1 sanitizer=0 filter='' bench_args='' tune='' jobs=$(nproc)
+tests=1 bench=1 sanitizers='' san_filter='' san_timeout=240 filter='' bench_args='' tune='' jobs=$(nproc)
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-tests) tests=0 ;;
     --no-bench) bench=0 ;;
-    --sanitizer) sanitizer=1 ;;
+    --sanitizer) sanitizers=memcheck ;;
+    --sanitizers) sanitizers=$2; shift ;;
+    --sanitizer-filter) san_filter=$2; shift ;;
+    --sanitizer-timeout) san_timeout=$2; shift ;;
     --filter) filter=$2; shift ;;
     --bench-args) bench_args=$2; shift ;;
     --tune) tune=$2; shift ;;
     --jobs) jobs=$2; shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "device-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -49,6 +62,10 @@ finish() {
   printf '%s\n' "${summary[@]}"
   if [ -f "$out/h200.md" ] || compgen -G "$out/*.md" >/dev/null; then
     for f in "$out"/*.md; do grep -E '^\| geomean' "$f" | sed "s|^|$(basename "$f"): |"; done
+  fi
+  if [ -f "$out/sanitizers.log" ]; then
+    echo "== sanitizer summaries ($out/sanitizers.log)"
+    grep -E '^(===== [a-z]+ rc=|========= (ERROR|RACECHECK|LEAK) SUMMARY)' "$out/sanitizers.log"
   fi
   [ $failed = 0 ] && echo "device-check: OK" || echo "device-check: FAILED"
   exit $failed
@@ -79,10 +96,43 @@ if [ $tests = 1 ]; then
     step ctest ctest --test-dir build-device --output-on-failure -j 8 --timeout 300 ${exclude[@]+"${exclude[@]}"}
   fi
 fi
-if [ $sanitizer = 1 ]; then
-  # One small case per kernel path under memcheck.
-  step sanitizer compute-sanitizer --tool memcheck --error-exitcode 9 build-device/mxfp4_tests \
-    --gtest_filter="${filter:-GpuGemm.K10K11NTailsAndSmallN:GpuGemm.K08*:GpuQuantize.Bug*:GpuPrepack.*:GpuDequantize.*:GpuLayouts.*}"
+if [ -n "$sanitizers" ]; then
+  [ "$sanitizers" = all ] && sanitizers=memcheck,racecheck,initcheck,synccheck
+  san=$(command -v compute-sanitizer || true)
+  for c in "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")/compute-sanitizer" \
+           /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+    [ -z "$san" ] && [ -x "$c" ] && san=$c
+  done
+  # One small case per kernel path: fused, splitk (+ the activation pre-quantizer), tiled,
+  # quantize, dequantize, the layout converters, prepack, prepack_dense, unpack.
+  small='GpuSanitize.*'
+  mem_filter="GpuSanitize.*:GpuCanary.*:GpuAlignment.*:GpuGemm.K10K11NTailsAndSmallN:GpuGemm.K08*:GpuQuantize.Bug*"
+  mem_filter+=":GpuPrepack.*:GpuDequantize.*:GpuLayouts.*"
+  : > "$out/sanitizers.log"
+  IFS=, read -r -a tools <<< "$sanitizers"
+  for tool in "${tools[@]}"; do
+    case "$tool" in
+      memcheck) f=${san_filter:-$mem_filter} ;;
+      racecheck|initcheck|synccheck) f=${san_filter:-$small} ;;
+      *) echo "device-check.sh: unknown sanitizer tool '$tool'" >&2; summary+=("sanitizer $tool: unknown tool"); failed=1; continue ;;
+    esac
+    if [ -z "$san" ]; then
+      summary+=("sanitizer $tool: compute-sanitizer not found"); failed=1; continue
+    fi
+    # Every tool's output is appended to the one log (the device returns few files); a header
+    # and a result line frame each section.
+    echo "== sanitizer $tool: $f"
+    echo "===== compute-sanitizer --tool $tool, filter $f" >> "$out/sanitizers.log"
+    t0=$SECONDS
+    timeout -k 10 "$san_timeout" "$san" --tool "$tool" --error-exitcode 9 --print-limit 20 \
+      build-device/mxfp4_tests --gtest_filter="$f" --gtest_brief=1 >> "$out/sanitizers.log" 2>&1
+    rc=$?
+    echo "===== $tool rc=$rc ($((SECONDS - t0)) s; 9: the tool reported errors, 1: a test failed, 124: timed out)" \
+      >> "$out/sanitizers.log"
+    summary+=("$(printf '%-13s rc=%-3s %4ss  %s' "san:$tool" "$rc" "$((SECONDS - t0))" "$out/sanitizers.log")")
+    [ $rc -eq 0 ] || failed=1
+  done
+  tail -n 40 "$out/sanitizers.log"
 fi
 if [ $bench = 1 ]; then
   # shellcheck disable=SC2086

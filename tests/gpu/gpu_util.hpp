@@ -19,6 +19,10 @@ inline void cuda_ok(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
+/// Tag for a DeviceBuf left uninitialised (compute-sanitizer initcheck then reports any read
+/// of a byte nothing wrote).
+struct NoInit {};
+
 /// Owning device allocation of `bytes` bytes, filled with `poison` on creation.
 class DeviceBuf {
  public:
@@ -26,6 +30,7 @@ class DeviceBuf {
     cuda_ok(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc");
     cuda_ok(cudaMemset(ptr_, poison, bytes ? bytes : 1), "cudaMemset");
   }
+  DeviceBuf(size_t bytes, NoInit) : bytes_(bytes) { cuda_ok(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc"); }
   template <typename T>
   explicit DeviceBuf(const std::vector<T>& host) : DeviceBuf(host.size() * sizeof(T)) {
     cuda_ok(cudaMemcpy(ptr_, host.data(), bytes_, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
@@ -43,6 +48,17 @@ class DeviceBuf {
     cuda_ok(cudaMemcpy(out.data(), ptr_, out.size() * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
     return out;
   }
+  /// Copies `n` host bytes to byte offset `off`.
+  void upload(size_t off, const void* host, size_t n) const {
+    cuda_ok(cudaMemcpy(static_cast<uint8_t*>(ptr_) + off, host, n, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  }
+  /// Bytes [off, off + n) after a device synchronisation.
+  std::vector<uint8_t> download_range(size_t off, size_t n) const {
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    std::vector<uint8_t> out(n);
+    cuda_ok(cudaMemcpy(out.data(), static_cast<uint8_t*>(ptr_) + off, n, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+    return out;
+  }
 
  private:
   void* ptr_ = nullptr;
@@ -50,6 +66,22 @@ class DeviceBuf {
 };
 
 inline Exec cuda_exec(cudaStream_t s = nullptr) { return Exec{Backend::cuda, s, 0}; }
+
+/// Free memory of the current device in bytes (0 if the query fails).
+inline size_t free_device_bytes() {
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return 0;
+  return free_b;
+}
+
+/// Skips the test unless the device has `bytes` free (plus 1 GiB of headroom).
+#define MXFP4_REQUIRE_GPU_MEMORY(bytes)                                                              \
+  do {                                                                                              \
+    const size_t need_ = size_t(bytes) + (size_t(1) << 30), free_ = ::mxfp4::test::free_device_bytes(); \
+    if (free_ < need_)                                                                              \
+      GTEST_SKIP() << "needs " << (need_ >> 20) << " MiB of free GPU memory, the device has " << (free_ >> 20) \
+                   << " MiB free";                                                                 \
+  } while (0)
 
 #define MXFP4_REQUIRE_GPU()                                            \
   do {                                                                 \

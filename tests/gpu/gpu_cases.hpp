@@ -1,0 +1,143 @@
+// Helpers shared by the GPU hardening tests (canaries, alignment, concurrency, 64-bit
+// indexing, sanitizer cases): forced configurations for every kernel path, prepacked weights
+// on the device, and guarded device buffers whose bytes outside the logical region must stay
+// as they were. Public API only.
+#pragma once
+
+#if defined(MXFP4_WITH_CUDA)
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/test_util.hpp"
+#include "gpu/gpu_util.hpp"
+
+namespace mxfp4::test {
+
+/// A forced configuration of `path`: fused/splitk with `slabs` 16-row weight slabs per warp
+/// (block_n = 16 * warps * slabs); tiled with its only tile shape.
+inline GemmConfig forced_cfg(GemmPath path, int split = 1, int warps = 4, int slabs = 1) {
+  GemmConfig c;
+  c.path = path;
+  c.split_k = split;
+  c.warps = warps;
+  c.block_n = 16 * warps * slabs;
+  if (path == GemmPath::tiled) c.block_n = c.block_m = 128, c.split_k = 1, c.warps = 8;
+  return c;
+}
+
+/// Forced configurations covering every kernel variant that can run M: fused and splitk with
+/// and without a cluster split (a power of two and not), 4 and 8 warps, one and two slabs per
+/// warp for M <= 64; tiled always.
+inline std::vector<GemmConfig> path_configs(int64_t M) {
+  std::vector<GemmConfig> v;
+  if (M <= 64) {
+    v.push_back(forced_cfg(GemmPath::fused, 1, 4));
+    v.push_back(forced_cfg(GemmPath::fused, 4, 8));
+    v.push_back(forced_cfg(GemmPath::fused, 2, 8, 2));
+    v.push_back(forced_cfg(GemmPath::splitk, 2, 4, 2));
+    v.push_back(forced_cfg(GemmPath::splitk, 8, 8));
+    v.push_back(forced_cfg(GemmPath::splitk, 3, 8, 2));
+  }
+  v.push_back(forced_cfg(GemmPath::tiled));
+  return v;
+}
+
+/// "forced <describe>" or "default config" for messages.
+inline std::string cfg_name(const GemmConfig* cfg) { return cfg ? "forced " + describe(*cfg) : "default config"; }
+
+/// Host MXFP4 weights prepacked into a fresh device buffer (16-byte aligned).
+struct DevicePacked {
+  std::unique_ptr<DeviceBuf> buf;
+  PackedWeights pw;
+  explicit DevicePacked(const HostMx& b) {
+    DeviceBuf dc(b.codes), ds(b.scales);
+    buf = std::make_unique<DeviceBuf>(size_t(packed_bytes(b.rows, b.K)));
+    pw = prepack(MxMatrix{dc.get(), ds.get(), b.rows, b.K}, buf->get(), cuda_exec());
+    cuda_ok(cudaDeviceSynchronize(), "sync");
+  }
+};
+
+/// Seeded random bytes (poison that no kernel writes by accident).
+inline std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; i += 8) {
+    const uint64_t r = rng.next_u64();
+    for (size_t j = 0; j < 8 && i + j < n; ++j) v[i + j] = uint8_t(r >> (8 * j));
+  }
+  return v;
+}
+
+/// A device allocation of guard + shift + bytes + guard bytes filled with `fill` (random
+/// bytes when empty); data() is `guard + shift` bytes in (guard a multiple of 256, so the
+/// alignment of data() is that of `shift`). initial() is the content before any call.
+class Guarded {
+ public:
+  Guarded(size_t bytes, size_t shift, uint64_t seed, size_t guard = 4096)
+      : guard_(guard), shift_(shift), bytes_(bytes),
+        buf_(std::make_unique<DeviceBuf>(guard + shift + bytes + guard, NoInit{})),
+        initial_(random_bytes(buf_->bytes(), seed)) {
+    buf_->upload(0, initial_.data(), initial_.size());
+  }
+  /// Writes `host` into the logical region at byte offset `off` and records it as initial.
+  void fill(size_t off, const void* host, size_t n) {
+    buf_->upload(guard_ + shift_ + off, host, n);
+    std::memcpy(initial_.data() + guard_ + shift_ + off, host, n);
+  }
+  /// Takes the current content as the initial one (after the buffer was filled by a call).
+  void snapshot() { initial_ = now(); }
+  /// The initial content of the logical region.
+  std::vector<uint8_t> initial_logical() const {
+    return {initial_.begin() + int64_t(guard_ + shift_), initial_.begin() + int64_t(guard_ + shift_ + bytes_)};
+  }
+  template <typename T = uint8_t>
+  T* data() const { return reinterpret_cast<T*>(buf_->get() + guard_ + shift_); }
+  size_t bytes() const { return bytes_; }
+  /// The whole allocation now.
+  std::vector<uint8_t> now() const { return buf_->download<uint8_t>(); }
+  /// The logical region now (bytes() bytes from data()).
+  std::vector<uint8_t> logical() const { return buf_->download_range(guard_ + shift_, bytes_); }
+  /// Empty if every byte for which inside(offset from data()) is false still holds its
+  /// initial value; otherwise a message naming the first changed byte and the count.
+  template <class Inside>
+  std::string changed_outside(const Inside& inside) const {
+    const std::vector<uint8_t> cur = now();
+    int64_t count = 0, first = 0;
+    for (size_t i = 0; i < cur.size(); ++i) {
+      if (cur[i] == initial_[i]) continue;
+      const int64_t rel = int64_t(i) - int64_t(guard_ + shift_);
+      if (rel >= 0 && rel < int64_t(bytes_) && inside(rel)) continue;
+      if (count++ == 0) first = rel;
+    }
+    if (count == 0) return "";
+    std::ostringstream os;
+    os << count << " byte(s) outside the logical region changed, first at offset " << first
+       << " from data() (allocation: " << guard_ << " guard + " << shift_ << " shift + " << bytes_ << " + " << guard_
+       << " guard)";
+    return os.str();
+  }
+  /// Empty if no byte at all changed.
+  std::string changed_anywhere() const {
+    return changed_outside([](int64_t) { return false; });
+  }
+
+ private:
+  size_t guard_, shift_, bytes_;
+  std::unique_ptr<DeviceBuf> buf_;
+  std::vector<uint8_t> initial_;
+};
+
+/// inside() predicate of a strided matrix: `rows` rows of `row_bytes` bytes, `stride_bytes` apart.
+struct StridedRegion {
+  int64_t rows, row_bytes, stride_bytes;
+  bool operator()(int64_t rel) const {
+    return rel < (rows - 1) * stride_bytes + row_bytes && rel % stride_bytes < row_bytes;
+  }
+  int64_t span() const { return (rows - 1) * stride_bytes + row_bytes; }
+};
+
+}  // namespace mxfp4::test
+#endif

@@ -1,0 +1,172 @@
+// Concurrency on one GPU (docs/hardening.md §4): the same packed weights used at once from two
+// host threads (each with its own stream, or both on the default stream) and from two streams
+// of one thread, over every kernel path; every result must equal the serial run bit for bit.
+#include <gtest/gtest.h>
+
+#include "mxfp4/mxfp4.hpp"
+
+#if defined(MXFP4_WITH_CUDA)
+#include <optional>
+#include <thread>
+
+#include "gpu/gpu_cases.hpp"
+
+namespace mxfp4::test {
+namespace {
+
+/// One GEMM of the workload: its own A, a configuration (none: the dispatcher's) and the
+/// serial result.
+struct Case {
+  int64_t M;
+  std::optional<GemmConfig> cfg;
+  std::unique_ptr<DeviceBuf> a;
+  std::vector<uint16_t> ref;
+};
+
+/// Shared packed weights B [N, K] and cases over every path: M = 1, 5, 16, 40, 64 (fused,
+/// splitk, their cluster splits) and 300 (tiled), each with the default and forced configs.
+struct Workload {
+  static constexpr int64_t N = 1024, K = 2048;
+  HostMx b = random_mx(N, K, 7001);
+  DevicePacked pk{b};
+  std::vector<Case> cases;
+
+  Workload() {
+    uint64_t seed = 7100;
+    for (int64_t M : {1, 5, 16, 40, 64, 300}) {
+      std::vector<std::optional<GemmConfig>> cfgs{std::nullopt};
+      for (const GemmConfig& c : path_configs(M)) cfgs.emplace_back(c);
+      for (const auto& cfg : cfgs) {
+        const std::vector<uint16_t> a = randn_bf16(size_t(M * K), ++seed);
+        Case c{M, cfg, std::make_unique<DeviceBuf>(a), {}};
+        DeviceBuf out(size_t(M * N * 2), 0xFF);
+        run(c, out.get<uint16_t>(), nullptr);
+        c.ref = out.download<uint16_t>();
+        // The serial result itself is right (spec §3) on its first, middle and last rows.
+        const HostMx aq = quantize_bf16(a, M, K);
+        for (int64_t r : {int64_t(0), M / 2, M - 1}) {
+          const MxMatrix arow{aq.codes.data() + r * K / 2, aq.scales.data() + r * K / 32, 1, K};
+          const ContractReport rep = check_gemm_contract(c.ref.data() + r * N, N, arow, b.view());
+          EXPECT_TRUE(rep.ok()) << "serial M=" << M << " " << cfg_name(cfg ? &*cfg : nullptr) << " row " << r << ": "
+                                << rep.str();
+        }
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+
+  void run(const Case& c, uint16_t* C, cudaStream_t s) const {
+    GemmOptions opt;
+    opt.config = c.cfg ? &*c.cfg : nullptr;
+    gemm(c.a->get<uint16_t>(), c.M, K, K, pk.pw, C, N, opt, cuda_exec(s));
+  }
+
+  /// One C buffer per case.
+  std::vector<std::unique_ptr<DeviceBuf>> outputs() const {
+    std::vector<std::unique_ptr<DeviceBuf>> v;
+    for (const Case& c : cases) v.push_back(std::make_unique<DeviceBuf>(size_t(c.M * N * 2)));
+    return v;
+  }
+
+  /// `iters` rounds of every case on stream s (poisoned C first), in forward or reverse order,
+  /// each round checked against the serial results. Returns "" or the first difference.
+  /// Runs on any host thread; never throws.
+  std::string loop(cudaStream_t s, bool reverse, int iters, const std::vector<std::unique_ptr<DeviceBuf>>& outs) const {
+    try {
+      const size_t n = cases.size();
+      for (int it = 0; it < iters; ++it) {
+        for (size_t j = 0; j < n; ++j) {
+          const size_t i = reverse ? n - 1 - j : j;
+          cuda_ok(cudaMemsetAsync(outs[i]->get(), 0xFF, outs[i]->bytes(), s), "cudaMemsetAsync");
+          run(cases[i], outs[i]->get<uint16_t>(), s);
+        }
+        cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+        for (size_t i = 0; i < n; ++i) {
+          std::vector<uint16_t> got(cases[i].ref.size());
+          cuda_ok(cudaMemcpyAsync(got.data(), outs[i]->get(), got.size() * 2, cudaMemcpyDeviceToHost, s), "D2H");
+          cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+          if (got != cases[i].ref) {
+            size_t k = 0;
+            while (got[k] == cases[i].ref[k]) ++k;
+            return "round " + std::to_string(it) + ", M=" + std::to_string(cases[i].M) + " " +
+                   cfg_name(cases[i].cfg ? &*cases[i].cfg : nullptr) + ": element " + std::to_string(k) + " is " +
+                   std::to_string(got[k]) + ", serially " + std::to_string(cases[i].ref[k]);
+          }
+        }
+      }
+      return "";
+    } catch (const std::exception& e) {
+      return std::string("exception: ") + e.what();
+    }
+  }
+};
+
+/// Runs loop() on two host threads with streams s0 and s1 (they may be equal) and returns
+/// both results.
+std::pair<std::string, std::string> two_threads(const Workload& w, cudaStream_t s0, cudaStream_t s1, int iters) {
+  const auto o0 = w.outputs(), o1 = w.outputs();
+  std::string r0, r1;
+  std::thread t0([&] { r0 = w.loop(s0, false, iters, o0); });
+  std::thread t1([&] { r1 = w.loop(s1, true, iters, o1); });
+  t0.join();
+  t1.join();
+  return {r0, r1};
+}
+
+TEST(GpuConcurrency, TwoHostThreadsWithTheirOwnStreamsMatchSerial) {
+  MXFP4_REQUIRE_GPU();
+  const Workload w;
+  cudaStream_t s0, s1;
+  cuda_ok(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking), "stream");
+  cuda_ok(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), "stream");
+  const auto [r0, r1] = two_threads(w, s0, s1, 12);
+  EXPECT_EQ(r0, "") << "thread 0";
+  EXPECT_EQ(r1, "") << "thread 1";
+  cudaStreamDestroy(s0);
+  cudaStreamDestroy(s1);
+}
+
+// Both threads on the (legacy) default stream: the library's calls from the two threads
+// interleave on one stream, so nothing a call leaves in per-stream state (the cached
+// workspace of the splitk and tiled paths) may be used by the other thread's call.
+TEST(GpuConcurrency, TwoHostThreadsOnTheDefaultStreamMatchSerial) {
+  MXFP4_REQUIRE_GPU();
+  const Workload w;
+  const auto [r0, r1] = two_threads(w, nullptr, nullptr, 12);
+  EXPECT_EQ(r0, "") << "thread 0";
+  EXPECT_EQ(r1, "") << "thread 1";
+}
+
+// One host thread alternating two streams over every path (K14 in test_gpu_gemm.cpp covers
+// the default configuration only).
+TEST(GpuConcurrency, TwoStreamsOfOneThreadEveryPathMatchSerial) {
+  MXFP4_REQUIRE_GPU();
+  const Workload w;
+  cudaStream_t s[2];
+  for (auto& st : s) cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+  const auto outs0 = w.outputs(), outs1 = w.outputs();
+  const std::vector<std::unique_ptr<DeviceBuf>>* outs[2] = {&outs0, &outs1};
+  const size_t n = w.cases.size();
+  for (int it = 0; it < 8; ++it) {
+    for (size_t j = 0; j < n; ++j) {
+      for (int k = 0; k < 2; ++k) {
+        const size_t i = k == 0 ? j : n - 1 - j;  // the two streams run different paths at once
+        const DeviceBuf& c = *(*outs[k])[i];
+        cuda_ok(cudaMemsetAsync(c.get(), 0xFF, c.bytes(), s[k]), "cudaMemsetAsync");
+        w.run(w.cases[i], c.get<uint16_t>(), s[k]);
+      }
+    }
+    for (int k = 0; k < 2; ++k)
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ((*outs[k])[i]->download<uint16_t>(), w.cases[i].ref)
+            << "round " << it << " stream " << k << " M=" << w.cases[i].M << " "
+            << cfg_name(w.cases[i].cfg ? &*w.cases[i].cfg : nullptr);
+  }
+  for (auto& st : s) cudaStreamDestroy(st);
+}
+
+}  // namespace
+}  // namespace mxfp4::test
+#else
+TEST(GpuConcurrency, SkippedWithoutCudaBackend) { GTEST_SKIP() << "built without the CUDA backend"; }
+#endif
