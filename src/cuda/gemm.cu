@@ -6,6 +6,8 @@
 // path is a fixed sequence of kernel launches, so it can be captured in a CUDA graph.
 #include <map>
 #include <mutex>
+#include <thread>
+#include <tuple>
 #include <utility>
 
 #include "cuda/common.cuh"
@@ -28,7 +30,9 @@ const DeviceInfo& cached_device_info(int device) {
   return it->second;
 }
 
-/// Workspace cached per (device, stream): calls on different streams never share scratch.
+/// Workspace cached per (device, stream, host thread): calls on different streams never share
+/// scratch, and neither do two host threads queueing on one stream (their quantize and GEMM
+/// launches may interleave). A thread's buffers live until the process ends.
 struct Workspace {
   void* ptr = nullptr;
   size_t bytes = 0;
@@ -36,9 +40,9 @@ struct Workspace {
 
 void* cached_workspace(int device, cudaStream_t stream, size_t bytes) {
   static std::mutex mutex;
-  static std::map<std::pair<int, cudaStream_t>, Workspace> cache;
+  static std::map<std::tuple<int, cudaStream_t, std::thread::id>, Workspace> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  Workspace& ws = cache[{device, stream}];
+  Workspace& ws = cache[{device, stream, std::this_thread::get_id()}];
   if (ws.bytes >= bytes) return ws.ptr;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");

@@ -16,31 +16,29 @@
 
 namespace mxfp4::test {
 
-/// A forced configuration of `path`: fused/splitk with `slabs` 16-row weight slabs per warp
-/// (block_n = 16 * warps * slabs); tiled with its only tile shape.
-inline GemmConfig forced_cfg(GemmPath path, int split = 1, int warps = 4, int slabs = 1) {
+/// A forced configuration of `path`: fused/splitk with `slabs` 16-row weight slabs (4 or 8) and
+/// `per_slab` warps per slab (block_n = 16 * slabs, warps = slabs * per_slab); tiled with its
+/// only tile shape.
+inline GemmConfig forced_cfg(GemmPath path, int split = 1, int slabs = 4, int per_slab = 1) {
   GemmConfig c;
   c.path = path;
   c.split_k = split;
-  c.warps = warps;
-  c.block_n = 16 * warps * slabs;
+  c.block_n = 16 * slabs;
+  c.warps = slabs * per_slab;
   if (path == GemmPath::tiled) c.block_n = c.block_m = 128, c.split_k = 1, c.warps = 8;
   return c;
 }
 
-/// Forced configurations covering every kernel variant that can run M: fused and splitk with
-/// and without a cluster split (a power of two and not), 4 and 8 warps, one and two slabs per
-/// warp for M <= 64; tiled always.
-inline std::vector<GemmConfig> path_configs(int64_t M) {
+/// Forced configurations covering every kernel variant: fused and splitk with and without a
+/// cluster split (a power of two and not), 4 and 8 slabs, 1, 2 and 4 warps per slab; tiled.
+inline std::vector<GemmConfig> path_configs(int64_t /*M*/) {
   std::vector<GemmConfig> v;
-  if (M <= 64) {
-    v.push_back(forced_cfg(GemmPath::fused, 1, 4));
-    v.push_back(forced_cfg(GemmPath::fused, 4, 8));
-    v.push_back(forced_cfg(GemmPath::fused, 2, 8, 2));
-    v.push_back(forced_cfg(GemmPath::splitk, 2, 4, 2));
-    v.push_back(forced_cfg(GemmPath::splitk, 8, 8));
-    v.push_back(forced_cfg(GemmPath::splitk, 3, 8, 2));
-  }
+  v.push_back(forced_cfg(GemmPath::fused, 1, 4, 1));
+  v.push_back(forced_cfg(GemmPath::fused, 4, 8, 1));
+  v.push_back(forced_cfg(GemmPath::fused, 2, 8, 2));
+  v.push_back(forced_cfg(GemmPath::splitk, 2, 4, 4));
+  v.push_back(forced_cfg(GemmPath::splitk, 8, 8, 1));
+  v.push_back(forced_cfg(GemmPath::splitk, 3, 8, 2));
   v.push_back(forced_cfg(GemmPath::tiled));
   return v;
 }

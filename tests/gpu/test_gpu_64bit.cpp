@@ -198,7 +198,7 @@ TEST(Gpu64Bit, EveryPathPastTwoTo31OutputElementsWithHugeN) {
   }
   DeviceBuf c(size_t(M * N * 2), NoInit{});
   const GemmConfig cfgs[] = {forced_cfg(GemmPath::fused, 1, 4), forced_cfg(GemmPath::fused, 4, 8, 2),
-                             forced_cfg(GemmPath::splitk, 3, 8), forced_cfg(GemmPath::splitk, 2, 4, 2),
+                             forced_cfg(GemmPath::splitk, 3, 8), forced_cfg(GemmPath::splitk, 2, 4, 4),
                              forced_cfg(GemmPath::tiled)};
   std::vector<const GemmConfig*> runs{nullptr};
   for (const GemmConfig& cfg : cfgs) runs.push_back(&cfg);

@@ -48,7 +48,7 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
       {5, {forced_cfg(GemmPath::fused, 1, 4), forced_cfg(GemmPath::fused, 4, 8, 2)}},
       {40, {forced_cfg(GemmPath::splitk, 2, 4, 2), forced_cfg(GemmPath::splitk, 8, 8),  // split 8 > 5 chunks
             forced_cfg(GemmPath::splitk, 3, 8, 2)}},
-      {130, {forced_cfg(GemmPath::tiled)}}};
+      {130, {forced_cfg(GemmPath::tiled), forced_cfg(GemmPath::splitk, 2, 4, 1)}}};
   for (const Run& run : runs) {
     const int64_t M = run.M, lda = K + 32;
     const std::vector<uint16_t> a = randn_bf16(size_t(M * K), uint64_t(8200 + M));
