@@ -95,9 +95,14 @@ TEST(TuneCache, StoresAndReadsBackAndRejectsInvalidEntries) {
   EXPECT_EQ(describe(*got), describe(c));
   EXPECT_FALSE(tune_cache::lookup("GPU X", 16, 2112, 4096).has_value());
   EXPECT_FALSE(tune_cache::lookup("GPU Y", 16, 2112, 7168).has_value());
-  GemmConfig bad = c;  // splitk cannot run M > 64: never returned
+  GemmConfig bad = c;  // 12 warps over 4 slabs: no such kernel, never returned
+  bad.warps = 12;
   tune_cache::store("GPU X", 128, 2112, 7168, bad);
   EXPECT_FALSE(tune_cache::lookup("GPU X", 128, 2112, 7168).has_value());
+  GemmConfig tiled_bad;  // the tiled kernel has one tile shape
+  tiled_bad.path = GemmPath::tiled;
+  tune_cache::store("GPU X", 256, 2112, 7168, tiled_bad);
+  EXPECT_FALSE(tune_cache::lookup("GPU X", 256, 2112, 7168).has_value());
   unsetenv("MXFP4_TUNE_CACHE");
 }
 
