@@ -51,6 +51,19 @@ __device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, uint32
       : "memory");
 }
 
+/// Cluster barrier whose arrival releases this thread's prior shared-memory writes to the
+/// cluster and whose wait acquires the other CTAs' (PTX "barrier.cluster"; cluster scope only,
+/// no GPU-wide fence).
+__device__ __forceinline__ void cluster_sync_acq_rel() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+/// Cluster barrier with no memory ordering: for "every CTA is done reading my shared memory"
+/// (the reads have completed once their values are used).
+__device__ __forceinline__ void cluster_sync_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;" ::: "memory");
+}
+
 /// Programmatic dependent launch: wait until the preceding kernel of the stream has completed
 /// and its writes are visible (a no-op when the kernel was launched without the attribute).
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }

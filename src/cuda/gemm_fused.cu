@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     // Pull: rank r sums its share of the tile from every rank's shared memory, all remote
     // loads of a thread issued before the (rank-ordered, deterministic) sum.
     cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();  // every rank's partial tile is in its shared memory
+    cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
     const float* src[8];
 #pragma unroll
     for (int r = 0; r < 8; ++r) src[r] = cluster.map_shared_rank(red, r < p.split ? r : 0);
@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
         if (r < p.split) sum.x += part[r].x, sum.y += part[r].y, sum.z += part[r].z, sum.w += part[r].w;
       store4(m, nl, sum);
     }
-    cluster.sync();  // keep shared memory alive until every rank has read it
+    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it
   }
 }
 

@@ -12,15 +12,15 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 /// Small and medium M (<= 128): the weight-streaming kernel (src/cuda/gemm_fused.cu), tokens
-/// in CTAs of 64 along grid.y. It is bound by latency and instruction issue, so the grid should
+/// in CTAs of 64 along grid.y. It is bound by latency (docs/perf-notes.md), so the grid should
 /// hold about two CTAs per SM and every SM many warps:
-///   - block_n 128 (8 slabs) when M > 32 and N is wide enough to fill the GPU (more weight rows
-///     share one copy of A), else 64;
-///   - split_k doubles up to 8 (at most one per 64-wide K chunk) until the grid reaches two CTAs
-///     per SM;
-///   - 2 (or, with 4 slabs, 4) warps per slab when each CTA still has >= 8 (>= 16) K chunks.
-/// M <= 8 quantizes A inside the GEMM (fused, one launch); larger M quantizes it once first
-/// (splitk). M > 128: the tiled kernel (128 x 128 tiles).
+///   - M <= 64: block_n 128 (8 slabs) when M > 32 and N is wide enough to fill the GPU (more
+///     weight rows share one copy of A), else 64; split_k doubles up to 8 (at most one per
+///     64-wide K chunk) until the grid reaches two CTAs per SM; 2 (or, with 4 slabs, 4) warps
+///     per slab when each CTA still has >= 8 (>= 16) K chunks;
+///   - 64 < M <= 128: 64-row CTAs of 16 warps, split_k until about one CTA per SM.
+/// M <= 8 with one K256 stage per CTA quantizes A inside the GEMM (fused, one launch); else A
+/// is quantized once first (splitk). M > 128: the tiled kernel (128 x 128 tiles).
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   constexpr int64_t kMax = int64_t(1) << 40;  // far beyond any matrix that fits a GPU
   if (M < 1 || N < 1 || K < 1 || M > kMax || N > kMax || K > kMax) {
@@ -31,22 +31,35 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
   if (M <= 128) {
     const int64_t chunks = ceil_div(K, 64);
     const int64_t m_tiles = ceil_div(M, 64);
-    const int64_t target = 2 * int64_t(std::max(dev.sm_count, 1));
+    const int64_t sms = std::max(dev.sm_count, 1);
     const int64_t max_split = std::min<int64_t>(8, chunks);
-    const int block_n = M > 32 && ceil_div(N, 128) * m_tiles * max_split >= target ? 128 : 64;
-    const int64_t tiles = ceil_div(N, block_n) * m_tiles;
-    int split = 1;
-    while (split < max_split && tiles * split < target) split *= 2;
-    split = std::min<int>(split, int(max_split));
-    const int64_t chunks_per_cta = ceil_div(chunks, split);
-    const int slabs = block_n / 16;
-    int warps_per_slab = chunks_per_cta >= 16 && slabs == 4 ? 4 : chunks_per_cta >= 8 ? 2 : 1;
-    cfg.block_n = block_n;
-    cfg.block_m = int(std::min<int64_t>(64, ceil_div(M, 8) * 8));
-    cfg.split_k = split;
-    cfg.warps = slabs * warps_per_slab;
-    cfg.path = M <= 8 ? GemmPath::fused : GemmPath::splitk;
-    return cfg;
+    GemmConfig c;
+    if (m_tiles > 1) {
+      // Two token CTAs per weight tile: 64-row CTAs of 16 warps (4 per slab), about one CTA per
+      // SM (measured best for 128 x 2112 x 7168: split 2, 32 us against 49 us for split 8).
+      c.block_n = 64;
+      const int64_t tiles = ceil_div(N, 64) * m_tiles;
+      int split = 1;
+      while (split < max_split && tiles * split < sms) split *= 2;
+      c.split_k = std::min<int>(split, int(max_split));
+      c.warps = 16;
+    } else {
+      const int64_t target = 2 * sms;
+      c.block_n = M > 32 && ceil_div(N, 128) * max_split >= target ? 128 : 64;
+      const int64_t tiles = ceil_div(N, c.block_n);
+      int split = 1;
+      while (split < max_split && tiles * split < target) split *= 2;
+      c.split_k = std::min<int>(split, int(max_split));
+      const int64_t chunks_per_cta = ceil_div(chunks, c.split_k);
+      const int slabs = c.block_n / 16;
+      c.warps = slabs * (chunks_per_cta >= 16 && slabs == 4 ? 4 : chunks_per_cta >= 8 ? 2 : 1);
+    }
+    c.block_m = int(std::min<int64_t>(64, ceil_div(M, 8) * 8));
+    // In-kernel quantization only when each CTA's K range is one K256 stage: otherwise the
+    // separate quantizer (overlapped with the weight stream by PDL) measured faster
+    // (1 x 7168 x 2048: 10.5 us against 12.8-20 us fused).
+    c.path = M <= 8 && ceil_div(chunks, c.split_k) <= 4 ? GemmPath::fused : GemmPath::splitk;
+    return c;
   }
   cfg.path = GemmPath::tiled;
   cfg.block_n = 128;

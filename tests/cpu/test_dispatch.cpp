@@ -18,6 +18,7 @@ DeviceInfo h200() {
 TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesTiled) {
   const DeviceInfo dev = h200();
   for (int64_t M : {1, 4, 8}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::fused) << M;
+  EXPECT_EQ(choose_gemm_config(8, 2112, 7168, dev).path, GemmPath::splitk);  // 14 chunks per CTA
   for (int64_t M : {9, 16, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
   for (int64_t M : {65, 128}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::splitk) << M;
   for (int64_t M : {129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::tiled) << M;
@@ -36,14 +37,22 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
   EXPECT_EQ(c.block_n, 128);
   EXPECT_EQ(c.warps, 8);
   EXPECT_EQ(c.split_k, 8);
-  // 1 x 7168 x 2048: 112 CTAs, split 4 -> 8 chunks per CTA: 2 warps per slab.
+  // 1 x 7168 x 2048: 112 CTAs, split 4 -> 8 chunks per CTA: 2 warps per slab; two stages per
+  // CTA, so A is quantized by its own kernel.
   c = choose_gemm_config(1, 7168, 2048, dev);
   EXPECT_EQ(c.split_k, 4);
   EXPECT_EQ(c.warps, 8);
+  EXPECT_EQ(c.path, GemmPath::splitk);
+  // 4 x 2880 x 512: 45 CTAs, split 8 -> one chunk per CTA: fused.
+  c = choose_gemm_config(4, 2880, 512, dev);
+  EXPECT_EQ(c.split_k, 8);
   EXPECT_EQ(c.path, GemmPath::fused);
-  // M = 128: two token CTAs along grid.y count towards the grid.
+  // M = 128: two token CTAs along grid.y, 64-row CTAs of 16 warps, split 2 (132 CTAs).
   c = choose_gemm_config(128, 2112, 7168, dev);
   EXPECT_EQ(c.block_m, 64);
+  EXPECT_EQ(c.block_n, 64);
+  EXPECT_EQ(c.warps, 16);
+  EXPECT_EQ(c.split_k, 2);
   EXPECT_EQ(c.path, GemmPath::splitk);
   // K = 32: one chunk, never split; K = 128: two chunks, split at most 2.
   EXPECT_EQ(choose_gemm_config(1, 4096, 32, dev).split_k, 1);
