@@ -6,7 +6,7 @@ folder named by MXFP4_PYTHON_BUILD if it holds one, else the installed ``mxfp4``
 configured with -DMXFP4_BUILD_PYTHON=ON (newest ``build*/python/_C*.so`` or
 ``build*/*/python/_C*.so``). Without either, the tests are not collected (pytest exit code 5).
 
-numpy + ml_dtypes are required; torch tests skip without torch (the CPU CI has none) and
+numpy + ml_dtypes are required; torch tests skip without torch (CI installs it) and
 CUDA tests skip without a CUDA-capable torch and a CUDA build of the extension. When the
 MXFP4_CLI environment variable names the `mxfp4` command-line tool (or the CMake build that
 holds the extension also holds it), Python results are also compared with the C++ CLI's.
