@@ -39,8 +39,10 @@ int64_t check_f32_bound(const float* C, int64_t M, int64_t N, int64_t ldc, const
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       const double c = C[m * ldc + n], r = ref[size_t(m * N + n)], a = abs[size_t(m * N + n)];
-      const bool ok = std::isnan(r) ? std::isnan(c) : (!std::isnan(c) && std::fabs(c - r) <= 0x1p-12 * a + kF32AbsSlack);
-      if (!ok && bad++ == 0) ADD_FAILURE() << what << ": C[" << m << "," << n << "] = " << c << ", ref " << r << ", abs " << a;
+      const bool ok =
+          std::isnan(r) ? std::isnan(c) : (!std::isnan(c) && std::fabs(c - r) <= 0x1p-12 * a + kF32AbsSlack);
+      if (!ok && bad++ == 0)
+        ADD_FAILURE() << what << ": C[" << m << "," << n << "] = " << c << ", ref " << r << ", abs " << a;
     }
   return bad;
 }
