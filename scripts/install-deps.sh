@@ -103,7 +103,11 @@ fi
 cmake_ok || pip_install "cmake>=3.24"
 pip_install numpy ml_dtypes pytest "nanobind>=2.4"
 if [ $torch = 1 ] && ! python3 -c 'import torch.distributed' >/dev/null 2>&1; then
-  if [ -n "${MXFP4_TORCH_INDEX:-}" ]; then pip_install torch --index-url "$MXFP4_TORCH_INDEX"; else pip_install torch; fi
+  if [ -n "${MXFP4_TORCH_INDEX:-}" ]; then
+    pip_install torch --index-url "$MXFP4_TORCH_INDEX"
+  else
+    pip_install torch
+  fi
 fi
 hash -r
 m=$(missing)

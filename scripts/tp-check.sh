@@ -26,7 +26,9 @@ while [ $# -gt 0 ]; do
   shift
 done
 export NCCL_NVLS_ENABLE=0 OMP_NUM_THREADS=1
-if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
 
 summary=() failed=0
 step() {  # step NAME CMD...: output in $out/NAME.log, tail shown, rc recorded
