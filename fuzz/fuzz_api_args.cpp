@@ -228,12 +228,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         const bool packed = in.flag();
         const Exec e = exec_arg(in);
+        // A flag after B picks the fp32-output overloads (float* C).
         if (packed) {
           const PackedWeights B = packed_arg(in, p);
-          gemm(p.get<const uint16_t>(), M, K, lda, B, p.get<uint16_t>(), ldc, opt, e);
+          if (in.flag())
+            gemm(p.get<const uint16_t>(), M, K, lda, B, p.get<float>(), ldc, opt, e);
+          else
+            gemm(p.get<const uint16_t>(), M, K, lda, B, p.get<uint16_t>(), ldc, opt, e);
         } else {
           const MxMatrix B = mx_arg(in, p);
-          gemm(p.get<const uint16_t>(), M, K, lda, B, p.get<uint16_t>(), ldc, opt, e);
+          if (in.flag())
+            gemm(p.get<const uint16_t>(), M, K, lda, B, p.get<float>(), ldc, opt, e);
+          else
+            gemm(p.get<const uint16_t>(), M, K, lda, B, p.get<uint16_t>(), ldc, opt, e);
         }
       }, ptrs);
       break;

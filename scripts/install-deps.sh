@@ -11,6 +11,12 @@
 #                                           install only when the cheap check finds something
 #                                           missing (what scripts/build.sh and test.sh call);
 #                                           --build-only skips the Python test packages.
+#        ... --torch                        also torch (pip), for the torch and tensor-parallel
+#                                           Python tests (CI passes it). PyPI's Linux wheel
+#                                           brings the CUDA libraries (~3 GB, about 2 minutes
+#                                           here) and runs on the CPU as well; set
+#                                           MXFP4_TORCH_INDEX to a CPU-only wheel index to get
+#                                           the small CPU build where that index is reachable.
 #        ... --fuzz                         also clang with the libFuzzer/ASan/UBSan runtimes
 #                                           (what scripts/fuzz.sh needs; apt clang and, where
 #                                           the distribution splits them out, libclang-rt-dev
@@ -18,13 +24,14 @@
 # A machine without network can build with .deps/ instead (scripts/prepare-deps.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-mode=install python=1 fuzz=0
+mode=install python=1 fuzz=0 torch=0
 for arg in "$@"; do
   case "$arg" in
     --check) mode=check ;;
     --if-missing) mode=if-missing ;;
     --build-only) python=0 ;;
     --fuzz) fuzz=1 ;;
+    --torch) torch=1 ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -49,6 +56,7 @@ missing() {
     python3 -c 'import nanobind, os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' \
       >/dev/null 2>&1 || m+=("python: nanobind and the Python headers (python3-dev)")
   fi
+  if [ $torch = 1 ]; then python3 -c 'import torch.distributed' >/dev/null 2>&1 || m+=("python: torch"); fi
   if [ $fuzz = 1 ]; then fuzzer_link_ok || m+=("clang with libFuzzer/ASan/UBSan runtimes"); fi
   echo "${m[*]:-}"
 }
@@ -94,6 +102,13 @@ if [ $fuzz = 1 ] && ! fuzzer_link_ok; then
 fi
 cmake_ok || pip_install "cmake>=3.24"
 pip_install numpy ml_dtypes pytest "nanobind>=2.4"
+if [ $torch = 1 ] && ! python3 -c 'import torch.distributed' >/dev/null 2>&1; then
+  if [ -n "${MXFP4_TORCH_INDEX:-}" ]; then
+    pip_install torch --index-url "$MXFP4_TORCH_INDEX"
+  else
+    pip_install torch
+  fi
+fi
 hash -r
 m=$(missing)
 if [ -n "$m" ]; then echo "install-deps.sh: still missing after installing: $m" >&2; exit 1; fi

@@ -163,7 +163,7 @@ PackedWeights prepack_dense(const void* b, DType dtype, int64_t N, int64_t K, in
 void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec& exec = {});
 
 // ---------------------------------------------------------------------------------------
-// GEMM (spec §3): C[M, N] (bf16) = quantize(A)[M, K] * B[N, K]^T
+// GEMM (spec §3): C[M, N] (bf16, or fp32) = quantize(A)[M, K] * B[N, K]^T
 // ---------------------------------------------------------------------------------------
 
 /// Kernel path of the CUDA GEMM (docs/dispatch.md).
@@ -231,6 +231,24 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& 
 /// call for a shape class, no host synchronisation, capturable in a CUDA graph.
 void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C,
           int64_t ldc, const GemmOptions& opt = {}, const Exec& exec = {});
+
+/// The two overloads above with an fp32 C [M, N] (row stride ldc >= N floats): the fp32
+/// accumulation result without the final rounding to bf16. For partial products that are
+/// summed afterwards, e.g. the K shards of a row-parallel layer added up by an all-reduce
+/// (docs/tensor-parallel.md): rounding each partial to bf16 first would add one bf16 rounding
+/// error per shard, which spec §3's bound does not allow for.
+/// Accuracy: spec §3's bound without its final-rounding term,
+///   |C - ref| <= 2^-12 sum_k |a_k b_k| + 2^-133
+/// (the absolute 2^-133 covers products below fp32's normal range), NaN exactly where ref is
+/// NaN, +-Inf beyond the fp32 range. CPU backend: when the scale bytes keep every fp32 partial
+/// sum finite (all but extreme scales) bf16(C) equals the bf16 overload's C bit for bit; with
+/// extreme scales both are the fp64 sum rounded once, to fp32 here and to bf16 there, so
+/// bf16(C) may differ from it by one bf16 ulp at a bf16 tie (double rounding; both within
+/// the bound). Validation and errors as the bf16 overloads (C aligned to 4 bytes).
+void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& B, float* C, int64_t ldc,
+          const GemmOptions& opt = {}, const Exec& exec = {});
+void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, float* C, int64_t ldc,
+          const GemmOptions& opt = {}, const Exec& exec = {});
 
 /// C = A_q * B^T with A already quantized (A_q: MxMatrix [M, K]); CPU backend.
 /// Bit-identical to gemm() on the bf16 A that quantizes to A_q (bug kind K03).

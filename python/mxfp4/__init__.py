@@ -8,12 +8,14 @@ Main entry points:
 
 * :func:`quantize` / :func:`dequantize`: dense <-> MXFP4 codes and E8M0 scales.
 * :func:`prepack` / :func:`prepack_dense` / :func:`unpack`: weights <-> :class:`PackedTensor`.
-* :func:`gemm`: bf16 activations times MXFP4 weights; :func:`explain`: the kernel path used.
+* :func:`gemm`: bf16 activations times MXFP4 weights (bf16 result, or fp32 with
+  ``out_dtype``); :func:`explain`: the kernel path used.
 * :func:`shuffle_scales`, :func:`unshuffle_scales`, :func:`shuffle_weight`,
   :func:`unshuffle_weight`: AITER layouts.
 * :mod:`mxfp4.nn` (``MXFP4Linear``) and :mod:`mxfp4.loaders` (AITER tensors, gpt-oss
   safetensors), both torch-based except the safetensors reader.
-* :mod:`mxfp4.tp`: sharding weights for tensor parallelism (column- and row-parallel).
+* :mod:`mxfp4.tp`: sharding weights for tensor parallelism (column- and row-parallel) and the
+  torch.distributed layers ``ColumnParallelMXFP4Linear`` / ``RowParallelMXFP4Linear``.
 * ``torch.ops.mxfp4.*``: the same operations as torch custom ops (torch.compile, CUDA graphs),
   registered on import when torch is installed.
 """

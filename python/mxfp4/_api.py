@@ -26,6 +26,7 @@ from ._core import (
     _dequantize_impl,
     _gemm_impl,
     _gemm_mx_impl,
+    _gemm_out_kind,
     _is_torch,
     _nk,
     _parse_device,
@@ -266,8 +267,8 @@ def unpack(packed: PackedTensor):
 # ---------------------------------------------------------------------------------------
 
 
-def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: str = "plain"):
-    """``C = quantize(a) @ B^T`` in bf16 (spec §3).
+def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: str = "plain", out_dtype=None):
+    """``C = quantize(a) @ B^T`` in bf16, or in float32 with ``out_dtype`` (spec §3).
 
     Args:
         a: bf16 activations ``[..., K]`` (torch.bfloat16; numpy ml_dtypes.bfloat16 or uint16
@@ -277,27 +278,44 @@ def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: st
             ``code_layout`` / ``scale_layout`` (on CUDA these are packed into a temporary
             on every call: prepack once instead).
         rule: scale rule used to quantize ``a``.
+        out_dtype: ``None`` or bfloat16 (default) for the bf16 result; float32 (``np.float32``,
+            ``torch.float32`` or ``"float32"``) for the fp32 accumulation result without the
+            final rounding to bf16, for partial products that are summed afterwards (the K
+            shards of a row-parallel layer, docs/tensor-parallel.md).
 
     Returns:
-        ``C [..., N]`` bf16, same framework and device as ``a`` (numpy: ml_dtypes.bfloat16,
-        or uint16 when ``a`` was uint16). fp32 accumulation; within spec §3's bound
-        ``|C - ref| <= 2^-8 |ref| + 2^-12 sum_k |a_k b_k|``. An empty batch gives an empty C.
+        ``C [..., N]``, same framework and device as ``a``. bf16 (numpy: ml_dtypes.bfloat16,
+        or uint16 when ``a`` was uint16): fp32 accumulation, within spec §3's bound
+        ``|C - ref| <= 2^-8 |ref| + 2^-12 sum_k |a_k b_k|``. float32: within
+        ``|C - ref| <= 2^-12 sum_k |a_k b_k| + 2^-133`` (the bound without its final-rounding
+        term; include/mxfp4/mxfp4.hpp), and on the CPU backend ``bf16(C)`` equals the bf16
+        result bit for bit except with extreme scale bytes (one rounding to each type there).
+        NaN exactly where the exact sum is NaN. An empty batch gives an empty C.
 
     Raises:
-        TypeError: a not bf16, codes/scales not uint8, a PackedTensor of another version.
+        TypeError: a not bf16, codes/scales not uint8, a PackedTensor of another version,
+        out_dtype neither bfloat16 nor float32.
         ValueError: K mismatch, bad sizes or strides, a and B on different devices.
         RuntimeError: CUDA inputs with a CPU-only build.
     """
     if isinstance(b, PackedTensor):
         if _is_torch(a):
-            return torch.ops.mxfp4.gemm(a, b.data, b.N, b.K, b.version, rule)
-        return _gemm_impl(a, b.data, b.N, b.K, b.version, rule)
+            return torch.ops.mxfp4.gemm(a, b.data, b.N, b.K, b.version, rule, _torch_out_dtype(out_dtype))
+        return _gemm_impl(a, b.data, b.N, b.K, b.version, rule, out_dtype)
     if isinstance(b, (tuple, list)) and len(b) == 2:
         codes, scales = b
         if _is_torch(a):
-            return torch.ops.mxfp4.gemm_mx(a, codes, scales, code_layout, scale_layout, rule)
-        return _gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule)
+            return torch.ops.mxfp4.gemm_mx(a, codes, scales, code_layout, scale_layout, rule,
+                                           _torch_out_dtype(out_dtype))
+        return _gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule, out_dtype)
     raise TypeError(f"b must be a mxfp4.PackedTensor or a (codes, scales) tuple; got {type(b).__name__}")
+
+
+def _torch_out_dtype(out_dtype):
+    """The GEMM's out_dtype for the torch ops: None (bf16) or torch.float32 / torch.bfloat16."""
+    if out_dtype is None:
+        return None
+    return torch.float32 if _gemm_out_kind(out_dtype) == "f32" else torch.bfloat16
 
 
 def explain(M: int, N: int, K: int, device="cpu"):

@@ -188,6 +188,16 @@ def _out_kind(dtype):
     return kind
 
 
+def _gemm_out_kind(out_dtype):
+    """'bf16' (default, None) or 'f32' for a GEMM output dtype given in any framework's spelling."""
+    if out_dtype is None:
+        return "bf16"
+    try:
+        return _out_kind(out_dtype)
+    except TypeError:
+        raise TypeError(f"out_dtype must be bfloat16 (default) or float32; got {out_dtype!r}") from None
+
+
 def _empty(like, shape, kind, zero=False):
     """A new array of `shape` in like's framework and on like's device."""
     if _is_torch(like):
@@ -312,8 +322,9 @@ def _unpack_impl(data, N, K, version):
     return codes, scales
 
 
-def _gemm_impl(a, data, N, K, version, rule):
+def _gemm_impl(a, data, N, K, version, rule, out_dtype=None):
     rl = _rule(rule)
+    kind = _gemm_out_kind(out_dtype)
     a_in = _array(a, "a")
     av = _bf16(a_in, "a")
     data = _bytes(data, "packed")
@@ -325,7 +336,7 @@ def _gemm_impl(a, data, N, K, version, rule):
         raise ValueError(f"packed has {have} bytes; N={N}, K={K} needs packed_bytes(N, K) = {need}")
     a2, lead = _rows(av, "a")
     M = a2.shape[0]
-    out = _empty(av, (*lead, N), "bf16")
+    out = _empty(av, (*lead, N), kind)
     if M > 0:
         ws = None
         if _is_cuda(av):
@@ -334,13 +345,14 @@ def _gemm_impl(a, data, N, K, version, rule):
             if nbytes > 0:
                 ws = torch.empty((nbytes,), dtype=torch.uint8, device=av.device)
         _C.gemm(a2, data, N, K, version, out.reshape(M, N), rl, None, ws, _stream(av))
-    if not _is_torch(out):
+    if kind == "bf16" and not _is_torch(out):
         out = _np_bf16_result(out, a_in)
     return out
 
 
-def _gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule):
+def _gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule, out_dtype=None):
     cl, sl, rl = _code_layout(code_layout), _scale_layout(scale_layout), _rule(rule)
+    kind = _gemm_out_kind(out_dtype)
     a_in = _array(a, "a")
     av = _bf16(a_in, "a")
     codes, scales = _bytes(codes, "codes"), _bytes(scales, "scales")
@@ -349,13 +361,13 @@ def _gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule):
     N, K = codes.shape[0], av.shape[-1]
     if _is_cuda(av):  # the CUDA GEMM reads prepacked weights: pack into a temporary
         data, version = _prepack_impl(codes, scales, N, K, code_layout, scale_layout)
-        return _gemm_impl(a, data, N, K, version, rule)
+        return _gemm_impl(a, data, N, K, version, rule, out_dtype)
     a2, lead = _rows(av, "a")
     M = a2.shape[0]
-    out = _empty(av, (*lead, N), "bf16")
+    out = _empty(av, (*lead, N), kind)
     if M > 0:
         _C.gemm_mx(a2, codes, scales, N, cl, sl, out.reshape(M, N), rl, _stream(av))
-    if not _is_torch(out):
+    if kind == "bf16" and not _is_torch(out):
         out = _np_bf16_result(out, a_in)
     return out
 

@@ -14,15 +14,16 @@ Ops (all functional, no input is mutated; ``str`` arguments as in the Python API
   str scale_layout="plain") -> Tensor``  (uint8 [packed_bytes(N, K)])
 * ``prepack_dense(Tensor w, str rule="aiter") -> Tensor``
 * ``unpack(Tensor packed, int N, int K, int version=PACKED_LAYOUT_VERSION) -> (Tensor codes, Tensor scales)``
-* ``gemm(Tensor a, Tensor packed, int N, int K, int version=PACKED_LAYOUT_VERSION, str rule="aiter") -> Tensor``
+* ``gemm(Tensor a, Tensor packed, int N, int K, int version=PACKED_LAYOUT_VERSION, str rule="aiter",
+  ScalarType? out_dtype=None) -> Tensor``  (bf16, or float32 with ``out_dtype=torch.float32``)
 * ``gemm_mx(Tensor a, Tensor codes, Tensor scales, str code_layout="plain",
-  str scale_layout="plain", str rule="aiter") -> Tensor``
+  str scale_layout="plain", str rule="aiter", ScalarType? out_dtype=None) -> Tensor``
 * ``shuffle_scales(Tensor scales) -> Tensor``, ``unshuffle_scales(Tensor shuffled, int rows,
   int kblocks) -> Tensor``, ``shuffle_weight(Tensor codes) -> Tensor``,
   ``unshuffle_weight(Tensor codes) -> Tensor``
 """
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -148,38 +149,41 @@ def _unpack_fake(packed, N, K, version=PACKED_LAYOUT_VERSION):
 
 @torch.library.custom_op("mxfp4::gemm", mutates_args=())
 def gemm(a: Tensor, packed: Tensor, N: int, K: int, version: int = PACKED_LAYOUT_VERSION,
-         rule: str = "aiter") -> Tensor:
-    """torch.ops.mxfp4.gemm: bf16 a [..., K] x packed B [N, K] -> bf16 [..., N]; see mxfp4.gemm."""
-    return _core._gemm_impl(a, packed, N, K, version, rule)
+         rule: str = "aiter", out_dtype: Optional[torch.dtype] = None) -> Tensor:
+    """torch.ops.mxfp4.gemm: bf16 a [..., K] x packed B [N, K] -> [..., N] in bf16 (default) or
+    float32 (``out_dtype=torch.float32``: the unrounded fp32 result); see mxfp4.gemm."""
+    return _core._gemm_impl(a, packed, N, K, version, rule, out_dtype)
 
 
-def _gemm_out(a, N):
+def _gemm_out(a, N, out_dtype):
     if a.dtype != torch.bfloat16:
         raise TypeError(f"a must be torch.bfloat16 (the GEMM quantizes bf16 activations); got {a.dtype}")
     if a.dim() == 0:
         raise ValueError("a must have at least one dimension [..., K]; got a scalar")
-    return a.new_empty((*a.shape[:-1], N), dtype=torch.bfloat16)
+    dt = torch.float32 if _core._gemm_out_kind(out_dtype) == "f32" else torch.bfloat16
+    return a.new_empty((*a.shape[:-1], N), dtype=dt)
 
 
 @gemm.register_fake
-def _gemm_fake(a, packed, N, K, version=PACKED_LAYOUT_VERSION, rule="aiter"):
+def _gemm_fake(a, packed, N, K, version=PACKED_LAYOUT_VERSION, rule="aiter", out_dtype=None):
     _check_names(rule=rule)
-    return _gemm_out(a, N)
+    return _gemm_out(a, N, out_dtype)
 
 
 @torch.library.custom_op("mxfp4::gemm_mx", mutates_args=())
 def gemm_mx(a: Tensor, codes: Tensor, scales: Tensor, code_layout: str = "plain", scale_layout: str = "plain",
-            rule: str = "aiter") -> Tensor:
-    """torch.ops.mxfp4.gemm_mx: bf16 a [..., K] x (codes, scales) B [N, K] -> bf16 [..., N]; see mxfp4.gemm."""
-    return _core._gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule)
+            rule: str = "aiter", out_dtype: Optional[torch.dtype] = None) -> Tensor:
+    """torch.ops.mxfp4.gemm_mx: bf16 a [..., K] x (codes, scales) B [N, K] -> [..., N] in bf16 or
+    float32 (``out_dtype``); see mxfp4.gemm."""
+    return _core._gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule, out_dtype)
 
 
 @gemm_mx.register_fake
-def _gemm_mx_fake(a, codes, scales, code_layout="plain", scale_layout="plain", rule="aiter"):
+def _gemm_mx_fake(a, codes, scales, code_layout="plain", scale_layout="plain", rule="aiter", out_dtype=None):
     _check_names(rule=rule, code_layout=code_layout, scale_layout=scale_layout)
     if codes.dim() != 2:
         raise ValueError(f"codes must be 2-D [N, K/2]; got shape {tuple(codes.shape)}")
-    return _gemm_out(a, codes.shape[0])
+    return _gemm_out(a, codes.shape[0], out_dtype)
 
 
 # ---- AITER layouts ----------------------------------------------------------------------------

@@ -12,12 +12,29 @@ boundary (``K/world`` a multiple of 32); an N split has no constraint beyond N %
 Sharding works on the plain MXFP4 arrays (exactly a slice of codes and scales) and on a
 :class:`~mxfp4.PackedTensor` (unpack, slice, prepack: byte-identical to prepacking the
 sliced plain weights). Works on numpy arrays and torch tensors (CPU or CUDA) alike.
+
+The distributed layers :class:`ColumnParallelMXFP4Linear` and :class:`RowParallelMXFP4Linear`
+(torch.distributed collectives around these shards; defined in :mod:`mxfp4.tp_nn`, which needs
+torch) are importable from here too. Guide: docs/tensor-parallel.md.
 """
 
 from __future__ import annotations
 
 from ._api import PackedTensor, prepack, unpack
 from ._core import BLOCK_SIZE
+
+__all__ = ["shard_range", "shard", "shard_packed", "ColumnParallelMXFP4Linear", "RowParallelMXFP4Linear"]
+
+_LAYERS = ("ColumnParallelMXFP4Linear", "RowParallelMXFP4Linear")
+
+
+def __getattr__(name):
+    # The layers need torch; import them on first use so that numpy-only installs can shard.
+    if name in _LAYERS:
+        from . import tp_nn
+
+        return getattr(tp_nn, name)
+    raise AttributeError(f"module 'mxfp4.tp' has no attribute {name!r}")
 
 
 def shard_range(size: int, rank: int, world: int, dim: str) -> tuple:

@@ -164,15 +164,19 @@ void unpack(const In& packed, int64_t N, int64_t K, int version, const Out& code
   mxfp4::unpack(p, c, s, e);
 }
 
-/// Activation A (bf16 [M, K]) and output C (bf16 [M, N]) of a GEMM.
+/// Activation A (bf16 [M, K]) and output C ([M, N], bf16 or float32: its dtype picks the
+/// overload of mxfp4::gemm) of a GEMM.
 struct GemmIO {
   Mat a, c;
+  bool c_f32 = false;
 };
 
 GemmIO gemm_io(const In& a, const Out& c, int64_t N) {
   GemmIO io;
   check_float("a", a, DType::bf16, "bfloat16 (or uint16 bf16 bit patterns)");
-  check_float("out", c, DType::bf16, "bfloat16 (or uint16 bf16 bit patterns)");
+  const auto d = c.dtype();
+  io.c_f32 = d.code == uint8_t(nb::dlpack::dtype_code::Float) && d.bits == 32 && d.lanes == 1;
+  if (!io.c_f32) check_float("out", c, DType::bf16, "bfloat16 (or uint16 bf16 bit patterns) or float32");
   io.a = mat2d("a", a);
   io.c = mat2d("out", c);
   if (io.c.rows != io.a.rows || io.c.cols != N) {
@@ -205,8 +209,12 @@ void gemm_packed(const In& a, const In& packed, int64_t N, int64_t K, int versio
   const Exec e = devs.exec(stream);
   DeviceGuard g(devs.device());
   nb::gil_scoped_release nogil;
-  mxfp4::gemm(static_cast<const uint16_t*>(io.a.p), io.a.rows, io.a.cols, io.a.ld, p,
-              static_cast<uint16_t*>(io.c.p), io.c.ld, opt, e);
+  if (io.c_f32)
+    mxfp4::gemm(static_cast<const uint16_t*>(io.a.p), io.a.rows, io.a.cols, io.a.ld, p, static_cast<float*>(io.c.p),
+                io.c.ld, opt, e);
+  else
+    mxfp4::gemm(static_cast<const uint16_t*>(io.a.p), io.a.rows, io.a.cols, io.a.ld, p,
+                static_cast<uint16_t*>(io.c.p), io.c.ld, opt, e);
 }
 
 void gemm_mx(const In& a, const In& codes, const In& scales, int64_t N, CodeLayout code_layout,
@@ -224,8 +232,12 @@ void gemm_mx(const In& a, const In& codes, const In& scales, int64_t N, CodeLayo
   const Exec e = devs.exec(stream);
   DeviceGuard g(devs.device());
   nb::gil_scoped_release nogil;
-  mxfp4::gemm(static_cast<const uint16_t*>(io.a.p), io.a.rows, K, io.a.ld, b, static_cast<uint16_t*>(io.c.p),
-              io.c.ld, opt, e);
+  if (io.c_f32)
+    mxfp4::gemm(static_cast<const uint16_t*>(io.a.p), io.a.rows, K, io.a.ld, b, static_cast<float*>(io.c.p), io.c.ld,
+                opt, e);
+  else
+    mxfp4::gemm(static_cast<const uint16_t*>(io.a.p), io.a.rows, K, io.a.ld, b, static_cast<uint16_t*>(io.c.p),
+                io.c.ld, opt, e);
 }
 
 void gemm_quantized(const In& a_codes, const In& a_scales, int64_t M, const In& b_codes, const In& b_scales,
@@ -389,9 +401,9 @@ NB_MODULE(_C, m) {
   m.def("unpack", &unpack, "packed"_a, "N"_a, "K"_a, "version"_a, "codes"_a, "scales"_a, "stream"_a = 0);
   m.def("gemm", &gemm_packed, "a"_a, "packed"_a, "N"_a, "K"_a, "version"_a, "out"_a, "rule"_a,
         "config"_a = nb::none(), "workspace"_a = nb::none(), "stream"_a = 0,
-        "out [M, N] bf16 = quantize(a [M, K] bf16) * B^T, B prepacked.");
+        "out [M, N] (bf16, or float32 for the unrounded fp32 result) = quantize(a [M, K] bf16) * B^T, B prepacked.");
   m.def("gemm_mx", &gemm_mx, "a"_a, "codes"_a, "scales"_a, "N"_a, "code_layout"_a, "scale_layout"_a, "out"_a,
-        "rule"_a, "stream"_a = 0, "out = quantize(a) * B^T with B as codes/scales (CPU backend).");
+        "rule"_a, "stream"_a = 0, "out (bf16 or float32) = quantize(a) * B^T with B as codes/scales (CPU backend).");
   m.def("gemm_quantized", &gemm_quantized, "a_codes"_a, "a_scales"_a, "M"_a, "b_codes"_a, "b_scales"_a, "N"_a, "K"_a,
         "out"_a, "out = A_q * B^T, both plain MXFP4 (CPU backend).");
   m.def("gemm_reference", &gemm_reference, "a_codes"_a, "a_scales"_a, "M"_a, "b_codes"_a, "b_scales"_a, "N"_a,

@@ -64,19 +64,22 @@ void require_options(const char* fn, const GemmOptions& opt) {
     detail::throw_invalid(fn, cat("GemmOptions::workspace_bytes = ", opt.workspace_bytes, " is too large"));
 }
 
-// Common checks of the bf16 activation and the output of both gemm() overloads.
+// Bytes of one element of a GEMM output: fp32 or bf16.
+int64_t c_elem_bytes(bool c_f32) { return c_f32 ? 4 : 2; }
+
+// Common checks of the bf16 activation and the output (bf16 or fp32) of the gemm() overloads.
 void require_gemm_a_c(const char* fn, const uint16_t* A, int64_t M, int64_t K, int64_t lda, int64_t N,
-                      const uint16_t* C, int64_t ldc) {
+                      const void* C, bool c_f32, int64_t ldc) {
   detail::require_nonnull(fn, "A", A);
   detail::require_nonnull(fn, "C", C);
   detail::require_aligned(fn, "A", A, 2, "bf16 elements");
-  detail::require_aligned(fn, "C", C, 2, "bf16 elements");
+  detail::require_aligned(fn, "C", C, c_elem_bytes(c_f32), c_f32 ? "fp32 elements" : "bf16 elements");
   detail::require_positive(fn, "M", M);
   detail::require_k(fn, "K", K);
   detail::require_stride(fn, "lda", lda, K);
   detail::require_stride(fn, "ldc", ldc, N);
   detail::strided_bytes(fn, M, K, lda, 2);
-  detail::strided_bytes(fn, M, N, ldc, 2);
+  detail::strided_bytes(fn, M, N, ldc, c_elem_bytes(c_f32));
 }
 
 }  // namespace
@@ -296,27 +299,30 @@ GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, const Exec& exec) {
   return cpu::cpu_config();
 }
 
-void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& B, uint16_t* C, int64_t ldc,
-          const GemmOptions& opt, const Exec& exec) {
+namespace {
+// gemm() with B as an MxMatrix, C bf16 bits (c_f32 false) or fp32.
+void gemm_mx_b(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& B, void* C, bool c_f32,
+               int64_t ldc, const GemmOptions& opt, const Exec& exec) {
   constexpr const char* fn = "gemm";
   detail::require_exec(fn, exec);
   detail::require_rule(fn, opt.rule);
   require_options(fn, opt);
   detail::require_mx(fn, "B", B);
-  require_gemm_a_c(fn, A, M, K, lda, B.rows, C, ldc);
+  require_gemm_a_c(fn, A, M, K, lda, B.rows, C, c_f32, ldc);
   if (B.K != K) detail::throw_invalid(fn, cat("B.K = ", B.K, " does not match K = ", K));
   detail::require_disjoint(fn,
                            {{A, detail::strided_bytes(fn, M, K, lda, 2), "A"}, code_span(B, "B.codes"),
                             scale_span(B, "B.scales")},
-                           {{C, detail::strided_bytes(fn, M, B.rows, ldc, 2), "C"}});
+                           {{C, detail::strided_bytes(fn, M, B.rows, ldc, c_elem_bytes(c_f32)), "C"}});
   if (on_cuda(exec))
     detail::throw_invalid(fn, "an MxMatrix B is accepted on Backend::cpu only; on Backend::cuda call prepack() once "
                               "and pass the PackedWeights");
-  cpu::gemm_bf16(A, M, K, lda, B, C, ldc, opt.rule, cpu_threads(exec));
+  cpu::gemm_bf16(A, M, K, lda, B, cpu::GemmOut{C, c_f32, ldc}, opt.rule, cpu_threads(exec));
 }
 
-void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C, int64_t ldc,
-          const GemmOptions& opt, const Exec& exec) {
+// gemm() with B prepacked, C bf16 bits (c_f32 false) or fp32.
+void gemm_packed_b(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C,
+                   bool c_f32, int64_t ldc, const GemmOptions& opt, const Exec& exec) {
   constexpr const char* fn = "gemm";
   detail::require_exec(fn, exec);
   detail::require_rule(fn, opt.rule);
@@ -326,9 +332,9 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
   if (on_cuda(exec) && opt.workspace != nullptr)
     detail::require_aligned(fn, "GemmOptions::workspace", opt.workspace, kCudaVectorAlign,
                             "the CUDA GEMM reads it with 16-byte loads");
-  require_gemm_a_c(fn, A, M, K, lda, B.N, C, ldc);
+  require_gemm_a_c(fn, A, M, K, lda, B.N, C, c_f32, ldc);
   if (B.K != K) detail::throw_invalid(fn, cat("B.K = ", B.K, " does not match K = ", K));
-  const Span c_span{C, detail::strided_bytes(fn, M, B.N, ldc, 2), "C"};
+  const Span c_span{C, detail::strided_bytes(fn, M, B.N, ldc, c_elem_bytes(c_f32)), "C"};
   const Span a_span{A, detail::strided_bytes(fn, M, K, lda, 2), "A"};
   const Span b_span{B.data, packed_bytes(B.N, B.K), "B.data"};
   if (opt.workspace != nullptr)
@@ -339,10 +345,31 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
   if (on_cuda(exec)) {
     const GemmConfig cfg = opt.config != nullptr ? *opt.config : cuda::config_for(M, B.N, K);
     require_config(fn, cfg);
-    cuda::gemm(A, M, K, lda, B, C, /*c_f32=*/false, ldc, cfg, opt.rule, opt.workspace, opt.workspace_bytes, exec.stream);
+    cuda::gemm(A, M, K, lda, B, C, c_f32, ldc, cfg, opt.rule, opt.workspace, opt.workspace_bytes, exec.stream);
     return;
   }
-  cpu::gemm_bf16_packed(A, M, K, lda, B, C, ldc, opt.rule, cpu_threads(exec));
+  cpu::gemm_bf16_packed(A, M, K, lda, B, cpu::GemmOut{C, c_f32, ldc}, opt.rule, cpu_threads(exec));
+}
+}  // namespace
+
+void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& B, uint16_t* C, int64_t ldc,
+          const GemmOptions& opt, const Exec& exec) {
+  gemm_mx_b(A, M, K, lda, B, C, false, ldc, opt, exec);
+}
+
+void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& B, float* C, int64_t ldc,
+          const GemmOptions& opt, const Exec& exec) {
+  gemm_mx_b(A, M, K, lda, B, C, true, ldc, opt, exec);
+}
+
+void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C, int64_t ldc,
+          const GemmOptions& opt, const Exec& exec) {
+  gemm_packed_b(A, M, K, lda, B, C, false, ldc, opt, exec);
+}
+
+void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, float* C, int64_t ldc,
+          const GemmOptions& opt, const Exec& exec) {
+  gemm_packed_b(A, M, K, lda, B, C, true, ldc, opt, exec);
 }
 
 void gemm_quantized(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t ldc, const Exec& exec) {
@@ -358,7 +385,7 @@ void gemm_quantized(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t l
       fn, {code_span(A, "A.codes"), scale_span(A, "A.scales"), code_span(B, "B.codes"), scale_span(B, "B.scales")},
       {{C, detail::strided_bytes(fn, A.rows, B.rows, ldc, 2), "C"}});
   if (on_cuda(exec)) detail::throw_invalid(fn, "runs on Backend::cpu only (on CUDA use gemm() with a bf16 A)");
-  cpu::gemm_mx(A, B, C, ldc, cpu_threads(exec));
+  cpu::gemm_mx(A, B, cpu::GemmOut{C, false, ldc}, cpu_threads(exec));
 }
 
 void gemm_reference(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t ldc, double* out_f64,

@@ -1,6 +1,6 @@
 // Fast CPU GEMM (spec §3): both MXFP4 operands decoded exactly to fp32 and multiplied with
 // OpenBLAS cblas_sgemm (MXFP4_HAVE_CBLAS) or gemm_f32_blocked(); the fp32 sum is rounded once
-// to bf16 (nearest even).
+// to bf16 (nearest even), or stored as is for an fp32 C (so bf16(fp32 C) == bf16 C there).
 //
 // fp32 cannot hold every MXFP4 product (spec §3: 2^127 * 2^-127 must stay finite), so the
 // fp32 path runs only when the scale bytes prove that every decoded value, product and partial
@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -178,10 +179,26 @@ void sgemm_nt(const float* a32, const float* b32, float* c32, int64_t M, int64_t
   gemm_f32_blocked(a32, b32, c32, M, n, K, threads);
 }
 
+// Writes the fp32 sums src[0, n) of row m, columns [n0, n0 + n), into C: rounded to bf16 or
+// stored as fp32; NaN where row m of A or a row of B holds a NaN block (spec §2.1).
+void store_row(const GemmOut& C, int64_t m, int64_t n0, int64_t n, const float* src, bool nan_row,
+               const std::vector<uint8_t>& nan_col) {
+  if (C.f32) {
+    constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+    float* crow = static_cast<float*>(C.data) + m * C.ld + n0;
+    for (int64_t i = 0; i < n; ++i) crow[i] = (nan_row || nan_col[size_t(n0 + i)]) ? kNaN : src[i];
+    return;
+  }
+  uint16_t* crow = static_cast<uint16_t*>(C.data) + m * C.ld + n0;
+  for (int64_t i = 0; i < n; ++i)
+    crow[i] = (nan_row || nan_col[size_t(n0 + i)]) ? kBf16NaN : fmt::f32_to_bf16(src[i]);
+}
+
 // The fp32 path: A decoded once; B decoded in chunks of rows that stay in cache (buffers
-// reused, so no page faults on huge temporaries), each chunk multiplied and rounded to bf16.
+// reused, so no page faults on huge temporaries), each chunk multiplied and stored. The
+// chunking does not depend on C's type, so the fp32 sums are the same for both.
 void gemm_fp32_path(const Operand& a, const Operand& b, const ScaleScan& scan_a, const ScaleScan& scan_b,
-                    uint16_t* C, int64_t ldc, int threads) {
+                    const GemmOut& C, int threads) {
   const int64_t M = a.rows, N = b.rows, K = a.K;
   std::unique_ptr<float[]> a32(new float[size_t(M * K)]);
   parallel_for(M, threads, std::max<int64_t>(1, 16384 / K), [&](int64_t r0, int64_t r1) {
@@ -197,16 +214,8 @@ void gemm_fp32_path(const Operand& a, const Operand& b, const ScaleScan& scan_a,
     });
     sgemm_nt(a32.get(), b32.get(), c32.get(), M, n, K, threads);
     parallel_for(M, threads, std::max<int64_t>(1, 16384 / n), [&](int64_t m0, int64_t m1) {
-      for (int64_t m = m0; m < m1; ++m) {
-        uint16_t* crow = C + m * ldc + n0;
-        const float* src = c32.get() + m * n;
-        if (scan_a.nan_row[size_t(m)]) {
-          for (int64_t i = 0; i < n; ++i) crow[i] = kBf16NaN;
-          continue;
-        }
-        for (int64_t i = 0; i < n; ++i)
-          crow[i] = scan_b.nan_row[size_t(n0 + i)] ? kBf16NaN : fmt::f32_to_bf16(src[i]);
-      }
+      for (int64_t m = m0; m < m1; ++m)
+        store_row(C, m, n0, n, c32.get() + m * n, scan_a.nan_row[size_t(m)] != 0, scan_b.nan_row);
     });
   }
 }
@@ -269,16 +278,16 @@ void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64
   });
 }
 
-void gemm_mx(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t ldc, int threads) {
+void gemm_mx(const MxMatrix& A, const MxMatrix& B, const GemmOut& C, int threads) {
   PlainStorage sa, sb;
   const MxMatrix a = to_plain(A, sa, threads);
   const MxMatrix b = to_plain(B, sb, threads);
   const Operand oa = Operand::of(a), ob = Operand::of(b);
   const ScaleScan scan_a = scan_scales(oa), scan_b = scan_scales(ob);
   if (fp32_path_is_safe(scan_a, scan_b, a.K))
-    gemm_fp32_path(oa, ob, scan_a, scan_b, C, ldc, threads);
+    gemm_fp32_path(oa, ob, scan_a, scan_b, C, threads);
   else
-    gemm_reference(a, b, C, ldc, nullptr, nullptr, threads);
+    gemm_reference(a, b, C, nullptr, nullptr, threads);
 }
 
 namespace {
@@ -297,20 +306,20 @@ MxMatrix quantize_a(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleR
 }
 }  // namespace
 
-void gemm_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& B, uint16_t* C, int64_t ldc,
+void gemm_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& B, const GemmOut& C,
                ScaleRule rule, int threads) {
   PlainStorage st;
-  gemm_mx(quantize_a(A, M, K, lda, rule, st, threads), B, C, ldc, threads);
+  gemm_mx(quantize_a(A, M, K, lda, rule, st, threads), B, C, threads);
 }
 
-void gemm_bf16_packed(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, uint16_t* C,
-                      int64_t ldc, ScaleRule rule, int threads) {
+void gemm_bf16_packed(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B,
+                      const GemmOut& C, ScaleRule rule, int threads) {
   PlainStorage st;
   const MxMatrix aq = quantize_a(A, M, K, lda, rule, st, threads);
   const Operand oa = Operand::of(aq), ob = Operand::of(B);
   const ScaleScan scan_a = scan_scales(oa), scan_b = scan_scales(ob);
   if (fp32_path_is_safe(scan_a, scan_b, K)) {
-    gemm_fp32_path(oa, ob, scan_a, scan_b, C, ldc, threads);
+    gemm_fp32_path(oa, ob, scan_a, scan_b, C, threads);
     return;
   }
   // Extreme scales: the exact path on plain copies (same result as gemm_bf16 on the unpacked B).
@@ -321,7 +330,7 @@ void gemm_bf16_packed(const uint16_t* A, int64_t M, int64_t K, int64_t lda, cons
   b.scales = scales.data();
   b.rows = B.N;
   b.K = K;
-  gemm_reference(aq, b, C, ldc, nullptr, nullptr, threads);
+  gemm_reference(aq, b, C, nullptr, nullptr, threads);
 }
 
 }  // namespace mxfp4::cpu

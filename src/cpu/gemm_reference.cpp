@@ -1,8 +1,10 @@
 // Reference GEMM (spec §3), the test oracle: operands decoded exactly to double (no fp32
 // overflow: byte 254 * 6 = 1.5 * 2^129 is just a double), exact products, fp64 accumulation
 // in ascending k, and a single rounding double -> bf16 (nearest even, bf16 subnormals,
-// overflow to +-Inf) that never goes through float.
+// overflow to +-Inf) that never goes through float; with an fp32 C, a single rounding double
+// -> fp32 instead.
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +34,16 @@ uint16_t round_to_bf16(double x) {
   return uint16_t(sign | (bits >> 16));
 }
 
+float round_to_f32(double x) {
+  if (std::isnan(x)) return std::numeric_limits<float>::quiet_NaN();
+  // Beyond FLT_MAX = 2^128 - 2^104 the next fp32 step would be 2^128; the midpoint
+  // 2^128 - 2^103 ties to the even neighbour 2^128, which is +-Inf. Below it, the
+  // conversion is exact rounding to nearest even (IEEE 754, default rounding mode).
+  if (std::fabs(x) >= 0x1p128 - 0x1p103) return std::signbit(x) ? -std::numeric_limits<float>::infinity()
+                                                                   : std::numeric_limits<float>::infinity();
+  return static_cast<float>(x);
+}
+
 namespace {
 // Exact double value of every element of a plain MXFP4 matrix, row-major [rows, K].
 std::vector<double> decode_exact(const MxMatrix& p, int threads) {
@@ -56,6 +68,11 @@ std::vector<double> decode_exact(const MxMatrix& p, int threads) {
 
 void gemm_reference(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t ldc, double* out_f64,
                     double* out_abs, int threads) {
+  gemm_reference(A, B, GemmOut{C, false, ldc}, out_f64, out_abs, threads);
+}
+
+void gemm_reference(const MxMatrix& A, const MxMatrix& B, const GemmOut& C, double* out_f64, double* out_abs,
+                    int threads) {
   PlainStorage sa, sb;
   const MxMatrix a = to_plain(A, sa, threads);
   const MxMatrix b = to_plain(B, sb, threads);
@@ -74,7 +91,10 @@ void gemm_reference(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t l
                        acc += prod;
                        abs += std::fabs(prod);
                      }
-                     C[m * ldc + n] = round_to_bf16(acc);
+                     if (C.f32)
+                       static_cast<float*>(C.data)[m * C.ld + n] = round_to_f32(acc);
+                     else
+                       static_cast<uint16_t*>(C.data)[m * C.ld + n] = round_to_bf16(acc);
                      if (out_f64 != nullptr) out_f64[m * N + n] = acc;
                      if (out_abs != nullptr) out_abs[m * N + n] = abs;
                    }

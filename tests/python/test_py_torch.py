@@ -1,7 +1,7 @@
 """torch integration on the CPU: tensors in and out without copies, torch.ops.mxfp4.* custom
 ops (opcheck: schema, fake implementations, dynamic shapes), torch.compile(fullgraph=True)
 without graph breaks, MXFP4Linear (from_linear vs a float reference, state_dict, repr).
-Skipped without torch (the CPU CI has none)."""
+Skipped without torch (CI installs it: scripts/install-deps.sh --torch)."""
 import io
 
 import ml_dtypes
@@ -132,8 +132,14 @@ def test_torch_errors(gen):
     ("gemm", lambda g: (torch.randn(3, 128, generator=g).to(torch.bfloat16),
                         mxfp4.prepack_dense(torch.randn(20, 128, generator=g)).data, 20, 128,
                         mxfp4.PACKED_LAYOUT_VERSION, "aiter")),
+    ("gemm", lambda g: (torch.randn(2, 3, 128, generator=g).to(torch.bfloat16),
+                        mxfp4.prepack_dense(torch.randn(20, 128, generator=g)).data, 20, 128,
+                        mxfp4.PACKED_LAYOUT_VERSION, "aiter", torch.float32)),
     ("gemm_mx", lambda g: (torch.randn(3, 128, generator=g).to(torch.bfloat16),
                            *mxfp4.quantize(torch.randn(20, 128, generator=g)), "plain", "plain", "aiter")),
+    ("gemm_mx", lambda g: (torch.randn(3, 128, generator=g).to(torch.bfloat16),
+                           *mxfp4.quantize(torch.randn(20, 128, generator=g)), "plain", "plain", "aiter",
+                           torch.float32)),
     ("shuffle_scales", lambda g: (mxfp4.quantize(torch.randn(20, 128, generator=g))[1],)),
     ("unshuffle_scales", lambda g: (torch.randint(0, 255, (256, 8), dtype=torch.uint8, generator=g), 20, 4)),
     ("shuffle_weight", lambda g: (torch.randint(0, 255, (32, 64), dtype=torch.uint8, generator=g),)),

@@ -67,3 +67,75 @@ def test_invalid_splits_name_the_values(weights):
         tp.shard(codes, scales, 0, 2, "M")
     with pytest.raises(TypeError, match="PackedTensor"):
         tp.shard_packed(codes, 0, 2, "N")
+
+
+# ---- the layers in one process (world_size 1, or shards built without torch.distributed) ------
+# The multi-process tests are tests/python/test_py_tp_dist.py (torchrun + tests/python/tp_worker.py).
+
+
+def _torch_layer(torch, rng, N=64, K=256):
+    lin = torch.nn.Linear(K, N)
+    with torch.no_grad():
+        lin.weight.copy_(torch.from_numpy(rng.standard_normal((N, K)).astype(np.float32)))
+        lin.bias.copy_(torch.from_numpy(rng.standard_normal(N).astype(np.float32)))
+    x = torch.from_numpy(rng.standard_normal((2, 3, K)).astype(np.float32))
+    return lin, x
+
+
+def test_world_one_layers_equal_the_unsharded_layer(rng, torch):
+    from mxfp4.nn import MXFP4Linear
+
+    lin, x = _torch_layer(torch, rng)
+    want = MXFP4Linear.from_linear(lin)(x)
+    col = tp.ColumnParallelMXFP4Linear.from_linear(lin, rank=0, world_size=1)
+    row = tp.RowParallelMXFP4Linear.from_linear(lin, rank=0, world_size=1)
+    for m in (col, row):
+        y = m(x)
+        assert y.dtype == torch.float32 and y.shape == (2, 3, 64)
+        assert torch.equal(y, want), type(m).__name__
+    xb = x.to(torch.bfloat16)
+    assert torch.equal(row(xb), MXFP4Linear.from_linear(lin)(xb))
+
+
+def test_shards_built_without_a_process_group(rng, torch):
+    lin, x = _torch_layer(torch, rng)
+    packed = mxfp4.prepack_dense(lin.weight.detach())
+    for r in range(2):
+        col = tp.ColumnParallelMXFP4Linear.from_packed(packed, bias=lin.bias, rank=r, world_size=2,
+                                                        gather_output=False)
+        assert (col.local.out_features, col.shard_start, col.shard_stop) == (32, 32 * r, 32 * (r + 1))
+        assert torch.equal(col.local.weight_packed, tp.shard_packed(packed, r, 2, "N").data)
+        assert torch.equal(col.local.bias, lin.bias.detach()[32 * r:32 * (r + 1)])
+        assert torch.equal(col(x), mxfp4.nn.MXFP4Linear.from_packed(packed, bias=lin.bias)(x)[..., 32 * r:32 * (r + 1)])
+        row = tp.RowParallelMXFP4Linear.from_packed(packed, bias=lin.bias, rank=r, world_size=2)
+        assert (row.local.in_features, row.shard_start) == (128, 128 * r)
+        assert torch.equal(row.local.weight_packed, tp.shard_packed(packed, r, 2, "K").data)
+        with pytest.raises(RuntimeError, match="needs an initialized torch.distributed process group"):
+            row(x)
+
+
+def test_layer_errors_name_the_values(rng, torch):
+    lin, x = _torch_layer(torch, rng)
+    with pytest.raises(ValueError, match="torch.distributed is not initialized: pass rank and world_size"):
+        tp.ColumnParallelMXFP4Linear(256, 64)
+    with pytest.raises(ValueError, match="process_group was given"):
+        tp.RowParallelMXFP4Linear(256, 64, process_group=object())
+    with pytest.raises(ValueError, match="K = 256 split over world = 16 gives 16 columns"):
+        tp.RowParallelMXFP4Linear(256, 64, rank=0, world_size=16)
+    with pytest.raises(ValueError, match="N = 64 is not divisible by world = 3"):
+        tp.ColumnParallelMXFP4Linear(256, 64, rank=0, world_size=3)
+    packed = mxfp4.prepack_dense(lin.weight.detach())
+    with pytest.raises(ValueError, match=r"bias must have shape \(64,\)"):
+        tp.RowParallelMXFP4Linear.from_packed(packed, bias=torch.zeros(32), rank=0, world_size=2)
+    with pytest.raises(TypeError, match="PackedTensor"):
+        tp.ColumnParallelMXFP4Linear.from_packed(lin.weight, rank=0, world_size=1)
+    row = tp.RowParallelMXFP4Linear.from_packed(packed, rank=0, world_size=1)
+    with pytest.raises(ValueError, match=r"x must be \[\.\.\., 256\] \(in_features\); got shape \(2, 128\)"):
+        row(torch.zeros(2, 128))
+    rowp = tp.RowParallelMXFP4Linear.from_packed(packed, rank=0, world_size=1, input_is_parallel=True)
+    with pytest.raises(ValueError, match=r"input_is_parallel: x must be this rank's \[\.\.\., 256\] slice"):
+        rowp(torch.zeros(2, 128))
+    sd = row.state_dict()
+    sd["_extra_state"] = dict(sd["_extra_state"], world_size=2)
+    with pytest.raises(ValueError, match="state_dict is the shard"):
+        tp.RowParallelMXFP4Linear(256, 64, rank=0, world_size=1).load_state_dict(sd)
