@@ -97,6 +97,9 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
   if (cfg.split_k < 1 || cfg.split_k > 8 || !shape_ok)
     return "paths fused/splitk: split_k 1..8, block_n 64 or 128, warps = block_n/16 times 1, 2 or 4 (4 only with "
            "block_n 64)";
+  // The kernel picks its token tiles from M and ignores block_m, but gemm() validates every
+  // field (require_config): a value it rejects must not pass here (e.g. from the tune cache).
+  if (cfg.block_m < 8 || cfg.block_m % 8 != 0) return "paths fused/splitk: block_m a positive multiple of 8";
   if (M > int64_t(64) * 65535) return "paths fused/splitk: M <= 4194240";
   return {};
 }

@@ -1,6 +1,9 @@
 // The dispatcher is a pure function: tested on the CPU for every workload shape.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <vector>
+
 #include "dispatch/path_name.hpp"
 #include "dispatch/tune_cache.hpp"
 #include "mxfp4/mxfp4.hpp"
@@ -83,6 +86,51 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
       }
 }
 
+// Every (M, N, K, SM count) the dispatcher answers must be a configuration the kernels run:
+// gemm_config_problem empty, split_k at most the number of 64-wide K chunks, block_m a
+// positive multiple of 8, and path fused only for one K256 stage per CTA.
+TEST(Dispatch, SweepOfShapesAndSmCountsGivesRunnableConfigs) {
+  std::vector<int64_t> Ms, Ns, Ks;
+  for (int64_t m = 1; m <= 300; ++m) Ms.push_back(m);
+  for (int64_t m : std::initializer_list<int64_t>{511, 4096, 65536, 4194240, 4194241, 8388480}) Ms.push_back(m);
+  for (int64_t n : std::initializer_list<int64_t>{1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 2112, 7168, 65536,
+                                                  int64_t(1) << 26, int64_t(1) << 32})
+    Ns.push_back(n);
+  for (int64_t k = 32; k <= 1024; k += 32) Ks.push_back(k);
+  for (int64_t k : std::initializer_list<int64_t>{1664, 7168, 16384, int64_t(1) << 32}) Ks.push_back(k);
+  int failures = 0;
+  for (int sms : {0, 1, 3, 8, 66, 114, 132, 1000, 1 << 30}) {
+    DeviceInfo dev = h200();
+    dev.sm_count = sms;
+    for (int64_t M : Ms)
+      for (int64_t N : Ns)
+        for (int64_t K : Ks) {
+          const GemmConfig c = choose_gemm_config(M, N, K, dev);
+          const int64_t chunks = (K + 63) / 64;
+          const bool ok = gemm_config_problem(c, M).empty() && c.split_k >= 1 && c.split_k <= chunks &&
+                          c.block_m >= 8 && c.block_m % 8 == 0 &&
+                          (c.path != GemmPath::fused || (chunks + c.split_k - 1) / c.split_k <= 4);
+          if (!ok && ++failures <= 10)
+            ADD_FAILURE() << "M=" << M << " N=" << N << " K=" << K << " sm_count=" << sms << ": " << describe(c)
+                          << " problem: " << gemm_config_problem(c, M);
+        }
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+// gemm() validates every field of a configuration (require_config: block_m a positive
+// multiple of 8), so gemm_config_problem, which the tune cache trusts, must reject what it
+// rejects.
+TEST(Dispatch, ConfigProblemRejectsWhatGemmRejects) {
+  GemmConfig small;
+  small.path = GemmPath::splitk;
+  for (int bm : {0, -8, 12}) {
+    GemmConfig c = small;
+    c.block_m = bm;
+    EXPECT_NE(gemm_config_problem(c, 16), "") << bm;
+  }
+}
+
 TEST(Dispatch, DescribeNamesEveryField) {
   GemmConfig c;
   c.path = GemmPath::splitk;
@@ -112,6 +160,14 @@ TEST(TuneCache, StoresAndReadsBackAndRejectsInvalidEntries) {
   tiled_bad.path = GemmPath::tiled;
   tune_cache::store("GPU X", 256, 2112, 7168, tiled_bad);
   EXPECT_FALSE(tune_cache::lookup("GPU X", 256, 2112, 7168).has_value());
+  // block_m is checked by gemm()'s require_config: an entry it would reject (so that every
+  // call of the shape threw InvalidArgument) is no entry, as any other invalid one.
+  for (int bm : {0, 12}) {
+    GemmConfig bad_m = c;
+    bad_m.block_m = bm;
+    tune_cache::store("GPU X", 16, 4096, 7168, bad_m);
+    EXPECT_FALSE(tune_cache::lookup("GPU X", 16, 4096, 7168).has_value()) << bm;
+  }
   unsetenv("MXFP4_TUNE_CACHE");
 }
 
