@@ -171,6 +171,8 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec&
 ///           thread-block cluster (split_k > 1) with a deterministic DSMEM reduction;
 ///   splitk: small M, A quantized once by its own kernel, then the same cluster split-K GEMM;
 ///   tiled:  large M, A quantized once by its own kernel, then a tiled tensor-core GEMM.
+/// Token CTAs run along grid.y (at most 65535), so fused/splitk take M <= 64 * 65535 and
+/// tiled M <= 128 * 65535 = 8388480; a larger M throws InvalidArgument on Backend::cuda.
 enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2 };
 
 /// Tile configuration of one CUDA GEMM launch; chosen by choose_gemm_config() or tuning.

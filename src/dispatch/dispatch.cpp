@@ -88,6 +88,8 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
   if (cfg.path == GemmPath::tiled) {
     if (cfg.block_n != 128 || cfg.block_m != 128 || cfg.warps != 8 || cfg.split_k != 1)
       return "path tiled: block_n = block_m = 128, warps = 8, split_k = 1";
+    // 128-token CTAs along grid.y, which holds at most 65535 (src/cuda/gemm_tiled.cu).
+    if (M > int64_t(128) * 65535) return "path tiled: M <= 8388480";
     return {};
   }
   if (cfg.path != GemmPath::fused && cfg.path != GemmPath::splitk) return "unknown path";

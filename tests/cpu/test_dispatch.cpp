@@ -131,6 +131,27 @@ TEST(Dispatch, ConfigProblemRejectsWhatGemmRejects) {
   }
 }
 
+// Both kernels put token CTAs along grid.y (at most 65535): 64 tokens each on the small-M
+// kernel, 128 on the tiled one. A larger M has no kernel, and gemm() must say so with
+// InvalidArgument before any launch (cuda::gemm checks gemm_config_problem first), not with
+// a CUDA launch error after the quantizer has run.
+TEST(Dispatch, ConfigProblemBoundsMOfEveryPath) {
+  GemmConfig tiled;
+  tiled.path = GemmPath::tiled;
+  tiled.block_n = tiled.block_m = 128;
+  tiled.warps = 8;
+  EXPECT_EQ(gemm_config_problem(tiled, int64_t(128) * 65535), "");
+  EXPECT_NE(gemm_config_problem(tiled, int64_t(128) * 65535 + 1), "");
+  GemmConfig small;
+  small.path = GemmPath::splitk;
+  EXPECT_EQ(gemm_config_problem(small, int64_t(64) * 65535), "");
+  EXPECT_NE(gemm_config_problem(small, int64_t(64) * 65535 + 1), "");
+  // The dispatcher's choice past the limit is the tiled path, reported as unrunnable.
+  const GemmConfig c = choose_gemm_config(int64_t(128) * 65535 + 1, 4096, 64, h200());
+  EXPECT_EQ(c.path, GemmPath::tiled);
+  EXPECT_NE(gemm_config_problem(c, int64_t(128) * 65535 + 1), "");
+}
+
 TEST(Dispatch, DescribeNamesEveryField) {
   GemmConfig c;
   c.path = GemmPath::splitk;
