@@ -1,6 +1,7 @@
 // The dispatcher is a pure function: tested on the CPU for every workload shape.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <initializer_list>
 #include <vector>
 
@@ -189,6 +190,29 @@ TEST(TuneCache, StoresAndReadsBackAndRejectsInvalidEntries) {
     tune_cache::store("GPU X", 16, 4096, 7168, bad_m);
     EXPECT_FALSE(tune_cache::lookup("GPU X", 16, 4096, 7168).has_value()) << bm;
   }
+  unsetenv("MXFP4_TUNE_CACHE");
+}
+
+// A cache whose entry for a GPU is not an object (hand-edited) is no entry for lookup, and
+// store replaces it rather than failing with a JSON type error (mxfp4 tune would lose the
+// shapes it had already timed).
+TEST(TuneCache, StoreReplacesAGpuEntryThatIsNotAnObject) {
+  const std::string file = ::testing::TempDir() + "/mxfp4_tune_test_bad_gpu.json";
+  {
+    std::ofstream out(file);
+    out << R"({"GPU X": 5, "GPU Y": {"16x2112x7168": 7}})";
+  }
+  setenv("MXFP4_TUNE_CACHE", file.c_str(), 1);  // another file than the last test's: read anew
+  EXPECT_FALSE(tune_cache::lookup("GPU X", 16, 2112, 7168).has_value());
+  EXPECT_FALSE(tune_cache::lookup("GPU Y", 16, 2112, 7168).has_value());
+  GemmConfig c;
+  c.path = GemmPath::splitk;
+  EXPECT_NO_THROW(tune_cache::store("GPU X", 16, 2112, 7168, c));
+  EXPECT_NO_THROW(tune_cache::store("GPU Y", 16, 2112, 7168, c));
+  const auto got = tune_cache::lookup("GPU X", 16, 2112, 7168);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(describe(*got), describe(c));
+  EXPECT_TRUE(tune_cache::lookup("GPU Y", 16, 2112, 7168).has_value());
   unsetenv("MXFP4_TUNE_CACHE");
 }
 
