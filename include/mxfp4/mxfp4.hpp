@@ -180,8 +180,9 @@ struct GemmConfig {
   GemmPath path = GemmPath::fused;
   int block_n = 64;   ///< weight rows (N) per CTA; multiple of 16 (fused/splitk: 64 or 128;
                       ///< tiled: 128)
-  int block_m = 16;   ///< tokens (M) per CTA; multiple of 8 (fused/splitk: min(M, 64) rounded
-                      ///< up to 8, larger M in CTAs of 64 along grid.y; tiled: 128)
+  int block_m = 16;   ///< tokens (M) per CTA; multiple of 8 (fused/splitk: informational, the
+                      ///< kernel always takes up to 64 tokens per CTA, larger M in CTAs along
+                      ///< grid.y; the dispatcher reports min(M, 64) rounded up to 8; tiled: 128)
   int split_k = 1;    ///< CTAs of a cluster sharing one output tile (1..8)
   int warps = 4;      ///< warps per CTA (fused/splitk: block_n/16 x 1, 2 or 4 warps per 16-row
                       ///< slab, splitting each K stage; 4 only with block_n = 64; tiled: 8)
