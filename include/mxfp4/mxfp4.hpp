@@ -171,6 +171,8 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec&
 ///           thread-block cluster (split_k > 1) with a deterministic DSMEM reduction;
 ///   splitk: small M, A quantized once by its own kernel, then the same cluster split-K GEMM;
 ///   tiled:  large M, A quantized once by its own kernel, then a tiled tensor-core GEMM.
+/// Token CTAs run along grid.y (at most 65535), so fused/splitk take M <= 64 * 65535 and
+/// tiled M <= 128 * 65535 = 8388480; a larger M throws InvalidArgument on Backend::cuda.
 enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2 };
 
 /// Tile configuration of one CUDA GEMM launch; chosen by choose_gemm_config() or tuning.
@@ -178,8 +180,9 @@ struct GemmConfig {
   GemmPath path = GemmPath::fused;
   int block_n = 64;   ///< weight rows (N) per CTA; multiple of 16 (fused/splitk: 64 or 128;
                       ///< tiled: 128)
-  int block_m = 16;   ///< tokens (M) per CTA; multiple of 8 (fused/splitk: min(M, 64) rounded
-                      ///< up to 8, larger M in CTAs of 64 along grid.y; tiled: 128)
+  int block_m = 16;   ///< tokens (M) per CTA; multiple of 8 (fused/splitk: informational, the
+                      ///< kernel always takes up to 64 tokens per CTA, larger M in CTAs along
+                      ///< grid.y; the dispatcher reports min(M, 64) rounded up to 8; tiled: 128)
   int split_k = 1;    ///< CTAs of a cluster sharing one output tile (1..8)
   int warps = 4;      ///< warps per CTA (fused/splitk: block_n/16 x 1, 2 or 4 warps per 16-row
                       ///< slab, splitting each K stage; 4 only with block_n = 64; tiled: 8)

@@ -1,18 +1,22 @@
-// Small-M GEMM (paths "fused" and "splitk", docs/dispatch.md), M <= 64.
+// Small-M GEMM (paths "fused" and "splitk", docs/dispatch.md): up to 64 tokens per CTA,
+// larger M in more CTAs along grid.y (M <= 64 * 65535).
 //
 // C^T = B * A^T on mma.sync.m16n8k16 (bf16 in, fp32 accumulate): weight rows are the MMA's M
-// dimension (16 per slab), tokens its N dimension (8 per n8 tile, N8 tiles, M <= 8*N8).
-// A CTA owns block_n = 16 * WARPS * SPW weight rows (SPW 16-row slabs per warp) and one K
-// range (its rank in a cluster of split_k CTAs). The weight stream is the whole design:
-//   - A ring of NS stages (K128 each) in shared memory is filled by 1-D bulk copies (TMA
-//     engine; one copy per slab per stage, since a slab's tiles are contiguous along K in the
-//     packed layout), so up to NS stages of every slab are in flight at once, issued by one
-//     thread with no register cost; an mbarrier per ring slot counts the bytes in.
+// dimension (16 per slab), tokens its N dimension (8 per n8 tile, N8 tiles, a CTA's tokens
+// <= 8*N8). A CTA owns block_n = 16 * SLABS weight rows (KW warps per 16-row slab, which take
+// alternate K chunks of every stage), 64 tokens and one K range (its rank in a cluster of
+// split_k CTAs). The weight stream is the whole design:
+//   - A ring of up to kMaxStages stages (K256 each: kG 64-wide chunks) in shared memory is
+//     filled by 1-D bulk copies (TMA engine; per slab and stage one copy of its codes and one
+//     of its scales, since a slab's tiles are contiguous along K in the packed layout), so
+//     every stage of the ring is in flight at once, issued by one thread with no register
+//     cost; an mbarrier per ring slot counts the bytes in.
 //   - Path "splitk": A arrives pre-quantized as fragments (quantize_fragments, launched just
 //     before with programmatic dependent launch): the weight copies start before the
 //     quantizer has finished, the fragment copies after griddepcontrol.wait.
-//   - Path "fused": the CTA quantizes A[0:M, stage] (spec §2, shared block quantizer) into
-//     shared memory itself while the ring fills (one launch, no workspace).
+//   - Path "fused": the CTA quantizes its tokens of A over its K range (spec §2, shared block
+//     quantizer) into shared memory itself, all at once when that fits in half the budget,
+//     else one stage at a time, while the ring fills (one launch, no workspace).
 //   - Weights are decoded in registers to bf16 e2m1 * 2^s (exact) and both operands carry
 //     their block scale, so the fp32 accumulator sums exact products.
 // Split-K: the CTAs of a cluster reduce their partial tiles through distributed shared memory

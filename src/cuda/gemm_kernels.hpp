@@ -10,7 +10,8 @@
 
 namespace mxfp4::cuda {
 
-/// The cluster split-K kernel (cfg.split_k CTAs per cluster; M <= 64). With `frags` null it
+/// The cluster split-K kernel (cfg.split_k CTAs per cluster; 64 tokens per CTA, CTAs along
+/// grid.y for larger M, M <= 64 * 65535). With `frags` null it
 /// quantizes A itself (path "fused"), else it reads A's fragments from `frags` (path
 /// "splitk", filled by quantize_fragments).
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,

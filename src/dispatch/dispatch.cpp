@@ -88,6 +88,8 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
   if (cfg.path == GemmPath::tiled) {
     if (cfg.block_n != 128 || cfg.block_m != 128 || cfg.warps != 8 || cfg.split_k != 1)
       return "path tiled: block_n = block_m = 128, warps = 8, split_k = 1";
+    // 128-token CTAs along grid.y, which holds at most 65535 (src/cuda/gemm_tiled.cu).
+    if (M > int64_t(128) * 65535) return "path tiled: M <= 8388480";
     return {};
   }
   if (cfg.path != GemmPath::fused && cfg.path != GemmPath::splitk) return "unknown path";
@@ -97,6 +99,9 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
   if (cfg.split_k < 1 || cfg.split_k > 8 || !shape_ok)
     return "paths fused/splitk: split_k 1..8, block_n 64 or 128, warps = block_n/16 times 1, 2 or 4 (4 only with "
            "block_n 64)";
+  // The kernel picks its token tiles from M and ignores block_m, but gemm() validates every
+  // field (require_config): a value it rejects must not pass here (e.g. from the tune cache).
+  if (cfg.block_m < 8 || cfg.block_m % 8 != 0) return "paths fused/splitk: block_m a positive multiple of 8";
   if (M > int64_t(64) * 65535) return "paths fused/splitk: M <= 4194240";
   return {};
 }

@@ -19,8 +19,9 @@ std::optional<GemmPath> parse_gemm_path(std::string_view name);
 
 /// Why the CUDA kernels cannot run `cfg` for M tokens (empty when they can): the small-M
 /// kernel (fused/splitk) takes split_k 1..8, block_n 64 or 128, warps = block_n/16 x 1, 2 or 4
-/// (4 only with block_n 64) and M <= 64 * 65535; the tiled kernel block_n = block_m = 128 with
-/// 8 warps.
+/// (4 only with block_n 64), block_m a positive multiple of 8 (unused by the kernel) and
+/// M <= 64 * 65535; the tiled kernel block_n = block_m = 128 with 8 warps and
+/// M <= 128 * 65535 (both: token CTAs along grid.y).
 std::string gemm_config_problem(const GemmConfig& cfg, int64_t M);
 
 }  // namespace mxfp4

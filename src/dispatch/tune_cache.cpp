@@ -13,16 +13,22 @@ namespace {
 
 std::mutex g_mutex;
 bool g_loaded = false;
+std::string g_loaded_path;  // the file g_cache was read from
 nlohmann::json g_cache = nlohmann::json::object();
 
 std::string key(int64_t M, int64_t N, int64_t K) {
   return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
 }
 
+// Reads the file once per path: a process that points MXFP4_TUNE_CACHE elsewhere gets that
+// file's entries, not the previous file's.
 void load_locked() {
-  if (g_loaded) return;
+  const std::string file = path();
+  if (g_loaded && file == g_loaded_path) return;
   g_loaded = true;
-  std::ifstream in(path());
+  g_loaded_path = file;
+  g_cache = nlohmann::json::object();
+  std::ifstream in(file);
   if (!in) return;
   try {
     nlohmann::json j = nlohmann::json::parse(in);
@@ -67,6 +73,8 @@ std::optional<GemmConfig> lookup(const std::string& gpu, int64_t M, int64_t N, i
 void store(const std::string& gpu, int64_t M, int64_t N, int64_t K, const GemmConfig& cfg) {
   std::lock_guard<std::mutex> lock(g_mutex);
   load_locked();
+  // A hand-edited entry for this GPU that is not an object is replaced (lookup ignores it too).
+  if (auto it = g_cache.find(gpu); it != g_cache.end() && !it->is_object()) *it = nlohmann::json::object();
   g_cache[gpu][key(M, N, K)] = {{"path", gemm_path_name(cfg.path)}, {"block_n", cfg.block_n}, {"block_m", cfg.block_m},
                                 {"split_k", cfg.split_k}, {"warps", cfg.warps}};
   const std::filesystem::path file(path());

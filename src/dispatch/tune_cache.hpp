@@ -1,7 +1,8 @@
 // Tune cache: winners of `mxfp4 tune`, a JSON file keyed by GPU name and shape:
 //   { "NVIDIA H200": { "64x7168x2048": {"path": "splitk", "block_n": 64, "block_m": 64,
 //                                        "split_k": 4, "warps": 4}, ... }, ... }
-// Location: $MXFP4_TUNE_CACHE, else $HOME/.cache/mxfp4/tune.json. Read once, lazily.
+// Location: $MXFP4_TUNE_CACHE, else $HOME/.cache/mxfp4/tune.json. Read lazily, once per
+// path (pointing MXFP4_TUNE_CACHE at another file reads that one).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,10 @@
 // The dispatcher is a pure function: tested on the CPU for every workload shape.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <initializer_list>
+#include <vector>
+
 #include "dispatch/path_name.hpp"
 #include "dispatch/tune_cache.hpp"
 #include "mxfp4/mxfp4.hpp"
@@ -83,6 +87,72 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
       }
 }
 
+// Every (M, N, K, SM count) the dispatcher answers must be a configuration the kernels run:
+// gemm_config_problem empty, split_k at most the number of 64-wide K chunks, block_m a
+// positive multiple of 8, and path fused only for one K256 stage per CTA.
+TEST(Dispatch, SweepOfShapesAndSmCountsGivesRunnableConfigs) {
+  std::vector<int64_t> Ms, Ns, Ks;
+  for (int64_t m = 1; m <= 300; ++m) Ms.push_back(m);
+  for (int64_t m : std::initializer_list<int64_t>{511, 4096, 65536, 4194240, 4194241, 8388480}) Ms.push_back(m);
+  for (int64_t n : std::initializer_list<int64_t>{1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 2112, 7168, 65536,
+                                                  int64_t(1) << 26, int64_t(1) << 32})
+    Ns.push_back(n);
+  for (int64_t k = 32; k <= 1024; k += 32) Ks.push_back(k);
+  for (int64_t k : std::initializer_list<int64_t>{1664, 7168, 16384, int64_t(1) << 32}) Ks.push_back(k);
+  int failures = 0;
+  for (int sms : {0, 1, 3, 8, 66, 114, 132, 1000, 1 << 30}) {
+    DeviceInfo dev = h200();
+    dev.sm_count = sms;
+    for (int64_t M : Ms)
+      for (int64_t N : Ns)
+        for (int64_t K : Ks) {
+          const GemmConfig c = choose_gemm_config(M, N, K, dev);
+          const int64_t chunks = (K + 63) / 64;
+          const bool ok = gemm_config_problem(c, M).empty() && c.split_k >= 1 && c.split_k <= chunks &&
+                          c.block_m >= 8 && c.block_m % 8 == 0 &&
+                          (c.path != GemmPath::fused || (chunks + c.split_k - 1) / c.split_k <= 4);
+          if (!ok && ++failures <= 10)
+            ADD_FAILURE() << "M=" << M << " N=" << N << " K=" << K << " sm_count=" << sms << ": " << describe(c)
+                          << " problem: " << gemm_config_problem(c, M);
+        }
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+// gemm() validates every field of a configuration (require_config: block_m a positive
+// multiple of 8), so gemm_config_problem, which the tune cache trusts, must reject what it
+// rejects.
+TEST(Dispatch, ConfigProblemRejectsWhatGemmRejects) {
+  GemmConfig small;
+  small.path = GemmPath::splitk;
+  for (int bm : {0, -8, 12}) {
+    GemmConfig c = small;
+    c.block_m = bm;
+    EXPECT_NE(gemm_config_problem(c, 16), "") << bm;
+  }
+}
+
+// Both kernels put token CTAs along grid.y (at most 65535): 64 tokens each on the small-M
+// kernel, 128 on the tiled one. A larger M has no kernel, and gemm() must say so with
+// InvalidArgument before any launch (cuda::gemm checks gemm_config_problem first), not with
+// a CUDA launch error after the quantizer has run.
+TEST(Dispatch, ConfigProblemBoundsMOfEveryPath) {
+  GemmConfig tiled;
+  tiled.path = GemmPath::tiled;
+  tiled.block_n = tiled.block_m = 128;
+  tiled.warps = 8;
+  EXPECT_EQ(gemm_config_problem(tiled, int64_t(128) * 65535), "");
+  EXPECT_NE(gemm_config_problem(tiled, int64_t(128) * 65535 + 1), "");
+  GemmConfig small;
+  small.path = GemmPath::splitk;
+  EXPECT_EQ(gemm_config_problem(small, int64_t(64) * 65535), "");
+  EXPECT_NE(gemm_config_problem(small, int64_t(64) * 65535 + 1), "");
+  // The dispatcher's choice past the limit is the tiled path, reported as unrunnable.
+  const GemmConfig c = choose_gemm_config(int64_t(128) * 65535 + 1, 4096, 64, h200());
+  EXPECT_EQ(c.path, GemmPath::tiled);
+  EXPECT_NE(gemm_config_problem(c, int64_t(128) * 65535 + 1), "");
+}
+
 TEST(Dispatch, DescribeNamesEveryField) {
   GemmConfig c;
   c.path = GemmPath::splitk;
@@ -112,6 +182,37 @@ TEST(TuneCache, StoresAndReadsBackAndRejectsInvalidEntries) {
   tiled_bad.path = GemmPath::tiled;
   tune_cache::store("GPU X", 256, 2112, 7168, tiled_bad);
   EXPECT_FALSE(tune_cache::lookup("GPU X", 256, 2112, 7168).has_value());
+  // block_m is checked by gemm()'s require_config: an entry it would reject (so that every
+  // call of the shape threw InvalidArgument) is no entry, as any other invalid one.
+  for (int bm : {0, 12}) {
+    GemmConfig bad_m = c;
+    bad_m.block_m = bm;
+    tune_cache::store("GPU X", 16, 4096, 7168, bad_m);
+    EXPECT_FALSE(tune_cache::lookup("GPU X", 16, 4096, 7168).has_value()) << bm;
+  }
+  unsetenv("MXFP4_TUNE_CACHE");
+}
+
+// A cache whose entry for a GPU is not an object (hand-edited) is no entry for lookup, and
+// store replaces it rather than failing with a JSON type error (mxfp4 tune would lose the
+// shapes it had already timed).
+TEST(TuneCache, StoreReplacesAGpuEntryThatIsNotAnObject) {
+  const std::string file = ::testing::TempDir() + "/mxfp4_tune_test_bad_gpu.json";
+  {
+    std::ofstream out(file);
+    out << R"({"GPU X": 5, "GPU Y": {"16x2112x7168": 7}})";
+  }
+  setenv("MXFP4_TUNE_CACHE", file.c_str(), 1);  // another file than the last test's: read anew
+  EXPECT_FALSE(tune_cache::lookup("GPU X", 16, 2112, 7168).has_value());
+  EXPECT_FALSE(tune_cache::lookup("GPU Y", 16, 2112, 7168).has_value());
+  GemmConfig c;
+  c.path = GemmPath::splitk;
+  EXPECT_NO_THROW(tune_cache::store("GPU X", 16, 2112, 7168, c));
+  EXPECT_NO_THROW(tune_cache::store("GPU Y", 16, 2112, 7168, c));
+  const auto got = tune_cache::lookup("GPU X", 16, 2112, 7168);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(describe(*got), describe(c));
+  EXPECT_TRUE(tune_cache::lookup("GPU Y", 16, 2112, 7168).has_value());
   unsetenv("MXFP4_TUNE_CACHE");
 }
 

@@ -19,8 +19,9 @@ namespace mxfp4cli {
 using namespace bench;
 namespace {
 
-/// Candidates: every split_k / warps / block_n / path combination of the small-M kernel
-/// (docs/dispatch.md) for M <= 256, plus the tiled kernel for M > 64 (no variants yet).
+/// Candidates: every warps / block_n / path combination of the small-M kernel with split_k 1,
+/// 2, 4 or 8 (docs/dispatch.md; the dispatcher may also pick 3, 5, 6 or 7 when K has fewer
+/// than 8 chunks) for M <= 256, plus the tiled kernel for M > 64 (no variants yet).
 std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
   std::vector<mxfp4::GemmConfig> v;
   if (M > 64) {  // the tiled kernel (no variants yet)
