@@ -303,9 +303,15 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   args.stages = std::max(1, std::min({nstages, kMaxStages, fit}));
   const int smem = R::bytes(args.stages, args.a_chunks);
   auto kernel = gemm_fused_kernel<N8, SLABS, KW, PREQUANT>;
-  // Per device and cheap; not a stream operation, so also legal during graph capture.
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+  // The limit is the instantiation's largest need (stages * slot + A buffer never exceeds the
+  // budget), the same for every shape: host threads launching different shapes concurrently
+  // can never lower it under another's launch. Per device and cheap; not a stream operation,
+  // so also legal during graph capture.
+  constexpr int kSmemMax = R::kHeader + (kSmemBudget > R::kRed ? kSmemBudget : R::kRed);
+  static_assert(kSmemMax <= 227 * 1024, "small-M kernel exceeds the opt-in shared memory of sm_90");
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemMax),
         "cudaFuncSetAttribute(gemm_fused_kernel)");
+  if (smem > kSmemMax) throw Error("gemm_fused: shared memory plan of " + std::to_string(smem) + " bytes exceeds its limit");
   const int64_t tiles = ceil_div(args.geo.rows_padded, 16 * SLABS);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(tiles * args.split), unsigned(ceil_div(args.M, kBlockM)));

@@ -165,6 +165,57 @@ TEST(GpuConcurrency, TwoStreamsOfOneThreadEveryPathMatchSerial) {
   for (auto& st : s) cudaStreamDestroy(st);
 }
 
+// Two host threads launching one kernel instantiation with different shared-memory plans (K
+// 7168 vs 256 give different ring depths): the launcher's per-function shared-memory limit
+// must never be lowered by one thread under the other's launch.
+TEST(GpuConcurrency, TwoThreadsOneKernelDifferentKMatchSerial) {
+  MXFP4_REQUIRE_GPU();
+  const GemmConfig cfg = forced_cfg(GemmPath::splitk, 2, 4, 4);
+  constexpr int64_t M = 128, N = 512;
+  struct Job {
+    int64_t K;
+    HostMx b;
+    std::unique_ptr<DevicePacked> pk;
+    std::unique_ptr<DeviceBuf> a;
+    std::vector<uint16_t> ref;
+  };
+  Job jobs[2] = {{7168, random_mx(N, 7168, 7301), nullptr, nullptr, {}}, {256, random_mx(N, 256, 7302), nullptr, nullptr, {}}};
+  GemmOptions opt;
+  opt.config = &cfg;
+  for (Job& j : jobs) {
+    j.pk = std::make_unique<DevicePacked>(j.b);
+    j.a = std::make_unique<DeviceBuf>(randn_bf16(size_t(M * j.K), 7300 + uint64_t(j.K)));
+    DeviceBuf out(size_t(M * N * 2), 0xFF);
+    gemm(j.a->get<uint16_t>(), M, j.K, j.K, j.pk->pw, out.get<uint16_t>(), N, opt, cuda_exec());
+    j.ref = out.download<uint16_t>();
+  }
+  std::string err[2];
+  auto work = [&](int t) {
+    try {
+      cudaStream_t s;
+      cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+      DeviceBuf out(size_t(M * N * 2), 0xFF);
+      const Job& j = jobs[t];
+      for (int it = 0; it < 200 && err[t].empty(); ++it) {
+        gemm(j.a->get<uint16_t>(), M, j.K, j.K, j.pk->pw, out.get<uint16_t>(), N, opt, cuda_exec(s));
+        if (it % 50 == 49) {
+          cuda_ok(cudaStreamSynchronize(s), "sync");
+          if (out.download<uint16_t>() != j.ref) err[t] = "K=" + std::to_string(j.K) + " differs at round " + std::to_string(it);
+        }
+      }
+      cuda_ok(cudaStreamSynchronize(s), "sync");
+      cudaStreamDestroy(s);
+    } catch (const std::exception& e) {
+      err[t] = std::string("exception: ") + e.what();
+    }
+  };
+  std::thread t0(work, 0), t1(work, 1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(err[0], "");
+  EXPECT_EQ(err[1], "");
+}
+
 }  // namespace
 }  // namespace mxfp4::test
 #else
