@@ -1,4 +1,4 @@
-// GPU layout conversions: AITER scale/weight shuffles (spec §4) and packed layout v1
+// GPU layout conversions: AITER scale/weight shuffles (spec §4) and packed layout v2
 // (docs/packed-layout.md). Offsets come from the formulas the CPU uses (fmt::aiter_*_offset,
 // src/core/packed_layout.hpp).
 #include "cuda/common.cuh"

@@ -1,4 +1,4 @@
-// Packed layout v1 (docs/packed-layout.md): sizes, the doc's example offsets, an independent
+// Packed layout v2 (docs/packed-layout.md): sizes, the doc's example offsets, an independent
 // forward reading of the doc's tile/lane/byte tables, padding zero, prepack -> unpack identity.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 """AITER layout converters and prepack/unpack on numpy arrays: spec §4 offset examples,
-round trips, agreement with the numpy model, packed layout v1 size and inverse."""
+round trips, agreement with the numpy model, packed layout v2 size and inverse."""
 import numpy as np
 import pytest
 
