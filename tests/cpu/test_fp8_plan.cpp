@@ -1,0 +1,141 @@
+// FP8 groundwork (issue 6, src/cpu/fp8_plan.hpp): exact e2m1 -> e4m3 encoding, the scaling-
+// group planner's exactness rule, and the CPU model of the FP8 path against the exact
+// reference, including the issue's adversarial tiles and a K = 16384 case with a known answer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "common/test_util.hpp"
+#include "cpu/fp8_plan.hpp"
+#include "mxfp4/format.hpp"
+
+namespace mxfp4::test {
+namespace {
+
+TEST(Fp8Plan, EveryE2m1ValueTimesEveryShiftIsExactInE4m3) {
+  for (int code = 0; code < 16; ++code)
+    for (int d = fp8::kMinShift; d <= fp8::kMaxShift; ++d) {
+      const float want = fmt::e2m1_to_f32(uint8_t(code)) * std::ldexp(1.f, d);
+      const uint8_t byte = fp8::e2m1_to_e4m3(uint8_t(code), d);
+      const float got = fp8::e4m3_to_f32(byte);
+      EXPECT_EQ(fmt::f32_bits(got), fmt::f32_bits(want)) << "code " << code << " d " << d << " byte " << int(byte);
+    }
+  // The range is tight: 6 * 2^7 = 768 > 448 and 0.5 * 2^-9 = 2^-10 < the smallest subnormal.
+  EXPECT_GT(6.f * std::ldexp(1.f, fp8::kMaxShift + 1), 448.f);
+  EXPECT_LT(0.5f * std::ldexp(1.f, fp8::kMinShift - 1), std::ldexp(1.f, -9));
+}
+
+/// Sets block b of row r to `code` in every element and scale byte `sb`.
+void fill_block(HostMx& m, int64_t r, int64_t b, uint8_t code, uint8_t sb) {
+  for (int64_t k = 32 * b; k < 32 * b + 32; k += 2) m.codes[size_t(r * m.K / 2 + k / 2)] = uint8_t(code | code << 4);
+  m.scales[size_t(r * (m.K / 32) + b)] = sb;
+}
+
+TEST(Fp8Plan, RealisticWeightsAreExactAndEncodeToTheirValues) {
+  const HostMx w = random_mx(64, 1024, 801);
+  const fp8::GroupPlan p = fp8::plan_groups(w.view());
+  ASSERT_EQ(p.slices, 8);
+  for (int64_t r = 0; r < w.rows; ++r)
+    for (int64_t s = 0; s < p.slices; ++s) {
+      const size_t i = size_t(r * p.slices + s);
+      ASSERT_TRUE(p.exact[i]) << r << "," << s;
+      for (int64_t k = 128 * s; k < 128 * s + 128; ++k) {
+        const uint8_t byte = w.codes[size_t(r * w.K / 2 + k / 2)];
+        const uint8_t code = k % 2 ? byte >> 4 : byte & 15;
+        if ((code & 7) == 0) continue;
+        const uint8_t sb = w.scales[size_t(r * (w.K / 32) + k / 32)];
+        const float enc = fp8::e4m3_to_f32(fp8::e2m1_to_e4m3(code, int(sb) - 127 - p.R[i]));
+        ASSERT_EQ(std::ldexp(double(enc), p.R[i]), double(fmt::dequant_f32(code, sb))) << r << "," << k;
+      }
+    }
+}
+
+TEST(Fp8Plan, SpanZeroAndNaNBlocksDecideExactness) {
+  HostMx m;
+  m.rows = 6, m.K = 256;
+  m.codes.assign(size_t(m.rows * m.K / 2), 0x22);  // every element 1.0
+  m.scales.assign(size_t(m.rows * m.K / 32), 127);
+  // Row 0: block maxima 2^-20 and 2^+20 in one slice (the issue's tile): span 40 > 14.
+  fill_block(m, 0, 0, 0x2, 127 - 20);
+  fill_block(m, 0, 1, 0x2, 127 + 20);
+  // Row 1: span exactly 14 (exact) in slice 0, 15 (inexact) in slice 1.
+  fill_block(m, 1, 0, 0x2, 120), fill_block(m, 1, 1, 0x2, 134);
+  fill_block(m, 1, 4, 0x2, 120), fill_block(m, 1, 5, 0x2, 135);
+  // Row 2: an all-zero block with scale 0 beside scale-200 blocks: exact, R from the rest.
+  fill_block(m, 2, 0, 0x0, 0), fill_block(m, 2, 1, 0x2, 200), fill_block(m, 2, 2, 0x2, 200), fill_block(m, 2, 3, 0x2, 200);
+  // Row 3: a NaN scale byte: inexact. Row 4: all zero: exact, R = 0.
+  fill_block(m, 3, 2, 0x2, 0xFF);
+  for (int64_t b = 0; b < 8; ++b) fill_block(m, 4, b, 0x8, 50);  // -0 codes
+  const fp8::GroupPlan p = fp8::plan_groups(m.view());
+  auto at = [&](int64_t r, int64_t s) { return size_t(r * p.slices + s); };
+  EXPECT_FALSE(p.exact[at(0, 0)]);
+  EXPECT_TRUE(p.exact[at(0, 1)]);
+  EXPECT_TRUE(p.exact[at(1, 0)]);
+  EXPECT_FALSE(p.exact[at(1, 1)]);
+  EXPECT_TRUE(p.exact[at(2, 0)]);
+  EXPECT_EQ(p.R[at(2, 0)], 200 - 127 - fp8::kMaxShift);
+  EXPECT_FALSE(p.exact[at(3, 0)]);
+  EXPECT_TRUE(p.exact[at(4, 0)] && p.exact[at(4, 1)]);
+  EXPECT_EQ(p.R[at(4, 0)], 0);
+  EXPECT_EQ(p.R[at(5, 0)], -fp8::kMaxShift);  // plain 1.0 blocks: 2^0 = 2^(R + 6)
+}
+
+/// The fp32-output contract: |C - ref| <= 2^-12 sum |a b| + 2^-133, NaN exactly where ref is.
+void expect_within_contract(const std::vector<float>& C, const HostMx& a, const HostMx& b) {
+  std::vector<uint16_t> c16(size_t(a.rows * b.rows));
+  std::vector<double> ref(c16.size()), abs(c16.size());
+  gemm_reference(a.view(), b.view(), c16.data(), b.rows, ref.data(), abs.data());
+  for (size_t i = 0; i < C.size(); ++i) {
+    if (std::isnan(ref[i])) {
+      EXPECT_TRUE(std::isnan(C[i])) << i;
+      continue;
+    }
+    EXPECT_LE(std::fabs(double(C[i]) - ref[i]), 0x1p-12 * abs[i] + 0x1p-133) << i << ": " << C[i] << " vs " << ref[i];
+  }
+}
+
+TEST(Fp8Model, RandomAndAdversarialOperandsStayWithinTheContract) {
+  const HostMx a = random_mx(8, 512, 811), b = random_mx(24, 512, 812);
+  std::vector<float> c(size_t(8 * 24));
+  fp8::gemm_model(a.view(), b.view(), c.data(), 24);
+  expect_within_contract(c, a, b);
+  // Wide-span and NaN groups in both operands take the exact path; the rest stays on fp8.
+  HostMx a2 = a, b2 = b;
+  fill_block(a2, 0, 0, 0x3, 127 - 20), fill_block(a2, 0, 1, 0x5, 127 + 20);
+  fill_block(b2, 3, 4, 0x7, 127 + 20), fill_block(b2, 3, 6, 0x1, 127 - 20);
+  fill_block(b2, 5, 9, 0x2, 0xFF);
+  const fp8::GroupPlan pa = fp8::plan_groups(a2.view()), pb = fp8::plan_groups(b2.view());
+  ASSERT_FALSE(pa.exact[0]);
+  ASSERT_FALSE(pb.exact[size_t(3 * pb.slices + 1)]);
+  fp8::gemm_model(a2.view(), b2.view(), c.data(), 24);
+  expect_within_contract(c, a2, b2);
+  for (int64_t m = 0; m < 8; ++m) EXPECT_TRUE(std::isnan(c[size_t(m * 24 + 5)])) << m;  // column 5: NaN block
+  EXPECT_FALSE(std::isnan(c[size_t(0 * 24 + 4)]));
+}
+
+TEST(Fp8Model, K16384WithAKnownAnswerIsExact) {
+  // A row: 1.0 everywhere with scale 2^(s mod 5) per block; B row: 1.5 with scale 2^-(s mod 3).
+  // Every slice's products are small integers times powers of two, so the fp32 slice sums are
+  // exact and the result is the exact fp64 sum.
+  constexpr int64_t K = 16384;
+  HostMx a, b;
+  a.rows = 1, b.rows = 2, a.K = b.K = K;
+  a.codes.assign(K / 2, 0x22), b.codes.assign(2 * K / 2, 0x33);
+  a.scales.resize(K / 32), b.scales.resize(2 * K / 32);
+  double want = 0;
+  for (int64_t blk = 0; blk < K / 32; ++blk) {
+    a.scales[size_t(blk)] = uint8_t(127 + blk % 5);
+    b.scales[size_t(blk)] = b.scales[size_t(K / 32 + blk)] = uint8_t(127 - blk % 3);
+    want += 32 * std::ldexp(1.0, int(blk % 5)) * 1.5 * std::ldexp(1.0, -int(blk % 3));
+  }
+  std::vector<float> c(2);
+  fp8::gemm_model(a.view(), b.view(), c.data(), 2);
+  EXPECT_EQ(double(c[0]), want);
+  EXPECT_EQ(c[0], c[1]);
+  expect_within_contract(c, a, b);
+}
+
+}  // namespace
+}  // namespace mxfp4::test
