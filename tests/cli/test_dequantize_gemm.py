@@ -162,3 +162,39 @@ def test_gemm_cuda_backend(cli, tmp_path):
     c_gpu, _ = run_gemm(cli, tmp_path, bf16_bits(a), q1, s1, "--backend", "cuda")
     c_cpu, _ = run_gemm(cli, tmp_path, bf16_bits(a), q1, s1, "--backend", "cpu")
     np.testing.assert_array_equal(c_gpu, c_cpu)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_gemm_fp32_output(cli, tmp_path, backend):
+    """--out-dtype f32 writes '<f4' fp32 sums within 2^-12 sum|a b| (no final bf16 rounding);
+    rounded to bf16 they equal the bf16 output on ordinary data; NaN blocks stay NaN."""
+    if backend == "cuda" and cuda_devices(cli) == 0:
+        pytest.skip("no CUDA device")
+    rng = np.random.default_rng(11)
+    M, N, K = 6, 48, 256
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    a[0, 40] = np.nan
+    a_bits = bf16_bits(a)
+    q, s = quantize_ref(rng.standard_normal((N, K)).astype(np.float32))
+    c16, _ = run_gemm(cli, tmp_path, a_bits, q, s, "--backend", backend)
+    cli.ok("gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales", tmp_path / "bs.npy",
+           "--out", tmp_path / "c32.npy", "--out-dtype", "f32", "--backend", backend)
+    c32 = np.load(tmp_path / "c32.npy")
+    assert c32.dtype == np.float32 and c32.shape == (M, N)
+    ref, sabs = gemm_ref(bf16_to_f32(a_bits), q, s, "aiter")
+    np.testing.assert_array_equal(np.isnan(c32), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    assert (np.abs(c32[ok].astype(np.float64) - ref[ok]) <= 2.0**-12 * sabs[ok] + 2.0**-133).all()
+    assert np.isnan(c32[0]).all() and not np.isnan(c32[1:]).any()
+    if backend == "cpu":
+        np.testing.assert_array_equal(bf16_to_f32(bf16_bits(c32))[ok], c16[ok])
+
+
+def test_gemm_out_dtype_rejects_other_types(cli, tmp_path):
+    np.save(tmp_path / "a.npy", bf16_bits(np.ones((2, 64), dtype=np.float32)))
+    q, s = quantize_ref(np.ones((4, 64), dtype=np.float32))
+    np.save(tmp_path / "bq.npy", q)
+    np.save(tmp_path / "bs.npy", s)
+    line = cli.fails("gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales",
+                     tmp_path / "bs.npy", "--out", tmp_path / "c.npy", "--out-dtype", "f16")
+    assert "out-dtype" in line

@@ -1,6 +1,8 @@
 // mxfp4 gemm --a A.npy --b-codes Q.npy --b-scales S.npy --out C.npy [--backend cpu|cuda]
-//            [--rule aiter|floor|rceil] [--explain]
-// C [M, N] (bf16 bits, '<u2') = quantize(A)[M, K] * B[N, K]^T (spec §3). A: '<u2' bf16 bits.
+//            [--rule aiter|floor|rceil] [--out-dtype bf16|f32] [--explain]
+// C [M, N] = quantize(A)[M, K] * B[N, K]^T (spec §3): bf16 bits ('<u2'), or with --out-dtype f32
+// the fp32 sums before the final rounding ('<f4'; the row-parallel partial sums of
+// docs/tensor-parallel.md). A: '<u2' bf16 bits.
 // On cuda: the operands are copied to the device, B is prepacked, the GEMM runs, C comes back.
 #include <cstdio>
 #include <memory>
@@ -15,7 +17,7 @@ namespace mxfp4cli {
 
 namespace {
 struct GemmArgs {
-  std::string a, b_codes, b_scales, out, backend = "cpu", rule = "aiter";
+  std::string a, b_codes, b_scales, out, backend = "cpu", rule = "aiter", out_dtype = "bf16";
   bool explain = false;
 };
 
@@ -41,12 +43,14 @@ class DeviceBuffer {
   void* p_ = nullptr;
 };
 
-void gemm_cuda(const std::vector<uint16_t>& A, int64_t M, const HostMx& B, std::vector<uint16_t>& C,
+/// C [M, N] on the GPU: T = uint16_t (bf16 bits) or float (fp32 output).
+template <class T>
+void gemm_cuda(const std::vector<uint16_t>& A, int64_t M, const HostMx& B, std::vector<T>& C,
                const mxfp4::GemmOptions& opt) {
   const int64_t K = B.K, N = B.rows;
   mxfp4::Exec ex;
   ex.backend = mxfp4::Backend::cuda;
-  DeviceBuffer dA(A.size() * 2), dQ(B.codes.size()), dS(B.scales.size()), dC(C.size() * 2);
+  DeviceBuffer dA(A.size() * 2), dQ(B.codes.size()), dS(B.scales.size()), dC(C.size() * sizeof(T));
   DeviceBuffer dP(size_t(mxfp4::packed_bytes(N, K)));
   dA.upload(A.data(), A.size() * 2);
   dQ.upload(B.codes.data(), B.codes.size());
@@ -57,15 +61,28 @@ void gemm_cuda(const std::vector<uint16_t>& A, int64_t M, const HostMx& B, std::
   bd.rows = N;
   bd.K = K;
   const mxfp4::PackedWeights pw = mxfp4::prepack(bd, dP.as<uint8_t>(), ex);
-  mxfp4::gemm(dA.as<uint16_t>(), M, K, K, pw, dC.as<uint16_t>(), N, opt, ex);
+  mxfp4::gemm(dA.as<uint16_t>(), M, K, K, pw, dC.as<T>(), N, opt, ex);
   cuda_check(cudaGetLastError(), "gemm launch");
-  cuda_check(cudaMemcpy(C.data(), dC.as<void>(), C.size() * 2, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+  cuda_check(cudaMemcpy(C.data(), dC.as<void>(), C.size() * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
 }
 #else
-void gemm_cuda(const std::vector<uint16_t>&, int64_t, const HostMx&, std::vector<uint16_t>&, const mxfp4::GemmOptions&) {
+template <class T>
+void gemm_cuda(const std::vector<uint16_t>&, int64_t, const HostMx&, std::vector<T>&, const mxfp4::GemmOptions&) {
   throw CliError("--backend cuda: this mxfp4 was built without the CUDA backend");
 }
 #endif
+
+/// Runs the GEMM with output element type T (uint16_t: bf16 bits, float: fp32).
+template <class T>
+std::vector<T> run_typed(bool cuda, const std::vector<uint16_t>& A, int64_t M, const HostMx& B,
+                         const mxfp4::GemmOptions& opt, const mxfp4::Exec& ex) {
+  std::vector<T> C(size_t(M * B.rows));
+  if (cuda)
+    gemm_cuda(A, M, B, C, opt);
+  else
+    mxfp4::gemm(A.data(), M, B.K, B.K, B.view(), C.data(), B.rows, opt, ex);
+  return C;
+}
 
 int run_gemm(const GemmArgs& a) {
   const bool cuda = a.backend == "cuda";
@@ -87,23 +104,25 @@ int run_gemm(const GemmArgs& a) {
   mxfp4::GemmOptions opt;
   opt.rule = parse_rule(a.rule);
   const std::vector<uint16_t> A = an.as<uint16_t>();
-  std::vector<uint16_t> C(size_t(M * N));
-  if (cuda)
-    gemm_cuda(A, M, B, C, opt);
-  else
-    mxfp4::gemm(A.data(), M, K, K, B.view(), C.data(), N, opt, ex);
-  save_u16(a.out, C, M, N);
+  if (a.out_dtype == "f32") {
+    save_f32(a.out, run_typed<float>(cuda, A, M, B, opt, ex), M, N);
+  } else {
+    save_u16(a.out, run_typed<uint16_t>(cuda, A, M, B, opt, ex), M, N);
+  }
   return 0;
 }
 }  // namespace
 
 Command add_gemm(CLI::App& app) {
   auto a = std::make_shared<GemmArgs>();
-  CLI::App* sub = app.add_subcommand("gemm", "C = quantize(A) * B^T with B in MXFP4 (bf16 in, bf16 out)");
+  CLI::App* sub = app.add_subcommand("gemm", "C = quantize(A) * B^T with B in MXFP4 (bf16 in, bf16 or fp32 out)");
   sub->add_option("--a", a->a, "A.npy: '<u2' bf16 bits [M, K]")->required();
   sub->add_option("--b-codes", a->b_codes, "Q.npy: uint8 [N, K/2]")->required();
   sub->add_option("--b-scales", a->b_scales, "S.npy: uint8 [N, K/32]")->required();
-  sub->add_option("--out,-o", a->out, "output C.npy: '<u2' bf16 bits [M, N]")->required();
+  sub->add_option("--out,-o", a->out, "output C.npy [M, N]: '<u2' bf16 bits, or '<f4' with --out-dtype f32")->required();
+  sub->add_option("--out-dtype", a->out_dtype, "bf16, or f32: the fp32 sums before the final rounding")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
   sub->add_option("--backend", a->backend, "where to run")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
