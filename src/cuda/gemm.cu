@@ -49,6 +49,7 @@ void* cached_workspace(int device, cudaStream_t stream, size_t bytes) {
   if (status != cudaStreamCaptureStatusNone) {
     throw Error("mxfp4::gemm needs " + std::to_string(bytes) +
                 " bytes of workspace while the stream is being captured; run the call once before capture "
+                "(on the capturing host thread: the cache is per device, stream and thread) "
                 "or pass GemmOptions::workspace");
   }
   if (ws.ptr) check(cudaFree(ws.ptr), "cudaFree(workspace)");  // waits for work still using it
