@@ -10,34 +10,25 @@
 #include <sstream>
 
 #include "common/test_util.hpp"
+#include "gpu/gpu_cases.hpp"
 #include "gpu/gpu_util.hpp"
 
 namespace mxfp4::test {
 namespace {
-
-GemmConfig make_cfg(GemmPath path, int split = 1, int slabs = 4, int warps_per_slab = 1) {
-  GemmConfig c;
-  c.path = path;
-  c.split_k = split;
-  c.block_n = 16 * slabs;
-  c.warps = slabs * warps_per_slab;
-  if (path == GemmPath::tiled) c.block_n = c.block_m = 128, c.warps = 8;
-  return c;
-}
 
 /// Every configuration that can run M: fused (in-kernel quantization) and splitk (pre-quantized
 /// A) variants with and without cluster split, 4 or 8 slabs, 1, 2 or 4 warps per slab, and
 /// tiled for M > 64.
 std::vector<GemmConfig> configs_for(int64_t M) {
   std::vector<GemmConfig> v;
-  v.push_back(make_cfg(GemmPath::fused, 1, 4, 1));
-  v.push_back(make_cfg(GemmPath::fused, 1, 8, 2));
-  v.push_back(make_cfg(GemmPath::fused, 4, 4, 4));
-  v.push_back(make_cfg(GemmPath::splitk, 1, 4, 2));
-  v.push_back(make_cfg(GemmPath::splitk, 2, 8, 1));
-  v.push_back(make_cfg(GemmPath::splitk, 8, 4, 1));
-  v.push_back(make_cfg(GemmPath::splitk, 3, 8, 2));
-  v.push_back(make_cfg(GemmPath::tiled));
+  v.push_back(forced_cfg(GemmPath::fused, 1, 4, 1));
+  v.push_back(forced_cfg(GemmPath::fused, 1, 8, 2));
+  v.push_back(forced_cfg(GemmPath::fused, 4, 4, 4));
+  v.push_back(forced_cfg(GemmPath::splitk, 1, 4, 2));
+  v.push_back(forced_cfg(GemmPath::splitk, 2, 8, 1));
+  v.push_back(forced_cfg(GemmPath::splitk, 8, 4, 1));
+  v.push_back(forced_cfg(GemmPath::splitk, 3, 8, 2));
+  v.push_back(forced_cfg(GemmPath::tiled));
   return v;
 }
 
@@ -320,7 +311,7 @@ TEST(GpuGemm, ValidationRejectsBadArguments) {
   // Shapes of the small-M kernel that have no instantiation: 12 warps, 4 warps per slab with
   // 8 slabs, block_n 32.
   for (auto [block_n, warps] : {std::pair{64, 12}, std::pair{128, 32}, std::pair{32, 4}}) {
-    GemmConfig bad = make_cfg(GemmPath::splitk, 1, 4);
+    GemmConfig bad = forced_cfg(GemmPath::splitk, 1, 4);
     bad.block_n = block_n;
     bad.warps = warps;
     GemmOptions opt;
