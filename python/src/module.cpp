@@ -240,44 +240,44 @@ void gemm_mx(const In& a, const In& codes, const In& scales, int64_t N, CodeLayo
                 io.c.ld, opt, e);
 }
 
-void gemm_quantized(const In& a_codes, const In& a_scales, int64_t M, const In& b_codes, const In& b_scales,
-                    int64_t N, int64_t K, const Out& out) {
-  Devices devs;
+/// Operands of gemm_quantized / gemm_reference: plain A [M, K] and B [N, K] (codes, scales)
+/// and a bf16 C [M, N], every array registered in `devs`.
+struct QuantizedOperands {
+  mxfp4::MxMatrix A, B;
+  Mat c;
+};
+QuantizedOperands quantized_operands(Devices& devs, const In& a_codes, const In& a_scales, int64_t M,
+                                     const In& b_codes, const In& b_scales, int64_t N, int64_t K, const Out& out) {
   devs.add("a_codes", a_codes);
   devs.add("a_scales", a_scales);
   devs.add("b_codes", b_codes);
   devs.add("b_scales", b_scales);
   devs.add("out", out);
-  const auto A = mx("a_codes", a_codes, "a_scales", a_scales, "M", M, K, CodeLayout::plain, ScaleLayout::plain);
-  const auto B = mx("b_codes", b_codes, "b_scales", b_scales, "N", N, K, CodeLayout::plain, ScaleLayout::plain);
+  QuantizedOperands q;
+  q.A = mx("a_codes", a_codes, "a_scales", a_scales, "M", M, K, CodeLayout::plain, ScaleLayout::plain);
+  q.B = mx("b_codes", b_codes, "b_scales", b_scales, "N", N, K, CodeLayout::plain, ScaleLayout::plain);
   check_float("out", out, DType::bf16, "bfloat16 (or uint16 bf16 bit patterns)");
-  const Mat c = mat2d("out", out);
-  if (c.rows != M || c.cols != N) {
+  q.c = mat2d("out", out);
+  if (q.c.rows != M || q.c.cols != N) {
     throw InvalidArgument("out must have shape (M, N) = (" + std::to_string(M) + ", " + std::to_string(N) +
                           "); got " + shape_str(out));
   }
+  return q;
+}
+
+void gemm_quantized(const In& a_codes, const In& a_scales, int64_t M, const In& b_codes, const In& b_scales,
+                    int64_t N, int64_t K, const Out& out) {
+  Devices devs;
+  const QuantizedOperands q = quantized_operands(devs, a_codes, a_scales, M, b_codes, b_scales, N, K, out);
   const Exec e = devs.exec(0);
   nb::gil_scoped_release nogil;
-  mxfp4::gemm_quantized(A, B, static_cast<uint16_t*>(c.p), c.ld, e);
+  mxfp4::gemm_quantized(q.A, q.B, static_cast<uint16_t*>(q.c.p), q.c.ld, e);
 }
 
 void gemm_reference(const In& a_codes, const In& a_scales, int64_t M, const In& b_codes, const In& b_scales, int64_t N,
                     int64_t K, const Out& out, std::optional<Out> out_f64, std::optional<Out> out_abs) {
   Devices devs;
-  devs.add("a_codes", a_codes);
-  devs.add("a_scales", a_scales);
-  devs.add("b_codes", b_codes);
-  devs.add("b_scales", b_scales);
-  devs.add("out", out);
-  if (devs.device().type != kDLCPU) throw InvalidArgument("gemm_reference runs on the CPU: pass host arrays");
-  const auto A = mx("a_codes", a_codes, "a_scales", a_scales, "M", M, K, CodeLayout::plain, ScaleLayout::plain);
-  const auto B = mx("b_codes", b_codes, "b_scales", b_scales, "N", N, K, CodeLayout::plain, ScaleLayout::plain);
-  check_float("out", out, DType::bf16, "bfloat16 (or uint16 bf16 bit patterns)");
-  const Mat c = mat2d("out", out);
-  if (c.rows != M || c.cols != N) {
-    throw InvalidArgument("out must have shape (M, N) = (" + std::to_string(M) + ", " + std::to_string(N) +
-                          "); got " + shape_str(out));
-  }
+  const QuantizedOperands q = quantized_operands(devs, a_codes, a_scales, M, b_codes, b_scales, N, K, out);
   auto f64 = [&](const char* name, std::optional<Out>& o) -> double* {
     if (!o) return nullptr;
     devs.add(name, *o);
@@ -294,7 +294,7 @@ void gemm_reference(const In& a_codes, const In& a_scales, int64_t M, const In& 
   double* pa = f64("out_abs", out_abs);
   if (devs.device().type != kDLCPU) throw InvalidArgument("gemm_reference runs on the CPU: pass host arrays");
   nb::gil_scoped_release nogil;
-  mxfp4::gemm_reference(A, B, static_cast<uint16_t*>(c.p), c.ld, pf, pa);
+  mxfp4::gemm_reference(q.A, q.B, static_cast<uint16_t*>(q.c.p), q.c.ld, pf, pa);
 }
 
 mxfp4::GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, Backend backend, int device) {
