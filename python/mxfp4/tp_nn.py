@@ -103,6 +103,17 @@ class _ParallelLinear(nn.Module):
             raise ValueError(f"state_dict is the shard (rank, world_size, in_features, out_features) = {got}; "
                              f"this module is {want}")
 
+    @classmethod
+    def _from_full_packed(cls, packed, rule, axis, kw):
+        """A layer of shape ``packed``'s (K, N) without weights (on "meta") and this rank's
+        shard of ``packed`` along ``axis`` ("N" or "K"); returns (layer, shard, device)."""
+        if not isinstance(packed, PackedTensor):
+            raise TypeError(f"packed must be a mxfp4.PackedTensor; got {type(packed).__name__}")
+        m = cls(packed.K, packed.N, bias=False, rule=rule, device="meta", **kw)
+        data = _as_torch(packed.data, "packed.data")
+        shard = shard_packed(PackedTensor(data, packed.N, packed.K, packed.version), m.rank, m.world_size, axis)
+        return m, shard, data.device
+
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, rank={self.rank}, "
                 f"world_size={self.world_size}, shard={self._dim}[{self.shard_start}:{self.shard_stop}]")
@@ -157,12 +168,8 @@ class ColumnParallelMXFP4Linear(_ParallelLinear):
         Raises:
             TypeError: not a PackedTensor / another layout version. ValueError: as the class.
         """
-        if not isinstance(packed, PackedTensor):
-            raise TypeError(f"packed must be a mxfp4.PackedTensor; got {type(packed).__name__}")
-        m = cls(packed.K, packed.N, bias=False, rule=rule, device="meta", **kw)
-        data = _as_torch(packed.data, "packed.data")
-        shard = shard_packed(PackedTensor(data, packed.N, packed.K, packed.version), m.rank, m.world_size, "N")
-        b = _bias_tensor(bias, packed.N, data.device)
+        m, shard, device = cls._from_full_packed(packed, rule, "N", kw)
+        b = _bias_tensor(bias, packed.N, device)
         b = None if b is None else b[m.shard_start:m.shard_stop]
         m.local = MXFP4Linear.from_packed(shard, bias=b, rule=rule)
         return m
@@ -263,13 +270,9 @@ class RowParallelMXFP4Linear(_ParallelLinear):
         Raises:
             TypeError: not a PackedTensor / another layout version. ValueError: as the class.
         """
-        if not isinstance(packed, PackedTensor):
-            raise TypeError(f"packed must be a mxfp4.PackedTensor; got {type(packed).__name__}")
-        m = cls(packed.K, packed.N, bias=False, rule=rule, device="meta", **kw)
-        data = _as_torch(packed.data, "packed.data")
-        shard = shard_packed(PackedTensor(data, packed.N, packed.K, packed.version), m.rank, m.world_size, "K")
+        m, shard, device = cls._from_full_packed(packed, rule, "K", kw)
         m.local = MXFP4Linear.from_packed(shard, rule=rule)
-        b = _bias_tensor(bias, packed.N, data.device)
+        b = _bias_tensor(bias, packed.N, device)
         if b is not None:
             m.bias = nn.Parameter(b.clone(), requires_grad=False)
         return m
