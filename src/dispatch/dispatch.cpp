@@ -28,44 +28,43 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
                           ", K = " + std::to_string(K) + " must each be in [1, 2^40]");
   }
   GemmConfig cfg;
-  if (M <= 128) {
-    const int64_t chunks = ceil_div(K, 64);
-    const int64_t m_tiles = ceil_div(M, 64);
-    const int64_t sms = std::max(dev.sm_count, 1);
-    const int64_t max_split = std::min<int64_t>(8, chunks);
-    GemmConfig c;
-    if (m_tiles > 1) {
-      // Two token CTAs per weight tile: 64-row CTAs of 16 warps (4 per slab), about one CTA per
-      // SM (measured best for 128 x 2112 x 7168: split 2, 32 us against 49 us for split 8).
-      c.block_n = 64;
-      const int64_t tiles = ceil_div(N, 64) * m_tiles;
-      int split = 1;
-      while (split < max_split && tiles * split < sms) split *= 2;
-      c.split_k = std::min<int>(split, int(max_split));
-      c.warps = 16;
-    } else {
-      const int64_t target = 2 * sms;
-      c.block_n = M > 32 && ceil_div(N, 128) * max_split >= target ? 128 : 64;
-      const int64_t tiles = ceil_div(N, c.block_n);
-      int split = 1;
-      while (split < max_split && tiles * split < target) split *= 2;
-      c.split_k = std::min<int>(split, int(max_split));
-      const int64_t chunks_per_cta = ceil_div(chunks, c.split_k);
-      const int slabs = c.block_n / 16;
-      c.warps = slabs * (chunks_per_cta >= 16 && slabs == 4 ? 4 : chunks_per_cta >= 8 ? 2 : 1);
-    }
-    c.block_m = int(std::min<int64_t>(64, ceil_div(M, 8) * 8));
-    // In-kernel quantization only when each CTA's K range is one K256 stage: otherwise the
-    // separate quantizer (overlapped with the weight stream by PDL) measured faster
-    // (1 x 7168 x 2048: 10.5 us against 12.8-20 us fused).
-    c.path = M <= 8 && ceil_div(chunks, c.split_k) <= 4 ? GemmPath::fused : GemmPath::splitk;
-    return c;
+  if (M > 128) {
+    cfg.path = GemmPath::tiled;
+    cfg.block_n = 128;
+    cfg.block_m = 128;
+    cfg.split_k = 1;
+    cfg.warps = 8;
+    return cfg;
   }
-  cfg.path = GemmPath::tiled;
-  cfg.block_n = 128;
-  cfg.block_m = 128;
-  cfg.split_k = 1;
-  cfg.warps = 8;
+  const int64_t chunks = ceil_div(K, 64);
+  const int64_t m_tiles = ceil_div(M, 64);
+  const int64_t sms = std::max(dev.sm_count, 1);
+  const int64_t max_split = std::min<int64_t>(8, chunks);
+  // split_k doubles (at most one CTA per 64-wide K chunk) until `tiles` CTAs x split reach `target`.
+  auto split_for = [&](int64_t tiles, int64_t target) {
+    int split = 1;
+    while (split < max_split && tiles * split < target) split *= 2;
+    return std::min<int>(split, int(max_split));
+  };
+  if (m_tiles > 1) {
+    // Two token CTAs per weight tile: 64-row CTAs of 16 warps (4 per slab), about one CTA per
+    // SM (measured best for 128 x 2112 x 7168: split 2, 32 us against 49 us for split 8).
+    cfg.block_n = 64;
+    cfg.split_k = split_for(ceil_div(N, 64) * m_tiles, sms);
+    cfg.warps = 16;
+  } else {
+    const int64_t target = 2 * sms;
+    cfg.block_n = M > 32 && ceil_div(N, 128) * max_split >= target ? 128 : 64;
+    cfg.split_k = split_for(ceil_div(N, cfg.block_n), target);
+    const int64_t chunks_per_cta = ceil_div(chunks, cfg.split_k);
+    const int slabs = cfg.block_n / 16;
+    cfg.warps = slabs * (chunks_per_cta >= 16 && slabs == 4 ? 4 : chunks_per_cta >= 8 ? 2 : 1);
+  }
+  cfg.block_m = int(std::min<int64_t>(64, ceil_div(M, 8) * 8));
+  // In-kernel quantization only when each CTA's K range is one K256 stage: otherwise the
+  // separate quantizer (overlapped with the weight stream by PDL) measured faster
+  // (1 x 7168 x 2048: 10.5 us against 12.8-20 us fused).
+  cfg.path = M <= 8 && ceil_div(chunks, cfg.split_k) <= 4 ? GemmPath::fused : GemmPath::splitk;
   return cfg;
 }
 
