@@ -140,22 +140,19 @@ int64_t shuffled_scales_bytes(int64_t rows, int64_t kblocks) {
 }
 
 namespace {
-void check_scales_args(const char* fn, const uint8_t* src, const char* src_name, int64_t src_bytes, int64_t rows,
-                       int64_t kblocks, const uint8_t* dst, const char* dst_name, int64_t dst_bytes,
-                       const Exec& exec) {
+void check_scales_args(const char* fn, const uint8_t* src, const char* src_name, int64_t src_bytes,
+                       const uint8_t* dst, const char* dst_name, int64_t dst_bytes, const Exec& exec) {
   detail::require_exec(fn, exec);
   detail::require_nonnull(fn, src_name, src);
   detail::require_nonnull(fn, dst_name, dst);
   detail::require_disjoint(fn, {{src, src_bytes, src_name}}, {{dst, dst_bytes, dst_name}});
-  (void)rows;
-  (void)kblocks;
 }
 }  // namespace
 
 void shuffle_scales(const uint8_t* plain, int64_t rows, int64_t kblocks, uint8_t* shuffled, const Exec& exec) {
   constexpr const char* fn = "shuffle_scales";
   const int64_t sb = shuffled_scales_bytes(rows, kblocks);  // validates rows, kblocks
-  check_scales_args(fn, plain, "plain", rows * kblocks, rows, kblocks, shuffled, "shuffled", sb, exec);
+  check_scales_args(fn, plain, "plain", rows * kblocks, shuffled, "shuffled", sb, exec);
   if (on_cuda(exec))
     cuda::shuffle_scales(plain, rows, kblocks, shuffled, exec.stream);
   else
@@ -165,7 +162,7 @@ void shuffle_scales(const uint8_t* plain, int64_t rows, int64_t kblocks, uint8_t
 void unshuffle_scales(const uint8_t* shuffled, int64_t rows, int64_t kblocks, uint8_t* plain, const Exec& exec) {
   constexpr const char* fn = "unshuffle_scales";
   const int64_t sb = shuffled_scales_bytes(rows, kblocks);
-  check_scales_args(fn, shuffled, "shuffled", sb, rows, kblocks, plain, "plain", rows * kblocks, exec);
+  check_scales_args(fn, shuffled, "shuffled", sb, plain, "plain", rows * kblocks, exec);
   if (on_cuda(exec))
     cuda::unshuffle_scales(shuffled, rows, kblocks, plain, exec.stream);
   else
