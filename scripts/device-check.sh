@@ -43,20 +43,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-summary=()
-failed=0
-# step NAME CMD...: runs CMD with its output in $out/NAME.log, shows the log's tail, records rc.
-step() {
-  local name=$1; shift
-  echo "== $name: $*"
-  local t0=$SECONDS
-  "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  summary+=("$(printf '%-10s rc=%-3s %4ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$out/$name.log")")
-  tail -n 25 "$out/$name.log"
-  [ $rc -eq 0 ] || failed=1
-  return $rc
-}
+source "$root/scripts/step.sh"
 finish() {
   echo "== summary"
   printf '%s\n' "${summary[@]}"
@@ -71,7 +58,6 @@ finish() {
   exit $failed
 }
 
-if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv; nvcc --version | tail -n 2; } \
   > "$out/gpu.txt" 2>&1
 cat "$out/gpu.txt"

@@ -26,22 +26,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 export NCCL_NVLS_ENABLE=0 OMP_NUM_THREADS=1
-if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export PATH="/usr/local/cuda/bin:$PATH"
-fi
-
-summary=() failed=0
-step() {  # step NAME CMD...: output in $out/NAME.log, tail shown, rc recorded
-  local name=$1; shift
-  echo "== $name: $*"
-  local t0=$SECONDS
-  "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  summary+=("$(printf '%-12s rc=%-3s %4ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$out/$name.log")")
-  tail -n 25 "$out/$name.log"
-  [ $rc -eq 0 ] || failed=1
-  return $rc
-}
+source "$root/scripts/step.sh"
 finish() {
   echo "== summary (worker seed $seed)"
   printf '%s\n' "${summary[@]}"
