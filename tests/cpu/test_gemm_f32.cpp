@@ -200,18 +200,6 @@ TEST(GemmF32, StridesCanariesAndThreads) {
   }
 }
 
-template <class Ex>
-void expect_throw(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception; expected one mentioning \"" << needle << "\"";
-  } catch (const Ex& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type for \"" << needle << "\": " << e.what();
-  }
-}
-
 TEST(GemmF32, ValidationNamesTheOffendingValues) {
   const int64_t M = 4, N = 8, K = 64;
   std::vector<uint16_t> a(size_t(M * K), 0x3F80);

@@ -15,18 +15,6 @@
 namespace mxfp4::test {
 namespace {
 
-template <class Ex>
-void expect_throw(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception; expected one mentioning \"" << needle << "\"";
-  } catch (const Ex& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type for \"" << needle << "\": " << e.what();
-  }
-}
-
 struct Bufs {
   std::vector<uint16_t> x = std::vector<uint16_t>(64 * 64, 0x3F80);
   std::vector<uint8_t> codes = std::vector<uint8_t>(64 * 32);
