@@ -3,11 +3,7 @@
 // per-element GEMM accuracy contract of spec §3.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
-#include <exception>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -92,19 +88,5 @@ ContractReport check_gemm_contract(const uint16_t* C, int64_t ldc, const MxMatri
 /// Hex string of bytes, e.g. "67 24 20 8e" (for failure messages).
 std::string hex(const uint8_t* p, size_t n);
 std::string hex(const std::vector<uint8_t>& v);
-
-/// Expects f() to throw exactly an Ex (or a subclass) whose message contains `needle`; any
-/// other outcome is a test failure naming what happened.
-template <class Ex>
-void expect_throw(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception; expected one mentioning \"" << needle << "\"";
-  } catch (const Ex& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type for \"" << needle << "\": " << e.what();
-  }
-}
 
 }  // namespace mxfp4::test

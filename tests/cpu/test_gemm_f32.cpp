@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/expect_throw.hpp"
 #include "common/test_util.hpp"
 #include "cpu/cpu_backend.hpp"
 #include "mxfp4/mxfp4.hpp"

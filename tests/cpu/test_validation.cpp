@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/expect_throw.hpp"
 #include "common/test_util.hpp"
 #include "mxfp4/mxfp4.hpp"
 
