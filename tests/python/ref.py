@@ -153,3 +153,11 @@ def check_bound(c, ref, absum):
     err = np.abs(c[fin] - ref[fin])
     tol = 2.0**-8 * np.abs(ref[fin]) + 2.0**-12 * absum[fin]
     assert np.all(err <= tol), f"max excess {np.max(err - tol)}"
+
+
+def scaled_normal(rng, rows, K, spread):
+    """float32 [rows, K] standard normal values, each 32-element block times 2^e with e drawn
+    from [-spread, spread): realistic MXFP4 test data with varied block scales."""
+    x = rng.standard_normal((rows, K)).astype(np.float32)
+    x *= np.exp2(rng.integers(-spread, spread, (rows, K // 32))).repeat(32, axis=1).astype(np.float32)
+    return x

@@ -14,15 +14,11 @@ BF16 = ml_dtypes.bfloat16
 
 
 def _weights(rng, N, K, scale_spread=8):
-    w = rng.standard_normal((N, K)).astype(np.float32)
-    w *= np.exp2(rng.integers(-scale_spread, scale_spread, (N, K // 32))).repeat(32, axis=1).astype(np.float32)
-    return mxfp4.quantize(w)
+    return mxfp4.quantize(ref.scaled_normal(rng, N, K, scale_spread))
 
 
 def _act(rng, M, K):
-    a = rng.standard_normal((M, K)).astype(np.float32)
-    a *= np.exp2(rng.integers(-6, 6, (M, K // 32))).repeat(32, axis=1).astype(np.float32)
-    return a.astype(BF16)
+    return ref.scaled_normal(rng, M, K, 6).astype(BF16)
 
 
 @pytest.mark.parametrize("M,N,K", [(1, 16, 32), (3, 40, 96), (17, 64, 256), (64, 33, 512), (130, 96, 1024)])
