@@ -75,14 +75,24 @@ MxMatrix HostMx::view() const {
   return m;
 }
 
-HostMx quantize_bf16(const std::vector<uint16_t>& x, int64_t rows, int64_t K, ScaleRule rule) {
+namespace {
+HostMx quantize_dense(const void* x, DType dtype, int64_t rows, int64_t K, ScaleRule rule) {
   HostMx q;
   q.rows = rows;
   q.K = K;
   q.codes.resize(size_t(rows * K / 2));
   q.scales.resize(size_t(rows * K / 32));
-  mxfp4::quantize(x.data(), DType::bf16, rows, K, K, q.codes.data(), q.scales.data(), rule);
+  mxfp4::quantize(x, dtype, rows, K, K, q.codes.data(), q.scales.data(), rule);
   return q;
+}
+}  // namespace
+
+HostMx quantize_bf16(const std::vector<uint16_t>& x, int64_t rows, int64_t K, ScaleRule rule) {
+  return quantize_dense(x.data(), DType::bf16, rows, K, rule);
+}
+
+HostMx quantize_f32(const std::vector<float>& x, int64_t rows, int64_t K, ScaleRule rule) {
+  return quantize_dense(x.data(), DType::fp32, rows, K, rule);
 }
 
 HostMx random_mx(int64_t rows, int64_t K, uint64_t seed, float stddev, ScaleRule rule) {

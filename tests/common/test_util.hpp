@@ -52,6 +52,8 @@ struct HostMx {
 
 /// Quantizes dense bf16 x [rows, K] (row stride K) on the CPU with the library's quantizer.
 HostMx quantize_bf16(const std::vector<uint16_t>& x, int64_t rows, int64_t K, ScaleRule rule = ScaleRule::aiter);
+/// The same for dense fp32 x [rows, K].
+HostMx quantize_f32(const std::vector<float>& x, int64_t rows, int64_t K, ScaleRule rule = ScaleRule::aiter);
 /// Random MXFP4 matrix: randn bf16 quantized with `rule` (realistic scales).
 HostMx random_mx(int64_t rows, int64_t K, uint64_t seed, float stddev = 1.0f, ScaleRule rule = ScaleRule::aiter);
 

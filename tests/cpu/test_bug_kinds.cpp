@@ -52,16 +52,6 @@ std::vector<float> dequant1(const uint8_t* codes, uint8_t scale, int64_t K = 32)
   return out;
 }
 
-HostMx dense_to_mx(const std::vector<float>& x, int64_t rows, int64_t K) {
-  HostMx q;
-  q.rows = rows;
-  q.K = K;
-  q.codes.resize(size_t(rows * K / 2));
-  q.scales.resize(size_t(rows * K / 32));
-  quantize(x.data(), DType::fp32, rows, K, K, q.codes.data(), q.scales.data());
-  return q;
-}
-
 TEST(BugK01, TiesRoundToEvenNotAway) {
   const auto b = block_of({5, 1.25f, 0.25f, 2.5f, -1.25f, 0.75f, 1.75f, 3.5f, 0.251953125f, 1.2578125f, 0.5f, 0.50390625f});
   expect_all_paths(b, ScaleRule::aiter, 127, "26 40 2A 64 31 11 " + rep("00", 10), "K01");
@@ -226,7 +216,7 @@ TEST(BugK07, TinyAndSubnormalInputs) {
   }
   // GEMM K = 32 of a 2^-126 block with B = 1.0 gives 2^-121 (bf16 0x0300), not 0.
   std::vector<uint16_t> a(32, 0x0080);  // 2^-126
-  const HostMx b = dense_to_mx(std::vector<float>(4 * 32, 1.0f), 4, 32);
+  const HostMx b = quantize_f32(std::vector<float>(4 * 32, 1.0f), 4, 32);
   std::vector<uint16_t> c(4, 0xFFFF), cr(4, 0xFFFF);
   gemm(a.data(), 1, 32, 32, b.view(), c.data(), 4);
   const HostMx aq = quantize_bf16(a, 1, 32);
@@ -254,7 +244,7 @@ TEST(BugK08, NonFiniteNotHiddenBehindFiniteScale) {
   a[0] = 0x3F80, a[1] = 0x4000, a[2] = 0x7FC0, a[3] = 0x3F00;
   for (int k = 4; k < 32; ++k) a[size_t(k)] = 0;
   for (float bval : {1.0f, 0.0f}) {
-    const HostMx b = dense_to_mx(std::vector<float>(N * K, bval), N, K);
+    const HostMx b = quantize_f32(std::vector<float>(N * K, bval), N, K);
     std::vector<uint16_t> c(M * N), cr(M * N);
     gemm(a.data(), M, K, K, b.view(), c.data(), N);
     gemm_reference(quantize_bf16(a, M, K).view(), b.view(), cr.data(), N);
@@ -269,7 +259,7 @@ TEST(BugK08, NonFiniteNotHiddenBehindFiniteScale) {
   // A NaN block in B poisons its output column only.
   std::vector<float> bd(N * K, 1.0f);
   bd[3 * K + 40] = NAN;
-  const HostMx b = dense_to_mx(bd, N, K);
+  const HostMx b = quantize_f32(bd, N, K);
   std::vector<uint16_t> ones(M * K, 0x3F80), c(M * N);
   gemm(ones.data(), M, K, K, b.view(), c.data(), N);
   for (int m = 0; m < M; ++m)
@@ -294,7 +284,7 @@ TEST(BugK09, KTailsAndScaleStrides) {
     std::vector<uint16_t> a(size_t(M * K));
     for (int64_t m = 0; m < M; ++m)
       for (int64_t k = 0; k < K; ++k) a[size_t(m * K + k)] = f32_to_bf16(std::ldexp(1.0f, int((m + k / 32) % 5)));
-    const HostMx b = dense_to_mx(std::vector<float>(size_t(N * K), 1.0f), N, K);
+    const HostMx b = quantize_f32(std::vector<float>(size_t(N * K), 1.0f), N, K);
     const HostMx aq = quantize_bf16(a, M, K);
     std::vector<uint8_t> packed(size_t(packed_bytes(N, K)));
     const PackedWeights p = prepack(b.view(), packed.data());

@@ -51,12 +51,7 @@ TEST(BugK11, SmallNDecodesScales) {
     std::vector<float> b(size_t(N * K));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t k = 0; k < K; ++k) b[size_t(n * K + k)] = std::ldexp(1.0f, int(n + 3));
-    HostMx bq;
-    bq.rows = N;
-    bq.K = K;
-    bq.codes.resize(size_t(N * K / 2));
-    bq.scales.resize(size_t(N * K / 32));
-    quantize(b.data(), DType::fp32, N, K, K, bq.codes.data(), bq.scales.data());
+    const HostMx bq = quantize_f32(b, N, K);
     const Packed pk = pack_dense(b, N, K);
     const std::vector<uint16_t> a(size_t(K), 0x3F80);
     std::vector<uint16_t> c1(static_cast<size_t>(N)), c2(static_cast<size_t>(N));
