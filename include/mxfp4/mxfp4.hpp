@@ -139,11 +139,15 @@ inline constexpr int kPackedLayoutVersion = 2;
 
 /// A prepacked weight matrix B [N, K]: `data` holds packed_bytes(N, K) bytes in layout
 /// `version` (docs/packed-layout.md). Non-owning; where it lives is the caller's Exec.
+/// `fp8`, when set (prepack_fp8), holds fp8_weights_bytes(N, K) bytes: the weights' FP8
+/// image (docs/fp8-path.md), which lets the CUDA GEMM take the FP8 prefill path; it must
+/// describe the same weights as `data`.
 struct PackedWeights {
   const uint8_t* data = nullptr;
   int64_t N = 0;
   int64_t K = 0;
   int version = kPackedLayoutVersion;
+  const uint8_t* fp8 = nullptr;
 };
 
 /// Bytes of the packed layout for B [N, K] (N padded to 16, K to 64; docs/packed-layout.md).
@@ -159,6 +163,20 @@ PackedWeights prepack(const MxMatrix& b, uint8_t* out, const Exec& exec = {});
 PackedWeights prepack_dense(const void* b, DType dtype, int64_t N, int64_t K, int64_t b_stride, uint8_t* out,
                             uint8_t* tmp, ScaleRule rule = ScaleRule::aiter, const Exec& exec = {});
 
+/// Bytes of the FP8 image of B [N, K] (docs/fp8-path.md): about 1.03 * N * K (e4m3 codes,
+/// one fp32 scale per row and 128-K slice, rows padded to 128, K to 128). Throws
+/// InvalidArgument for N < 1 or K not a positive multiple of 32.
+int64_t fp8_weights_bytes(int64_t N, int64_t K);
+
+/// Builds the FP8 image of the packed weights `p` into `out` (fp8_weights_bytes(p.N, p.K)
+/// bytes, every byte written; on CUDA 16-byte aligned) and returns `p` with `fp8 = out`.
+/// Each (row, 128-K slice) group is stored as e4m3 values e2m1 * 2^(s - R) with
+/// R = max s - 6, exact for every group whose block exponents span <= 14 binades; other
+/// groups (and NaN scales) are flagged and computed exactly by the GEMM's fix-up instead.
+/// Throws InvalidArgument for bad sizes or overlapping buffers, TypeMismatch for a packed
+/// layout of another version.
+PackedWeights prepack_fp8(const PackedWeights& p, uint8_t* out, const Exec& exec = {});
+
 /// Exact inverse of prepack: plain codes [N, K/2] and plain scales [N, K/32].
 void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec& exec = {});
 
@@ -171,21 +189,27 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec&
 ///           thread-block cluster (split_k > 1) with a deterministic DSMEM reduction;
 ///   splitk: small M, A quantized once by its own kernel, then the same cluster split-K GEMM;
 ///   tiled:  large M, A quantized once by its own kernel, then a tiled tensor-core GEMM.
+///   fp8:    large M on the e4m3 tensor cores (docs/fp8-path.md): A's FP8 image built per
+///           call, wgmma against the weights' FP8 image (PackedWeights::fp8, from
+///           prepack_fp8), then an exact fix-up of rows/columns with flagged groups. Without
+///           B.fp8 a dispatcher choice of fp8 runs tiled instead; a forced one throws.
 /// Token CTAs run along grid.y (at most 65535), so fused/splitk take M <= 64 * 65535 and
 /// tiled M <= 128 * 65535 = 8388480; a larger M throws InvalidArgument on Backend::cuda.
-enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2 };
+enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2, fp8 = 3 };
 
 /// Tile configuration of one CUDA GEMM launch; chosen by choose_gemm_config() or tuning.
 struct GemmConfig {
   GemmPath path = GemmPath::fused;
   int block_n = 64;   ///< weight rows (N) per CTA; multiple of 16 (fused/splitk: 64 or 128;
-                      ///< tiled: 128)
+                      ///< tiled: 128; fp8: 64 or 128)
   int block_m = 16;   ///< tokens (M) per CTA; multiple of 8 (fused/splitk: informational, the
                       ///< kernel always takes up to 64 tokens per CTA, larger M in CTAs along
-                      ///< grid.y; the dispatcher reports min(M, 64) rounded up to 8; tiled: 128)
+                      ///< grid.y; the dispatcher reports min(M, 64) rounded up to 8; tiled: 128;
+                      ///< fp8: 64 or 128, one consumer warpgroup per 64)
   int split_k = 1;    ///< CTAs of a cluster sharing one output tile (1..8)
   int warps = 4;      ///< warps per CTA (fused/splitk: block_n/16 x 1, 2 or 4 warps per 16-row
-                      ///< slab, splitting each K stage; 4 only with block_n = 64; tiled: 8)
+                      ///< slab, splitting each K stage; 4 only with block_n = 64; tiled: 8;
+                      ///< fp8: 4 * (block_m / 64 + 1), the consumers and one producer warpgroup)
 };
 
 /// Properties of a device that the dispatcher reads.

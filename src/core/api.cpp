@@ -3,6 +3,7 @@
 // choose_gemm_config, describe and gemm_workspace_bytes live in src/dispatch/dispatch.cpp.
 #include <vector>
 
+#include "core/fp8_layout.hpp"
 #include "core/packed_layout.hpp"
 #include "core/validate.hpp"
 #include "cpu/cpu_backend.hpp"
@@ -45,8 +46,8 @@ Span code_span(const MxMatrix& m, const char* name) { return {m.codes, detail::m
 Span scale_span(const MxMatrix& m, const char* name) { return {m.scales, detail::mx_scale_bytes(m), name}; }
 
 void require_config(const char* fn, const GemmConfig& c) {
-  if (c.path != GemmPath::fused && c.path != GemmPath::splitk && c.path != GemmPath::tiled)
-    detail::throw_invalid(fn, cat("GemmConfig::path value ", int(c.path), " is not fused, splitk or tiled"));
+  if (c.path != GemmPath::fused && c.path != GemmPath::splitk && c.path != GemmPath::tiled && c.path != GemmPath::fp8)
+    detail::throw_invalid(fn, cat("GemmConfig::path value ", int(c.path), " is not fused, splitk, tiled or fp8"));
   if (c.block_n < 16 || c.block_n % 16 != 0)
     detail::throw_invalid(fn, cat("GemmConfig::block_n = ", c.block_n, " must be a positive multiple of 16"));
   if (c.block_m < 8 || c.block_m % 8 != 0)
@@ -261,6 +262,34 @@ PackedWeights prepack_dense(const void* b, DType dtype, int64_t N, int64_t K, in
   return PackedWeights{out, N, K, kPackedLayoutVersion};
 }
 
+int64_t fp8_weights_bytes(int64_t N, int64_t K) {
+  constexpr const char* fn = "fp8_weights_bytes";
+  detail::require_positive(fn, "N", N);
+  detail::require_k(fn, "K", K);
+  detail::mul_checked(fn, N, K);  // bounds N and K, so that padding them cannot overflow
+  const fp8::ImageGeometry g = fp8::ImageGeometry::of(N, K);
+  detail::mul_checked(fn, detail::mul_checked(fn, g.rows_padded, g.slices), 134);
+  return g.total_bytes();
+}
+
+PackedWeights prepack_fp8(const PackedWeights& p, uint8_t* out, const Exec& exec) {
+  constexpr const char* fn = "prepack_fp8";
+  detail::require_exec(fn, exec);
+  detail::require_packed(fn, "p", p);
+  require_cuda_packed_aligned(fn, "p.data", p.data, exec);
+  detail::require_nonnull(fn, "out", out);
+  require_cuda_packed_aligned(fn, "out", out, exec);
+  detail::require_disjoint(fn, {{p.data, packed_bytes(p.N, p.K), "p.data"}},
+                           {{out, fp8_weights_bytes(p.N, p.K), "out"}});
+  if (on_cuda(exec))
+    cuda::prepack_fp8(p, out, exec.stream);
+  else
+    cpu::prepack_fp8(p, out, cpu_threads(exec));
+  PackedWeights r = p;
+  r.fp8 = out;
+  return r;
+}
+
 void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec& exec) {
   constexpr const char* fn = "unpack";
   detail::require_exec(fn, exec);
@@ -329,19 +358,27 @@ void gemm_packed_b(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const P
   if (on_cuda(exec) && opt.workspace != nullptr)
     detail::require_aligned(fn, "GemmOptions::workspace", opt.workspace, kCudaVectorAlign,
                             "the CUDA GEMM reads it with 16-byte loads");
+  if (B.fp8 != nullptr) require_cuda_packed_aligned(fn, "B.fp8", B.fp8, exec);
   require_gemm_a_c(fn, A, M, K, lda, B.N, C, c_f32, ldc);
   if (B.K != K) detail::throw_invalid(fn, cat("B.K = ", B.K, " does not match K = ", K));
   const Span c_span{C, detail::strided_bytes(fn, M, B.N, ldc, c_elem_bytes(c_f32)), "C"};
   const Span a_span{A, detail::strided_bytes(fn, M, K, lda, 2), "A"};
   const Span b_span{B.data, packed_bytes(B.N, B.K), "B.data"};
+  // B.fp8 is read-only like B.data; without it a span of length 0 keeps the lists uniform.
+  const Span b8_span{B.fp8, B.fp8 != nullptr ? fp8_weights_bytes(B.N, B.K) : 0, "B.fp8"};
   if (opt.workspace != nullptr)
-    detail::require_disjoint(fn, {a_span, b_span},
+    detail::require_disjoint(fn, {a_span, b_span, b8_span},
                              {c_span, {opt.workspace, int64_t(opt.workspace_bytes), "workspace"}});
   else
-    detail::require_disjoint(fn, {a_span, b_span}, {c_span});
+    detail::require_disjoint(fn, {a_span, b_span, b8_span}, {c_span});
   if (on_cuda(exec)) {
-    const GemmConfig cfg = opt.config != nullptr ? *opt.config : cuda::config_for(M, B.N, K);
+    GemmConfig cfg = opt.config != nullptr ? *opt.config : cuda::config_for(M, B.N, K);
     require_config(fn, cfg);
+    if (cfg.path == GemmPath::fp8 && B.fp8 == nullptr) {
+      if (opt.config != nullptr)
+        detail::throw_invalid(fn, "GemmConfig path fp8 needs the weights' FP8 image: set B.fp8 with prepack_fp8()");
+      cfg = GemmConfig{GemmPath::tiled, 128, 128, 1, 8};  // the bf16 path for weights without an image
+    }
     cuda::gemm(A, M, K, lda, B, C, c_f32, ldc, cfg, opt.rule, opt.workspace, opt.workspace_bytes, exec.stream);
     return;
   }

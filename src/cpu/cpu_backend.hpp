@@ -39,6 +39,8 @@ MxMatrix to_plain(const MxMatrix& q, PlainStorage& storage, int threads);
 void prepack(const MxMatrix& b, uint8_t* out, int threads);
 /// Packed layout v2 -> plain codes [N, K/2] and scales [N, K/32].
 void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, int threads);
+/// FP8 image (core/fp8_layout.hpp) of packed weights into `out`, every byte written.
+void prepack_fp8(const PackedWeights& p, uint8_t* out, int threads);
 
 /// Destination of a GEMM result C [M, N] with row stride `ld` (elements): bf16 bit patterns
 /// (`f32` false, uint16_t) or fp32 values (`f32` true, float).

@@ -46,23 +46,38 @@ GroupPlan plan_groups(const MxMatrix& m) {
         hi = std::max(hi, int(sb) - 127);
       }
       const size_t i = size_t(r * p.slices + s);
-      if (hi != std::numeric_limits<int>::min()) p.R[i] = int16_t(hi - kMaxShift);
-      p.exact[i] = !nan && (hi == std::numeric_limits<int>::min() || hi - lo <= kMaxShift - kMinShift);
+      int R = 0;
+      p.exact[i] = plan_group(lo, hi, hi != std::numeric_limits<int>::min(), nan, R);
+      p.R[i] = int16_t(R);
     }
   return p;
 }
 
-uint8_t e2m1_to_e4m3(uint8_t code, int d) {
-  const uint8_t sign = (code & 8u) ? 0x80 : 0x00;
-  const uint32_t mag = code & 7u;  // values {0, 0.5, 1, 1.5, 2, 3, 4, 6}
-  if (mag == 0) return sign;
-  // |value| = 2^e * (1 + f/2), f in {0, 1}: mag 1 -> (e -1, f 0), 2 -> (0, 0), 3 -> (0, 1),
-  // 4 -> (1, 0), 5 -> (1, 1), 6 -> (2, 0), 7 -> (2, 1).
-  const int e = (mag == 1 ? -1 : int(mag >> 1) - 1) + d;
-  const uint32_t f = (mag >= 2) ? (mag & 1u) : 0u;
-  if (e >= -6) return uint8_t(sign | uint32_t(e + 7) << 3 | f << 2);  // normal, mantissa bit 2
-  // Subnormal m * 2^-9: m = (2 + f) * 2^(e + 8), e >= -9 since d >= kMinShift (f = 0 there).
-  return uint8_t(sign | ((2u + f) << (e + 9)) >> 1);
+void build_image(const MxMatrix& m, uint8_t* out) {
+  const ImageGeometry g = ImageGeometry::of(m.rows, m.K);
+  const GroupPlan p = plan_groups(m);
+  const int64_t kblocks = m.K / 32;
+  std::fill(out, out + g.total_bytes(), uint8_t(0));
+  float* scales = reinterpret_cast<float*>(out + g.scale_offset());
+  uint8_t* flags = out + g.flag_offset();
+  for (int64_t j = 0; j < g.slices; ++j)
+    for (int64_t r = 0; r < g.rows_padded; ++r) {
+      if (r >= m.rows) {
+        scales[g.scale_index(r, j)] = 1.f;
+        continue;
+      }
+      const size_t i = size_t(r * p.slices + j);
+      scales[g.scale_index(r, j)] = p.exact[i] ? std::ldexp(1.f, p.R[i]) : 0.f;
+      if (!p.exact[i]) {
+        flags[g.flag_index(r / kAtomRows, j)] = 1;
+        continue;
+      }
+      for (int64_t k = j * kSliceK; k < std::min(m.K, (j + 1) * kSliceK); ++k) {
+        const int d = int(m.scales[r * kblocks + k / 32]) - 127 - p.R[i];
+        // Zero codes encode as +-0 whatever d is (their block may lie outside the span).
+        out[g.code_offset(r, k)] = e2m1_to_e4m3(code_at(m, r, k), d);
+      }
+    }
 }
 
 float e4m3_to_f32(uint8_t b) {

@@ -10,29 +10,29 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/fp8_layout.hpp"
 #include "mxfp4/mxfp4.hpp"
 
 namespace mxfp4::fp8 {
-
-inline constexpr int kSliceK = 128;  ///< K elements per scaling group (4 blocks)
-inline constexpr int kMinShift = -8, kMaxShift = 6;  ///< e2m1 * 2^d is exact in e4m3 for d here
 
 /// Per (row, K slice) group exponent R and exactness of one operand [rows, K] (row-major:
 /// index row * slices + slice, slices = ceil(K / 128)).
 struct GroupPlan {
   int64_t rows = 0, slices = 0;
   std::vector<int16_t> R;       ///< group exponent (0 for a group without nonzero codes)
-  std::vector<uint8_t> exact;   ///< 1: every element is e2m1 * 2^(s - R) exactly in e4m3
+  std::vector<uint8_t> exact;   ///< 1: the group stays on the FP8 path (fp8::plan_group)
 };
 
-/// Plans the groups of `m` (plain code and scale layouts; K % 32 == 0). A group is inexact
-/// when its nonzero blocks' exponents span more than kMaxShift - kMinShift = 14 binades or a
-/// block has the NaN scale 0xFF. Blocks whose codes are all +-0 never affect R.
+/// Plans the groups of `m` (plain code and scale layouts; K % 32 == 0) with fp8::plan_group:
+/// a group leaves the FP8 path when its nonzero blocks' exponents span more than
+/// kMaxShift - kMinShift = 14 binades, a block has the NaN scale 0xFF or |R| > kMaxAbsR.
+/// Blocks whose codes are all +-0 never affect R.
 GroupPlan plan_groups(const MxMatrix& m);
 
-/// The e4m3 byte (OCP FN: bias 7, 3 mantissa bits, subnormals m * 2^-9) of e2m1 code
-/// `code` (low 4 bits) times 2^d, d in [kMinShift, kMaxShift]: exact, sign of -0 kept.
-uint8_t e2m1_to_e4m3(uint8_t code, int d);
+/// The FP8 image (core/fp8_layout.hpp) of `m` (plain layouts) into `out`
+/// (ImageGeometry::of(m.rows, m.K).total_bytes() bytes, every byte written): the CPU oracle
+/// of the GPU image builders.
+void build_image(const MxMatrix& m, uint8_t* out);
 
 /// Value of an e4m3 byte (0x7F / 0xFF are NaN).
 float e4m3_to_f32(uint8_t b);

@@ -2,9 +2,12 @@
 // buffer tile by tile (padding rows/columns zero), unpack is its exact inverse.
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/packed_layout.hpp"
+
 #include "cpu/cpu_backend.hpp"
+#include "cpu/fp8_plan.hpp"
 #include "cpu/parallel.hpp"
 
 namespace mxfp4::cpu {
@@ -42,6 +45,12 @@ void unpack(const PackedWeights& pw, uint8_t* codes, uint8_t* scales, int thread
       for (int64_t j = 0; j < kblocks; ++j) scales[r * kblocks + j] = pw.data[packed::scale_offset(r, j, Np, Kp)];
     }
   });
+}
+
+void prepack_fp8(const PackedWeights& pw, uint8_t* out, int threads) {
+  std::vector<uint8_t> codes(size_t(pw.N * (pw.K / 2))), scales(size_t(pw.N * (pw.K / kBlockSize)));
+  unpack(pw, codes.data(), scales.data(), threads);
+  fp8::build_image(MxMatrix{codes.data(), scales.data(), pw.N, pw.K, CodeLayout::plain, ScaleLayout::plain}, out);
 }
 
 }  // namespace mxfp4::cpu

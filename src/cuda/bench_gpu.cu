@@ -99,13 +99,19 @@ BenchResult bench_gemm(const uint16_t* A_host, int64_t M, int64_t K, const MxMat
   check(cudaMemcpy(dBs.ptr, B_host.scales, size_t(N * K / 32), cudaMemcpyHostToDevice), "cudaMemcpy(B scales)");
   const MxMatrix dB{dBc.as<uint8_t>(), dBs.as<uint8_t>(), N, K, CodeLayout::plain, ScaleLayout::plain};
 
-  // Ours: prepacked weight copies.
-  const int64_t pbytes = packed_bytes(N, K);
-  const int ours_copies = copies_for(pbytes, rotate_bytes);
-  DeviceBuffer packed(size_t(pbytes * ours_copies));
-  for (int c = 0; c < ours_copies; ++c) prepack(dB, packed.as<uint8_t>() + c * pbytes, stream);
+  // Ours: prepacked weight copies, each with its FP8 image when the path reads one.
+  const bool fp8 = res.config.path == GemmPath::fp8;
+  const int64_t pbytes = packed_bytes(N, K), fbytes = fp8 ? fp8_weights_bytes(N, K) : 0;
+  const int ours_copies = copies_for(pbytes + fbytes, rotate_bytes);
+  DeviceBuffer packed(size_t(pbytes * ours_copies)), images(size_t(fbytes * ours_copies));
+  for (int c = 0; c < ours_copies; ++c) {
+    prepack(dB, packed.as<uint8_t>() + c * pbytes, stream);
+    if (fp8) prepack_fp8(PackedWeights{packed.as<uint8_t>() + c * pbytes, N, K}, images.as<uint8_t>() + c * fbytes, stream);
+  }
   auto ours = [&](int i) {
-    const PackedWeights w{packed.as<uint8_t>() + (i % ours_copies) * pbytes, N, K, kPackedLayoutVersion};
+    const int c = i % ours_copies;
+    const PackedWeights w{packed.as<uint8_t>() + c * pbytes, N, K, kPackedLayoutVersion,
+                          fp8 ? images.as<uint8_t>() + c * fbytes : nullptr};
     gemm(dA.as<uint16_t>(), M, K, K, w, dC.as<uint16_t>(), /*c_f32=*/false, N, res.config,
          ScaleRule::aiter, nullptr, 0, stream);
   };

@@ -31,6 +31,8 @@ void unshuffle_weight(const uint8_t* shuffled, int64_t N, int64_t K, uint8_t* pl
 void prepack(const MxMatrix& b, uint8_t* out, void* stream);
 /// Packed layout v2 -> plain codes [N, K/2] and scales [N, K/32].
 void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, void* stream);
+/// FP8 image (core/fp8_layout.hpp) of packed weights into `out`, every byte written.
+void prepack_fp8(const PackedWeights& p, uint8_t* out, void* stream);
 
 /// Configuration for (M, N, K) on the current device: tune cache entry or dispatcher.
 GemmConfig config_for(int64_t M, int64_t N, int64_t K);

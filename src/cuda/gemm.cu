@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "cuda/common.cuh"
+#include "cuda/fp8_kernels.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/gemm_kernels.hpp"
 #include "cuda/quantize_kernels.cuh"
@@ -74,6 +75,8 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     throw InvalidArgument("unsupported GemmConfig " + describe(cfg) + " for M=" + std::to_string(M) + ": " + problem);
   }
   const uint32_t* frags = nullptr;
+  if (cfg.path == GemmPath::fp8 && B.fp8 == nullptr)
+    throw InvalidArgument("GemmConfig path fp8 needs the weights' FP8 image (PackedWeights::fp8, prepack_fp8)");
   if (cfg.path != GemmPath::fused) {
     const size_t need = gemm_workspace_bytes(M, K, cfg);
     void* ws = workspace;
@@ -82,6 +85,13 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     } else if (workspace_bytes < need) {
       throw InvalidArgument("GemmOptions::workspace_bytes = " + std::to_string(workspace_bytes) + " but M=" +
                             std::to_string(M) + ", K=" + std::to_string(K) + " needs " + std::to_string(need));
+    }
+    if (cfg.path == GemmPath::fp8) {  // A's FP8 image, the wgmma GEMM, the exact fix-up
+      uint8_t* a_img = static_cast<uint8_t*>(ws);
+      fp8_image_from_bf16(A, M, K, lda, rule, a_img, s);
+      gemm_fp8(a_img, M, K, B, C, c_f32, ldc, cfg, s);
+      fp8_fixup(A, M, K, lda, rule, a_img, B, C, c_f32, ldc, s);
+      return;
     }
     quantize_fragments(A, M, K, lda, static_cast<uint32_t*>(ws), rule, s);
     frags = static_cast<const uint32_t*>(ws);

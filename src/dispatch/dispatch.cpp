@@ -3,12 +3,23 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/fp8_layout.hpp"
 #include "dispatch/path_name.hpp"
 #include "mxfp4/mxfp4.hpp"
 
 namespace mxfp4 {
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Path fp8 (M > 128): the largest tile (128 x 128, then 128 x 64, then 64 x 64) whose grid
+/// still gives every SM a CTA; one CTA per SM fits (about 200 KB of stages).
+GemmConfig fp8_config(int64_t M, int64_t N, const DeviceInfo& dev) {
+  const int64_t sms = std::max(dev.sm_count, 1);
+  int bm = 128, bn = 128;
+  if (ceil_div(M, 128) * ceil_div(N, 128) < sms) bn = 64;
+  if (ceil_div(M, 128) * ceil_div(N, 64) < sms) bm = 64;
+  return GemmConfig{GemmPath::fp8, bn, bm, 1, 4 * (bm / 64 + 1)};
+}
 }  // namespace
 
 /// Small and medium M (<= 128): the weight-streaming kernel (src/cuda/gemm_fused.cu), tokens
@@ -20,7 +31,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 ///     per slab when each CTA still has >= 8 (>= 16) K chunks;
 ///   - 64 < M <= 128: 64-row CTAs of 16 warps, split_k until about one CTA per SM.
 /// M <= 8 with one K256 stage per CTA quantizes A inside the GEMM (fused, one launch); else A
-/// is quantized once first (splitk). M > 128: the tiled kernel (128 x 128 tiles).
+/// is quantized once first (splitk). M > 128: the FP8 wgmma path (fp8_config below; gemm()
+/// runs the tiled kernel instead when the weights have no FP8 image).
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   constexpr int64_t kMax = int64_t(1) << 40;  // far beyond any matrix that fits a GPU
   if (M < 1 || N < 1 || K < 1 || M > kMax || N > kMax || K > kMax) {
@@ -28,14 +40,7 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
                           ", K = " + std::to_string(K) + " must each be in [1, 2^40]");
   }
   GemmConfig cfg;
-  if (M > 128) {
-    cfg.path = GemmPath::tiled;
-    cfg.block_n = 128;
-    cfg.block_m = 128;
-    cfg.split_k = 1;
-    cfg.warps = 8;
-    return cfg;
-  }
+  if (M > 128) return fp8_config(M, N, dev);
   const int64_t chunks = ceil_div(K, 64);
   const int64_t m_tiles = ceil_div(M, 64);
   const int64_t sms = std::max(dev.sm_count, 1);
@@ -73,12 +78,13 @@ const char* gemm_path_name(GemmPath p) {
     case GemmPath::fused: return "fused";
     case GemmPath::splitk: return "splitk";
     case GemmPath::tiled: return "tiled";
+    case GemmPath::fp8: return "fp8";
   }
   return "?";
 }
 
 std::optional<GemmPath> parse_gemm_path(std::string_view name) {
-  for (GemmPath p : {GemmPath::fused, GemmPath::splitk, GemmPath::tiled})
+  for (GemmPath p : {GemmPath::fused, GemmPath::splitk, GemmPath::tiled, GemmPath::fp8})
     if (name == gemm_path_name(p)) return p;
   return std::nullopt;
 }
@@ -90,6 +96,12 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     // 128-token CTAs along grid.y, which holds at most 65535 (src/cuda/gemm_tiled.cu).
     if (M > int64_t(128) * 65535) return "path tiled: M <= 8388480";
     return {};
+  }
+  if (cfg.path == GemmPath::fp8) {
+    if ((cfg.block_n != 64 && cfg.block_n != 128) || (cfg.block_m != 64 && cfg.block_m != 128) ||
+        cfg.split_k != 1 || cfg.warps != 4 * (cfg.block_m / 64 + 1))
+      return "path fp8: block_m and block_n 64 or 128, split_k = 1, warps = 4 * (block_m / 64 + 1)";
+    return {};  // the launcher checks the grid (one CTA per tile along grid.x, < 2^31)
   }
   if (cfg.path != GemmPath::fused && cfg.path != GemmPath::splitk) return "unknown path";
   const int slabs = cfg.block_n / 16, per_slab = slabs > 0 ? cfg.warps / slabs : 0;
@@ -112,7 +124,8 @@ std::string describe(const GemmConfig& cfg) {
   return os.str();
 }
 
-/// splitk and tiled paths: activation fragments, round_up(M, 8) x round_up(K, 64) bf16 values.
+/// splitk and tiled paths: activation fragments, round_up(M, 8) x round_up(K, 64) bf16 values;
+/// fp8: A's FP8 image (core/fp8_layout.hpp, about 1.03 * M * K bytes).
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
   if (cfg.path == GemmPath::fused) return 0;
   constexpr int64_t kMax = int64_t(1) << 40;
@@ -120,6 +133,7 @@ size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
     throw InvalidArgument("mxfp4::gemm_workspace_bytes: M = " + std::to_string(M) + ", K = " + std::to_string(K) +
                           " out of range");
   }
+  if (cfg.path == GemmPath::fp8) return size_t(fp8::ImageGeometry::of(M, K).total_bytes());
   return size_t(ceil_div(M, 8) * 8 * ceil_div(K, 64) * 64 * 2);
 }
 

@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <initializer_list>
+#include <tuple>
 #include <vector>
 
 #include "dispatch/path_name.hpp"
@@ -19,13 +20,21 @@ DeviceInfo h200() {
   return d;
 }
 
-TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesTiled) {
+TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   const DeviceInfo dev = h200();
   for (int64_t M : {1, 4, 8}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::fused) << M;
   EXPECT_EQ(choose_gemm_config(8, 2112, 7168, dev).path, GemmPath::splitk);  // 14 chunks per CTA
   for (int64_t M : {9, 16, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
   for (int64_t M : {65, 128}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::splitk) << M;
-  for (int64_t M : {129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::tiled) << M;
+  for (int64_t M : {129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::fp8) << M;
+}
+
+// Path fp8 takes the largest tile whose grid still covers every SM.
+TEST(Dispatch, Fp8TileShrinksUntilTheGridCoversTheSMs) {
+  const DeviceInfo dev = h200();
+  EXPECT_EQ(describe(choose_gemm_config(1024, 7168, 2048, dev)), "path=fp8 block_n=128 block_m=128 split_k=1 warps=12");
+  EXPECT_EQ(describe(choose_gemm_config(256, 7168, 2048, dev)), "path=fp8 block_n=64 block_m=128 split_k=1 warps=12");
+  EXPECT_EQ(describe(choose_gemm_config(256, 3072, 1536, dev)), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
 }
 
 TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
@@ -74,14 +83,14 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
       for (int64_t K : {32, 96, 1664, 16384}) {
         const GemmConfig c = choose_gemm_config(M, N, K, dev);
         EXPECT_TRUE(c.split_k >= 1 && c.split_k <= 8) << describe(c);
-        EXPECT_TRUE(c.warps == 4 || c.warps == 8 || c.warps == 16) << describe(c);
+        EXPECT_TRUE(c.warps == 4 || c.warps == 8 || c.warps == 12 || c.warps == 16) << describe(c);
         if (M <= 128) {
           const int slabs = c.block_n / 16;
           EXPECT_TRUE(slabs == 4 || slabs == 8) << describe(c);
           EXPECT_TRUE(c.warps == slabs || c.warps == 2 * slabs || (c.warps == 16 && slabs == 4)) << describe(c);
           EXPECT_LE(c.split_k, (K + 63) / 64) << describe(c);
         }
-        EXPECT_EQ(c.path == GemmPath::tiled, M > 128) << describe(c);
+        EXPECT_EQ(c.path == GemmPath::fp8, M > 128) << describe(c);
         EXPECT_EQ(gemm_config_problem(c, M), "") << describe(c);
         EXPECT_EQ(gemm_workspace_bytes(M, K, c) == 0, c.path == GemmPath::fused) << describe(c);
       }
@@ -147,10 +156,20 @@ TEST(Dispatch, ConfigProblemBoundsMOfEveryPath) {
   small.path = GemmPath::splitk;
   EXPECT_EQ(gemm_config_problem(small, int64_t(64) * 65535), "");
   EXPECT_NE(gemm_config_problem(small, int64_t(64) * 65535 + 1), "");
-  // The dispatcher's choice past the limit is the tiled path, reported as unrunnable.
+  // The dispatcher's choice past that limit is path fp8, whose grid runs along x (gemm()
+  // falls back to tiled, and then throws, only for weights without an FP8 image).
   const GemmConfig c = choose_gemm_config(int64_t(128) * 65535 + 1, 4096, 64, h200());
-  EXPECT_EQ(c.path, GemmPath::tiled);
-  EXPECT_NE(gemm_config_problem(c, int64_t(128) * 65535 + 1), "");
+  EXPECT_EQ(c.path, GemmPath::fp8);
+  EXPECT_EQ(gemm_config_problem(c, int64_t(128) * 65535 + 1), "");
+  GemmConfig fp8 = c;
+  for (const auto& [bm, bn, warps] : {std::tuple{128, 128, 12}, {64, 64, 8}, {64, 128, 8}, {128, 64, 12}}) {
+    fp8.block_m = bm, fp8.block_n = bn, fp8.warps = warps;
+    EXPECT_EQ(gemm_config_problem(fp8, 1000), "") << describe(fp8);
+  }
+  for (const auto& [bm, bn, warps] : {std::tuple{128, 128, 8}, {256, 128, 20}, {64, 256, 8}, {128, 96, 12}}) {
+    fp8.block_m = bm, fp8.block_n = bn, fp8.warps = warps;
+    EXPECT_NE(gemm_config_problem(fp8, 1000), "") << describe(fp8);
+  }
 }
 
 TEST(Dispatch, DescribeNamesEveryField) {

@@ -63,8 +63,10 @@ TEST(Fp8Plan, SpanZeroAndNaNBlocksDecideExactness) {
   // Row 1: span exactly 14 (exact) in slice 0, 15 (inexact) in slice 1.
   fill_block(m, 1, 0, 0x2, 120), fill_block(m, 1, 1, 0x2, 134);
   fill_block(m, 1, 4, 0x2, 120), fill_block(m, 1, 5, 0x2, 135);
-  // Row 2: an all-zero block with scale 0 beside scale-200 blocks: exact, R from the rest.
-  fill_block(m, 2, 0, 0x0, 0), fill_block(m, 2, 1, 0x2, 200), fill_block(m, 2, 2, 0x2, 200), fill_block(m, 2, 3, 0x2, 200);
+  // Row 2: an all-zero block with scale 0 beside scale-150 blocks: exact, R from the rest.
+  // Slice 1: R = 55 - 6 = 49 > kMaxAbsR: off the FP8 path although its span is 0.
+  fill_block(m, 2, 0, 0x0, 0), fill_block(m, 2, 1, 0x2, 150), fill_block(m, 2, 2, 0x2, 150), fill_block(m, 2, 3, 0x2, 150);
+  for (int64_t b = 4; b < 8; ++b) fill_block(m, 2, b, 0x2, 127 + 55);
   // Row 3: a NaN scale byte: inexact. Row 4: all zero: exact, R = 0.
   fill_block(m, 3, 2, 0x2, 0xFF);
   for (int64_t b = 0; b < 8; ++b) fill_block(m, 4, b, 0x8, 50);  // -0 codes
@@ -75,7 +77,8 @@ TEST(Fp8Plan, SpanZeroAndNaNBlocksDecideExactness) {
   EXPECT_TRUE(p.exact[at(1, 0)]);
   EXPECT_FALSE(p.exact[at(1, 1)]);
   EXPECT_TRUE(p.exact[at(2, 0)]);
-  EXPECT_EQ(p.R[at(2, 0)], 200 - 127 - fp8::kMaxShift);
+  EXPECT_EQ(p.R[at(2, 0)], 150 - 127 - fp8::kMaxShift);
+  EXPECT_FALSE(p.exact[at(2, 1)]);
   EXPECT_FALSE(p.exact[at(3, 0)]);
   EXPECT_TRUE(p.exact[at(4, 0)] && p.exact[at(4, 1)]);
   EXPECT_EQ(p.R[at(4, 0)], 0);
@@ -135,6 +138,71 @@ TEST(Fp8Model, K16384WithAKnownAnswerIsExact) {
   EXPECT_EQ(double(c[0]), want);
   EXPECT_EQ(c[0], c[1]);
   expect_within_contract(c, a, b);
+}
+
+/// The FP8 image (core/fp8_layout.hpp): every element of a group on the FP8 path decodes to its
+/// dequantized value (e4m3 code times the group's scale 2^R), flagged groups hold zero codes,
+/// scale 0 and set their tile flag, padding rows hold zero codes and scale 1.
+TEST(Fp8Image, DecodesToTheDequantizedValuesAndFlagsTheRest) {
+  HostMx m = random_mx(130, 416, 802);  // 4 slices, the last one partial (K % 128 = 32)
+  fill_block(m, 70, 0, 0x2, 127 - 20), fill_block(m, 70, 1, 0x2, 127 + 20);  // span 40: flagged
+  const fp8::ImageGeometry g = fp8::ImageGeometry::of(m.rows, m.K);
+  ASSERT_EQ(g.rows_padded, 256);
+  ASSERT_EQ(g.slices, 4);
+  std::vector<uint8_t> img(size_t(g.total_bytes()), 0xCC);
+  fp8::build_image(m.view(), img.data());
+  const fp8::GroupPlan p = fp8::plan_groups(m.view());
+  const float* scales = reinterpret_cast<const float*>(img.data() + g.scale_offset());
+  const uint8_t* flags = img.data() + g.flag_offset();
+  for (int64_t r = 0; r < g.rows_padded; ++r)
+    for (int64_t j = 0; j < g.slices; ++j) {
+      const float scale = scales[g.scale_index(r, j)];
+      const bool on_path = r < m.rows && p.exact[size_t(r * p.slices + j)];
+      if (r >= m.rows) ASSERT_EQ(scale, 1.f) << r;
+      if (r < m.rows && !on_path) {
+        ASSERT_EQ(scale, 0.f) << r << "," << j;
+        ASSERT_EQ(flags[g.flag_index(r / 64, j)], 1) << r << "," << j;
+      }
+      for (int64_t k = j * 128; k < (j + 1) * 128; ++k) {
+        const uint8_t code = img[size_t(g.code_offset(r, k))];
+        if (!on_path || k >= m.K) {
+          ASSERT_EQ(code & 0x7F, 0) << r << "," << k;
+          continue;
+        }
+        const uint8_t e2m1 = uint8_t((m.codes[size_t(r * m.K / 2 + k / 2)] >> (4 * (k % 2))) & 0xF);
+        const float want = fmt::dequant_f32(e2m1, m.scales[size_t(r * (m.K / 32) + k / 32)]);
+        ASSERT_EQ(fp8::e4m3_to_f32(code) * scale, want) << r << "," << k;
+      }
+    }
+  EXPECT_EQ(flags[g.flag_index(1, 0)], 1);  // row 70 lives in tile 1
+  EXPECT_EQ(flags[g.flag_index(0, 0)], 0);
+  // Rows of one 64-row tile and one slice are contiguous 128-byte lines, chunk-swizzled.
+  EXPECT_EQ(g.code_offset(0, 0), 0);
+  EXPECT_EQ(g.code_offset(1, 0), 128 + 16);
+  EXPECT_EQ(g.code_offset(64, 0), 8192);
+  EXPECT_EQ(g.code_offset(0, 128), 4 * 8192);
+}
+
+TEST(Fp8Image, PublicPrepackFp8ValidatesItsArguments) {
+  const HostMx m = random_mx(40, 256, 803);
+  std::vector<uint8_t> packed(size_t(packed_bytes(40, 256))), img(size_t(fp8_weights_bytes(40, 256)));
+  const PackedWeights pw = prepack(m.view(), packed.data());
+  EXPECT_THROW(prepack_fp8(pw, nullptr), InvalidArgument);
+  EXPECT_THROW(prepack_fp8(pw, packed.data() + 8), InvalidArgument);  // overlaps p.data
+  PackedWeights bad = pw;
+  bad.version = 1;
+  EXPECT_THROW(prepack_fp8(bad, img.data()), TypeMismatch);
+  EXPECT_THROW(fp8_weights_bytes(40, 48), InvalidArgument);
+  EXPECT_THROW(fp8_weights_bytes(0, 256), InvalidArgument);
+  const PackedWeights w8 = prepack_fp8(pw, img.data());
+  EXPECT_EQ(w8.fp8, img.data());
+  EXPECT_EQ(w8.data, pw.data);
+  // The CPU GEMM takes weights with an image and gives the same bits as without.
+  const std::vector<uint16_t> a = randn_bf16(size_t(3 * 256), 804);
+  std::vector<uint16_t> c1(3 * 40), c2(3 * 40);
+  gemm(a.data(), 3, 256, 256, pw, c1.data(), 40);
+  gemm(a.data(), 3, 256, 256, w8, c2.data(), 40);
+  EXPECT_EQ(c1, c2);
 }
 
 }  // namespace

@@ -29,6 +29,11 @@ inline GemmConfig forced_cfg(GemmPath path, int split = 1, int slabs = 4, int pe
   return c;
 }
 
+/// A forced fp8-path configuration with a block_m x block_n tile (each 64 or 128).
+inline GemmConfig fp8_cfg(int block_m, int block_n) {
+  return GemmConfig{GemmPath::fp8, block_n, block_m, 1, 4 * (block_m / 64 + 1)};
+}
+
 /// Forced configurations covering every kernel variant: fused and splitk with and without a
 /// cluster split (a power of two and not), 4 and 8 slabs, 1, 2 and 4 warps per slab; tiled.
 inline std::vector<GemmConfig> path_configs(int64_t /*M*/) {
@@ -40,20 +45,25 @@ inline std::vector<GemmConfig> path_configs(int64_t /*M*/) {
   v.push_back(forced_cfg(GemmPath::splitk, 8, 8, 1));
   v.push_back(forced_cfg(GemmPath::splitk, 3, 8, 2));
   v.push_back(forced_cfg(GemmPath::tiled));
+  v.push_back(fp8_cfg(128, 128));
+  v.push_back(fp8_cfg(64, 64));
   return v;
 }
 
 /// "forced <describe>" or "default config" for messages.
 inline std::string cfg_name(const GemmConfig* cfg) { return cfg ? "forced " + describe(*cfg) : "default config"; }
 
-/// Host MXFP4 weights prepacked into a fresh device buffer (16-byte aligned).
+/// Host MXFP4 weights prepacked into a fresh device buffer (16-byte aligned), with their FP8
+/// image (prepack_fp8) so that every path, fp8 included, can run on them.
 struct DevicePacked {
-  std::unique_ptr<DeviceBuf> buf;
+  std::unique_ptr<DeviceBuf> buf, fp8;
   PackedWeights pw;
   explicit DevicePacked(const HostMx& b) {
     DeviceBuf dc(b.codes), ds(b.scales);
     buf = std::make_unique<DeviceBuf>(size_t(packed_bytes(b.rows, b.K)));
+    fp8 = std::make_unique<DeviceBuf>(size_t(fp8_weights_bytes(b.rows, b.K)));
     pw = prepack(MxMatrix{dc.get(), ds.get(), b.rows, b.K}, buf->get(), cuda_exec());
+    pw = prepack_fp8(pw, fp8->get(), cuda_exec());
     cuda_ok(cudaDeviceSynchronize(), "sync");
   }
 };

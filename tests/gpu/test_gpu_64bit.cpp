@@ -154,7 +154,7 @@ std::unique_ptr<DeviceBuf> periodic_a(const std::vector<uint16_t>& pat, int64_t 
   return a;
 }
 
-// Tiled path, M * N = 65600 * 32768 > 2^31 output elements (C is 4.3 GB): every row of C.
+// Tiled and fp8 paths, M * N = 65600 * 32768 > 2^31 output elements (C is 4.3 GB): every row of C.
 TEST(Gpu64Bit, TiledGemmPastTwoTo31OutputElements) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t M = 65600, N = 32768, K = 128, P = 61;  // 65536 % 61 != 0
@@ -165,8 +165,8 @@ TEST(Gpu64Bit, TiledGemmPastTwoTo31OutputElements) {
   const auto a = periodic_a(pat, P, M, K);
   const DevicePacked pk(b);
   DeviceBuf c(size_t(M * N * 2), NoInit{});
-  const GemmConfig tiled = forced_cfg(GemmPath::tiled);
-  for (const GemmConfig* cfg : {static_cast<const GemmConfig*>(nullptr), &tiled}) {
+  const GemmConfig tiled = forced_cfg(GemmPath::tiled), fp8 = fp8_cfg(128, 128);
+  for (const GemmConfig* cfg : {static_cast<const GemmConfig*>(nullptr), &tiled, &fp8}) {
     cuda_ok(cudaMemset(c.get(), 0xFF, c.bytes()), "poison C");
     GemmOptions opt;
     opt.config = cfg;

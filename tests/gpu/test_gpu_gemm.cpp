@@ -29,6 +29,10 @@ std::vector<GemmConfig> configs_for(int64_t M) {
   v.push_back(forced_cfg(GemmPath::splitk, 8, 4, 1));
   v.push_back(forced_cfg(GemmPath::splitk, 3, 8, 2));
   v.push_back(forced_cfg(GemmPath::tiled));
+  v.push_back(fp8_cfg(128, 128));
+  v.push_back(fp8_cfg(64, 128));
+  v.push_back(fp8_cfg(128, 64));
+  v.push_back(fp8_cfg(64, 64));
   return v;
 }
 
@@ -37,7 +41,7 @@ struct Problem {
   int64_t M, N, K;
   std::vector<uint16_t> a;  // bf16 bits, dense
   HostMx aq, b;
-  std::unique_ptr<DeviceBuf> da, packed;
+  std::unique_ptr<DeviceBuf> da, packed, fp8;
   PackedWeights pw;
 
   Problem(int64_t M_, std::vector<uint16_t> a_, HostMx b_) : M(M_), N(b_.rows), K(b_.K), a(std::move(a_)), b(std::move(b_)) {
@@ -46,6 +50,8 @@ struct Problem {
     DeviceBuf dc(b.codes), ds(b.scales);
     packed = std::make_unique<DeviceBuf>(packed_bytes(N, K));
     pw = prepack(MxMatrix{dc.get(), ds.get(), N, K}, packed->get(), cuda_exec());
+    fp8 = std::make_unique<DeviceBuf>(fp8_weights_bytes(N, K));
+    pw = prepack_fp8(pw, fp8->get(), cuda_exec());
     cuda_ok(cudaDeviceSynchronize(), "sync");
   }
 

@@ -21,15 +21,18 @@ namespace {
 
 /// Candidates: every warps / block_n / path combination of the small-M kernel with split_k 1,
 /// 2, 4 or 8 (docs/dispatch.md; the dispatcher may also pick 3, 5, 6 or 7 when K has fewer
-/// than 8 chunks) for M <= 256, plus the tiled kernel for M > 64 (no variants yet).
+/// than 8 chunks) for M <= 256, plus for M > 64 the tiled kernel (no variants) and the four
+/// tiles of path fp8 (block_m and block_n 64 or 128; the benchmark builds the FP8 image).
 std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
   std::vector<mxfp4::GemmConfig> v;
-  if (M > 64) {  // the tiled kernel (no variants yet)
+  if (M > 64) {
     mxfp4::GemmConfig c;
     c.path = mxfp4::GemmPath::tiled;
     c.block_n = c.block_m = 128;
     c.warps = 8;
     v.push_back(c);
+    for (int bm : {64, 128})
+      for (int bn : {64, 128}) v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, bn, bm, 1, 4 * (bm / 64 + 1)});
   }
   if (M > 256) return v;  // the small-M kernel re-reads the weights for every 64 tokens
   const std::pair<int, int> shapes[] = {{4, 1}, {4, 2}, {4, 4}, {8, 1}, {8, 2}};  // slabs, warps per slab

@@ -1,0 +1,35 @@
+// Launchers of the FP8 prefill path (path "fp8", docs/fp8-path.md; internal). Arguments are
+// validated by the API layer; every launcher queues work on `stream` and throws CudaError when
+// a launch fails.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "mxfp4/mxfp4.hpp"
+
+namespace mxfp4::cuda {
+
+/// FP8 image (core/fp8_layout.hpp) of bf16 activations A [M, K] (row stride lda) quantized
+/// under `rule` (spec §2), into `out` (ImageGeometry::of(M, K).total_bytes() bytes).
+void fp8_image_from_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule rule, uint8_t* out,
+                         cudaStream_t stream);
+
+/// FP8 image of packed weights B (layout v2) into `out` (ImageGeometry::of(B.N, B.K).total_bytes()).
+void fp8_image_from_packed(const PackedWeights& B, uint8_t* out, cudaStream_t stream);
+
+/// C [M, N] = A * B^T on e4m3 wgmma from the two images (a_img: activations, B.fp8: weights);
+/// tile cfg.block_m x cfg.block_n (each 64 or 128). Flagged groups contribute zero: call
+/// fp8_fixup afterwards.
+void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B, void* C, bool c_f32, int64_t ldc,
+              const GemmConfig& cfg, cudaStream_t stream);
+
+/// Rewrites, exactly (exact block products, fp32 sums of 2^(sa+sb)-scaled block sums), every
+/// row of C whose activation row has a flagged group in a_img and every column whose weight
+/// row has one in B.fp8, reading A (bf16, quantized again under `rule`) and B (packed). Costs
+/// one launch that reads the images' tile flags when nothing is flagged.
+void fp8_fixup(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule rule, const uint8_t* a_img,
+               const PackedWeights& B, void* C, bool c_f32, int64_t ldc, cudaStream_t stream);
+
+}  // namespace mxfp4::cuda
