@@ -24,11 +24,14 @@ GemmConfig fp8_config(int64_t M, int64_t N, const DeviceInfo& dev) {
 
 /// Small and medium M (<= 128): the weight-streaming kernel (src/cuda/gemm_fused.cu), tokens
 /// in CTAs of 64 along grid.y. It is bound by latency (docs/perf-notes.md), so the grid should
-/// hold about two CTAs per SM and every SM many warps:
+/// hold one to two CTAs per SM and every SM many warps, in one wave:
 ///   - M <= 64: block_n 128 (8 slabs) when M > 32 and N is wide enough to fill the GPU (more
 ///     weight rows share one copy of A), else 64; split_k doubles up to 8 (at most one per
-///     64-wide K chunk) until the grid reaches two CTAs per SM; 2 (or, with 4 slabs, 4) warps
-///     per slab when each CTA still has >= 8 (>= 16) K chunks;
+///     64-wide K chunk) until the grid reaches two CTAs per SM for M <= 16, one CTA per SM for
+///     M > 16 (the cluster reduction of a 32- or 64-token tile costs more than the extra CTAs
+///     gain); 2 (or, with 4 slabs, 4) warps per slab when each CTA still has >= 8 (>= 16) K
+///     chunks, halved while the grid's warps exceed 16 per SM (launch bounds cap a thread at
+///     128 registers, so 16 warps per SM always fit: more would run a second, mostly idle wave);
 ///   - 64 < M <= 128: 64-row CTAs of 16 warps, split_k until about one CTA per SM.
 /// M <= 8 with one K256 stage per CTA quantizes A inside the GEMM (fused, one launch); else A
 /// is quantized once first (splitk). M > 128: the FP8 wgmma path (fp8_config below; gemm()
@@ -58,12 +61,21 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
     cfg.split_k = split_for(ceil_div(N, 64) * m_tiles, sms);
     cfg.warps = 16;
   } else {
-    const int64_t target = 2 * sms;
-    cfg.block_n = M > 32 && ceil_div(N, 128) * max_split >= target ? 128 : 64;
-    cfg.split_k = split_for(ceil_div(N, cfg.block_n), target);
+    // Measured on H200 (session 3, docs/perf-notes.md; tune times of old -> new choice):
+    //   - split target one CTA per SM for M > 16: 64x2880x512 split 8 -> 4: 9.07 -> 7.75 us,
+    //     64x3072x1536 8 -> 4: 12.57 -> 11.50, 32x4096x512 8 -> 4: 7.88 -> 7.19; M = 16 keeps
+    //     two per SM (16x3072x1536: split 8 7.80, split 4 8.16-8.52);
+    //   - at most 16 warps per SM: 1x7168x2048 (448 CTAs) 8 -> 4 warps: 14.13 -> 10.82 us,
+    //     64x7168x2048 (224 CTAs of 8 slabs, 8 chunks each) 16 -> 8 warps: 23.95 -> 17.86.
+    const int64_t target = M > 16 ? sms : 2 * sms;
+    cfg.block_n = M > 32 && ceil_div(N, 128) * max_split >= 2 * sms ? 128 : 64;
+    const int64_t n_tiles = ceil_div(N, cfg.block_n);
+    cfg.split_k = split_for(n_tiles, target);
     const int64_t chunks_per_cta = ceil_div(chunks, cfg.split_k);
     const int slabs = cfg.block_n / 16;
-    cfg.warps = slabs * (chunks_per_cta >= 16 && slabs == 4 ? 4 : chunks_per_cta >= 8 ? 2 : 1);
+    int per_slab = chunks_per_cta >= 16 && slabs == 4 ? 4 : chunks_per_cta >= 8 ? 2 : 1;
+    while (per_slab > 1 && n_tiles * cfg.split_k * slabs * per_slab > 16 * sms) per_slab /= 2;
+    cfg.warps = slabs * per_slab;
   }
   cfg.block_m = int(std::min<int64_t>(64, ceil_div(M, 8) * 8));
   // In-kernel quantization only when each CTA's K range is one K256 stage: otherwise the

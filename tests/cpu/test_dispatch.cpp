@@ -45,17 +45,28 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
   EXPECT_EQ(c.block_n, 64);
   EXPECT_EQ(c.split_k, 8);
   EXPECT_EQ(c.warps, 8);
-  // 64 x 7168 x 2048: 56 CTAs of 128 rows, split 8 (448 CTAs) of 4 chunks: one warp per slab.
+  // 64 x 7168 x 2048: 56 CTAs of 128 rows; M > 16 splits only to one CTA per SM: split 4
+  // (224 CTAs) of 8 chunks, which would take 2 warps per slab, but 224 x 16 warps exceed 16
+  // per SM: one warp per slab (measured 17.9 us against 24.0 with 16 warps, 23.5 at split 8).
   c = choose_gemm_config(64, 7168, 2048, dev);
   EXPECT_EQ(c.block_n, 128);
   EXPECT_EQ(c.warps, 8);
-  EXPECT_EQ(c.split_k, 8);
-  // 1 x 7168 x 2048: 112 CTAs, split 4 -> 8 chunks per CTA: 2 warps per slab; two stages per
-  // CTA, so A is quantized by its own kernel.
+  EXPECT_EQ(c.split_k, 4);
+  // 1 x 7168 x 2048: 112 CTAs, split 4 (448 CTAs) -> 8 chunks per CTA, but 448 x 8 warps
+  // exceed 16 per SM: one warp per slab (10.8 us against 14.1); two stages per CTA, so A is
+  // quantized by its own kernel.
   c = choose_gemm_config(1, 7168, 2048, dev);
   EXPECT_EQ(c.split_k, 4);
-  EXPECT_EQ(c.warps, 8);
+  EXPECT_EQ(c.warps, 4);
   EXPECT_EQ(c.path, GemmPath::splitk);
+  // M > 16 splits until one CTA per SM, M <= 16 until two (session 3 tune): 64 x 3072 x 1536
+  // and 32 x 4096 x 512 split 4 (48 and 64 CTAs of 64 rows), 16 x 3072 x 1536 split 8.
+  EXPECT_EQ(choose_gemm_config(64, 3072, 1536, dev).split_k, 4);
+  EXPECT_EQ(choose_gemm_config(64, 2880, 512, dev).split_k, 4);
+  EXPECT_EQ(choose_gemm_config(32, 4096, 512, dev).split_k, 4);
+  EXPECT_EQ(choose_gemm_config(16, 3072, 1536, dev).split_k, 8);
+  // 16 x 2112 x 7168 keeps 2 warps per slab: 264 CTAs x 8 warps is exactly 16 per SM.
+  EXPECT_EQ(choose_gemm_config(16, 2112, 7168, dev).warps, 8);
   // 4 x 2880 x 512: 45 CTAs, split 8 -> one chunk per CTA: fused.
   c = choose_gemm_config(4, 2880, 512, dev);
   EXPECT_EQ(c.split_k, 8);
@@ -74,6 +85,24 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
   DeviceInfo small = dev;
   small.sm_count = 8;
   EXPECT_EQ(choose_gemm_config(16, 8192, 4096, small).split_k, 1);
+}
+
+// M <= 64: more than one warp per slab only while the grid's warps fit 16 per SM (one wave at
+// the kernel's 128-register launch bound).
+TEST(Dispatch, SmallMWarpsPerSlabKeepTheGridInOneWave) {
+  for (int sms : {8, 66, 132}) {
+    DeviceInfo dev = h200();
+    dev.sm_count = sms;
+    for (int64_t M : {1, 8, 16, 32, 64})
+      for (int64_t N : {64, 2112, 2880, 7168, 65536})
+        for (int64_t K : {512, 2048, 7168, 16384}) {
+          const GemmConfig c = choose_gemm_config(M, N, K, dev);
+          const int slabs = c.block_n / 16;
+          const int64_t ctas = (N + c.block_n - 1) / c.block_n * c.split_k;
+          if (c.warps > slabs)
+            EXPECT_LE(ctas * c.warps, 16 * int64_t(sms)) << M << "x" << N << "x" << K << " " << describe(c);
+        }
+  }
 }
 
 TEST(Dispatch, EveryChoiceIsValidForItsShape) {
