@@ -61,6 +61,7 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
   uint64_t* empty = full + P::kStages;
 
   const int wg = int(threadIdx.x) / 128;
+  grid_dependents_launch();  // the fix-up kernel may start its flag scan (it waits for C itself)
   if (threadIdx.x == 0) {
     for (int s = 0; s < P::kStages; ++s) {
       mbarrier_init(&full[s], 1);

@@ -4,8 +4,12 @@
 // each 32-element block's sum of e2m1 products is exact in fp32 (multiples of 1/4, at most
 // 32 * 36), scaled by 2^(sa + sb) with one scalbnf (exponents added first, spec §3), and the
 // block contributions are summed in fp32 in K order. A NaN scale makes the element NaN.
-// Tile flags keep the common case (nothing flagged) to one read of the flag bytes per CTA.
+// The common case (nothing flagged) costs one parallel read of both images' tile flags per
+// CTA: the kernel is launched as a programmatic dependent of the GEMM (PDL), so it starts
+// while the GEMM's last wave runs, and waits for the GEMM (griddepcontrol.wait) only when it
+// has something to rewrite.
 #include "core/fp8_layout.hpp"
+#include "cuda/bulk_copy.cuh"
 #include "cuda/common.cuh"
 #include "cuda/fp8_kernels.hpp"
 #include "cuda/quantize_kernels.cuh"
@@ -119,6 +123,16 @@ __device__ void fix_line(const FixupArgs& a, int64_t line, const fp8::ImageGeome
 
 __global__ void __launch_bounds__(kThreads) fp8_fixup_kernel(const FixupArgs a) {
   const fp8::ImageGeometry ga = fp8::ImageGeometry::of(a.M, a.K), gb = fp8::ImageGeometry::of(a.N, a.K);
+  // Both images are complete: B's since prepack_fp8, A's since the GEMM (which started after
+  // the image kernel finished) let this grid launch.
+  const int64_t na = ga.slices * (ga.rows_padded / fp8::kAtomRows), nb = gb.slices * (gb.rows_padded / fp8::kAtomRows);
+  int any = 0;
+#pragma unroll 8
+  for (int64_t i = threadIdx.x; i < na; i += kThreads) any |= a.a_img[ga.flag_offset() + i];
+#pragma unroll 8
+  for (int64_t i = threadIdx.x; i < nb; i += kThreads) any |= a.b_img[gb.flag_offset() + i];
+  if (!__syncthreads_or(any)) return;
+  grid_dependency_wait();  // the GEMM's writes to C are complete and visible
   for (int64_t t = 0; t < ga.rows_padded / fp8::kAtomRows; ++t) {
     if (!tile_flagged(a.a_img, ga, t)) continue;
     for (int64_t r = t * fp8::kAtomRows; r < min(a.M, (t + 1) * fp8::kAtomRows); ++r)
@@ -136,8 +150,16 @@ __global__ void __launch_bounds__(kThreads) fp8_fixup_kernel(const FixupArgs a) 
 void fp8_fixup(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule rule, const uint8_t* a_img,
                const PackedWeights& B, void* C, bool c_f32, int64_t ldc, cudaStream_t stream) {
   const FixupArgs args{A, M, K, lda, rule, a_img, B.data, B.fp8, B.N, C, c_f32, ldc};
-  fp8_fixup_kernel<<<132, kThreads, 0, stream>>>(args);
-  check_launch("fp8_fixup_kernel");
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(132);
+  cfg.blockDim = dim3(kThreads);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;  // PDL after gemm_fp8
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  check(cudaLaunchKernelEx(&cfg, fp8_fixup_kernel, args), "cudaLaunchKernelEx(fp8_fixup_kernel)");
 }
 
 }  // namespace mxfp4::cuda

@@ -59,13 +59,17 @@ TEST(GpuCanary, GemmEveryPathWritesOnlyInsideC) {
   uint64_t seed = 9000;
   for (const Shape& s : {Shape{3, 40, 96}, Shape{40, 264, 1664}, Shape{129, 264, 160}}) {
     const HostMx b = random_mx(s.N, s.K, ++seed);
-    Guarded packed(size_t(packed_bytes(s.N, s.K)), 0, ++seed);
+    Guarded packed(size_t(packed_bytes(s.N, s.K)), 0, ++seed), image(size_t(fp8_weights_bytes(s.N, s.K)), 0, ++seed);
     {
       DeviceBuf dc(b.codes), ds(b.scales);
       prepack(MxMatrix{dc.get(), ds.get(), s.N, s.K}, packed.data(), cuda_exec());
+      prepack_fp8(PackedWeights{packed.data(), s.N, s.K}, image.data(), cuda_exec());
+      cuda_ok(cudaDeviceSynchronize(), "prepack");
     }
+    ASSERT_EQ(image.changed_outside([](int64_t) { return true; }), "") << "prepack_fp8 wrote outside its buffer";
     packed.snapshot();
-    const PackedWeights pw{packed.data(), s.N, s.K, kPackedLayoutVersion};
+    image.snapshot();
+    const PackedWeights pw{packed.data(), s.N, s.K, kPackedLayoutVersion, image.data()};
     GuardedA a(s.M, s.K, s.K + 3, 2, ++seed);
 
     std::vector<const GemmConfig*> cfgs{nullptr};
@@ -104,6 +108,7 @@ TEST(GpuCanary, GemmEveryPathWritesOnlyInsideC) {
     }
     EXPECT_EQ(a.buf.changed_anywhere(), "") << "A (with its gaps) was written";
     EXPECT_EQ(packed.changed_anywhere(), "") << "packed weights were written";
+    EXPECT_EQ(image.changed_anywhere(), "") << "the FP8 image was written";
   }
 }
 

@@ -40,15 +40,19 @@ std::vector<T> strided_download(const DeviceBuf& d, int64_t rows, int64_t cols, 
 TEST(GpuSanitize, GemmEveryPathSmall) {
   MXFP4_REQUIRE_GPU();
   const int64_t N = 200, K = 320;  // N tail in the last tile, K = 5 chunks of 64
-  const HostMx b = random_mx(N, K, 8101);
+  HostMx b = random_mx(N, K, 8101);
+  b.scales[size_t(7 * (K / 32))] = 127 - 20;  // row 7: a group spanning 40 binades (fp8 fix-up)
+  b.scales[size_t(7 * (K / 32) + 1)] = 127 + 20;
   DeviceBuf codes(b.codes), scales(b.scales), packed(size_t(packed_bytes(N, K)), NoInit{});
-  const PackedWeights pw = prepack(MxMatrix{codes.get(), scales.get(), N, K}, packed.get(), cuda_exec());
+  DeviceBuf image(size_t(fp8_weights_bytes(N, K)), NoInit{});
+  PackedWeights pw = prepack(MxMatrix{codes.get(), scales.get(), N, K}, packed.get(), cuda_exec());
+  pw = prepack_fp8(pw, image.get(), cuda_exec());
   struct Run { int64_t M; std::vector<GemmConfig> cfgs; };
   const Run runs[] = {
       {5, {forced_cfg(GemmPath::fused, 1, 4), forced_cfg(GemmPath::fused, 4, 8, 2)}},
       {40, {forced_cfg(GemmPath::splitk, 2, 4, 2), forced_cfg(GemmPath::splitk, 8, 8),  // split 8 > 5 chunks
             forced_cfg(GemmPath::splitk, 3, 8, 2)}},
-      {130, {forced_cfg(GemmPath::tiled), forced_cfg(GemmPath::splitk, 2, 4, 1)}}};
+      {130, {forced_cfg(GemmPath::tiled), forced_cfg(GemmPath::splitk, 2, 4, 1), fp8_cfg(128, 128), fp8_cfg(64, 64)}}};
   for (const Run& run : runs) {
     const int64_t M = run.M, lda = K + 32;
     const std::vector<uint16_t> a = randn_bf16(size_t(M * K), uint64_t(8200 + M));
