@@ -164,7 +164,7 @@ PackedWeights prepack_dense(const void* b, DType dtype, int64_t N, int64_t K, in
                             uint8_t* tmp, ScaleRule rule = ScaleRule::aiter, const Exec& exec = {});
 
 /// Bytes of the FP8 image of B [N, K] (docs/fp8-path.md): about 1.03 * N * K (e4m3 codes,
-/// one fp32 scale per row and 128-K slice, rows padded to 128, K to 128). Throws
+/// one fp32 scale per row and 128-K slice, rows padded to 256, K to 128). Throws
 /// InvalidArgument for N < 1 or K not a positive multiple of 32.
 int64_t fp8_weights_bytes(int64_t N, int64_t K);
 
@@ -205,11 +205,13 @@ struct GemmConfig {
   int block_m = 16;   ///< tokens (M) per CTA; multiple of 8 (fused/splitk: informational, the
                       ///< kernel always takes up to 64 tokens per CTA, larger M in CTAs along
                       ///< grid.y; the dispatcher reports min(M, 64) rounded up to 8; tiled: 128;
-                      ///< fp8: 64 or 128, one consumer warpgroup per 64)
+                      ///< fp8: 64 or 128, one consumer warpgroup per 64; or 256 with
+                      ///< block_n 128: a cluster of two 128-row CTAs sharing B's tile)
   int split_k = 1;    ///< CTAs of a cluster sharing one output tile (1..8)
   int warps = 4;      ///< warps per CTA (fused/splitk: block_n/16 x 1, 2 or 4 warps per 16-row
                       ///< slab, splitting each K stage; 4 only with block_n = 64; tiled: 8;
-                      ///< fp8: 4 * (block_m / 64 + 1), the consumers and one producer warpgroup)
+                      ///< fp8: 4 * (block_m / 64 + 1), the consumers and one producer
+                      ///< warpgroup; 12 for block_m 256, per CTA)
 };
 
 /// Properties of a device that the dispatcher reads.

@@ -3,7 +3,8 @@
 // image (built once by prepack_fp8) and the activations' image (built per call in the
 // workspace); both are addressed by these host/device functions and nothing else.
 //
-// Layout, rows padded to Rp = round_up(rows, 128), S = ceil(K / 128) slices:
+// Layout, rows padded to Rp = round_up(rows, 256) (a 2-CTA cluster's 256 rows are always
+// inside the image), S = ceil(K / 128) slices:
 //   codes   S * Rp * 128 bytes at offset 0: atom (slice j, 64-row tile t) of 8192 bytes at
 //           (j * Rp/64 + t) * 8192, so any multiple of 64 rows of one slice is contiguous.
 //           Row r of an atom starts at 128 r; its 16-byte chunk c (K bytes 16c .. 16c+15 of
@@ -28,7 +29,7 @@
 namespace mxfp4::fp8 {
 
 inline constexpr int kSliceK = 128;       ///< K elements per scaling group (4 blocks)
-inline constexpr int kRowPad = 128;       ///< image rows are padded to this
+inline constexpr int kRowPad = 256;       ///< image rows are padded to this
 inline constexpr int kAtomRows = 64;      ///< rows per 8192-byte atom
 inline constexpr int kAtomBytes = kAtomRows * kSliceK;
 inline constexpr int kMinShift = -8, kMaxShift = 6;  ///< e2m1 * 2^d is exact in e4m3 for d here

@@ -56,6 +56,34 @@ __device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, uint32
       : "memory");
 }
 
+/// Multicast bulk copy: `bytes` from global memory to the same CTA-relative offset as `dst` in
+/// the shared memory of every CTA of the cluster named in `cta_mask`, completing `bytes`
+/// transactions on the mbarrier at `bar`'s offset in each of them (PTX "cp.async.bulk",
+/// .multicast::cluster).
+__device__ __forceinline__ void bulk_copy_g2s_multicast(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
+                                                        uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], "
+      "%4;" ::"r"(smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "h"(cta_mask)
+      : "memory");
+}
+
+/// This CTA's rank in its cluster (PTX special register %cluster_ctarank).
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+/// Arrives once (release, cluster scope) on the mbarrier at `bar`'s offset in the shared
+/// memory of cluster CTA `rank` (PTX "mapa", "mbarrier.arrive" on shared::cluster).
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(bar)), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
 /// Cluster barrier whose arrival releases this thread's prior shared-memory writes to the
 /// cluster and whose wait acquires the other CTAs' (PTX "barrier.cluster"; cluster scope only,
 /// no GPU-wide fence).

@@ -1,33 +1,72 @@
 // Builders of the FP8 operand image (src/core/fp8_layout.hpp, docs/fp8-path.md): from bf16
-// activations (quantized per spec §2 with fmt::quantize_block, the CPU's own rule, so the
+// activations (quantized per spec §2 with the primitives and block rule of fmt::quantize_block, so the
 // image is bit-identical to fp8::build_image of the CPU-quantized matrix) and from packed
-// weights (layout v2). One CTA of 256 threads per (64-row tile, 128-K slice); thread
-// 4 rr + q owns block q of row rr, and the 4 threads of a row agree on the group exponent
-// with two shuffles.
+// weights (layout v2). One CTA of 1024 threads per (64-row tile, 128-K slice), 8 elements
+// (one 16-byte load of bf16) per thread.
 #include "core/fp8_layout.hpp"
 #include "cuda/common.cuh"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/fp8_kernels.hpp"
-#include "cuda/quantize_kernels.cuh"
 
 namespace mxfp4::cuda {
 namespace {
+
+constexpr int kThreads = 1024;  ///< 64 rows x 16 threads: one CTA per (64-row tile, slice)
 
 /// Block source: bf16 activations A [M, K] (row stride lda), quantized under `rule`.
 struct Bf16Source {
   const uint16_t* A;
   int64_t M, K, lda;
   ScaleRule rule;
-  /// Codes (one per byte) and scale byte of block b of row r; zeros / 1.0 outside [M, K].
-  __device__ uint8_t block(int64_t r, int64_t b, uint8_t (&codes)[32]) const {
-    if (r >= M || b * 32 >= K) {
+  /// Codes of elements k0 .. k0+7 of row r and the scale byte of their 32-element block,
+  /// quantized together with the 3 adjacent lanes holding the block's other quarters (all
+  /// lanes of the warp call this together). The same primitives and block rule as
+  /// fmt::quantize_block (max and the non-finite flag are order-free): bit-identical to it.
+  /// Zeros outside [M, K].
+  __device__ uint8_t quarter(int64_t r, int64_t k0, uint8_t (&codes)[8]) const {
+    float v[8];
+    if (r < M && k0 < K) {
+      const uint16_t* src = A + r * lda + k0;
+      uint32_t w[4];
+      if ((reinterpret_cast<uintptr_t>(src) & 15) == 0) {
+        const uint4 u = __ldg(reinterpret_cast<const uint4*>(src));
+        w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
+      } else {  // a view with an odd row stride or offset
 #pragma unroll
-      for (int i = 0; i < 32; ++i) codes[i] = 0;
-      return 127;
+        for (int i = 0; i < 4; ++i) w[i] = uint32_t(src[2 * i]) | (uint32_t(src[2 * i + 1]) << 16);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        v[2 * i] = fmt::bf16_to_f32(uint16_t(w[i] & 0xFFFFu));
+        v[2 * i + 1] = fmt::bf16_to_f32(uint16_t(w[i] >> 16));
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = 0.f;
     }
-    float v[32];
-    load_block<DType::bf16>(A, r * lda + b * 32, v);
-    return fmt::quantize_block(v, 32, codes, rule);
+    float amax = 0.f;
+    uint32_t nonfinite = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t a = fmt::f32_bits(v[i]) & 0x7FFFFFFFu;
+      nonfinite |= uint32_t(a >= 0x7F800000u);
+      amax = fmaxf(amax, fmt::f32_from_bits(a < 0x7F800000u ? a : 0u));
+    }
+#pragma unroll
+    for (int d = 1; d < 4; d <<= 1) {
+      amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, d));
+      nonfinite |= __shfl_xor_sync(0xFFFFFFFFu, nonfinite, d);
+    }
+    if (nonfinite) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) codes[i] = 0;
+      return kScaleNaN;
+    }
+    const int s = fmt::shared_exponent(amax, rule);
+    const float inv = fmt::exp2i(-s);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) codes[i] = fmt::e2m1_encode(v[i] * inv);
+    return uint8_t(s + 127);
   }
 };
 
@@ -35,58 +74,60 @@ struct Bf16Source {
 struct PackedSource {
   const uint8_t* data;
   int64_t N, K;
-  __device__ uint8_t block(int64_t r, int64_t b, uint8_t (&codes)[32]) const {
-    if (r >= N || b * 32 >= K) {
+  __device__ uint8_t quarter(int64_t r, int64_t k0, uint8_t (&codes)[8]) const {
+    if (r >= N || k0 >= K) {
 #pragma unroll
-      for (int i = 0; i < 32; ++i) codes[i] = 0;
+      for (int i = 0; i < 8; ++i) codes[i] = 0;
       return 127;
     }
     const PackedGeometry g = PackedGeometry::of(N, K);
 #pragma unroll
-    for (int i = 0; i < 32; i += 2) {
-      const uint8_t pair = packed::read_code_pair(data, r, b * 32 + i, g.k_padded);
+    for (int i = 0; i < 8; i += 2) {
+      const uint8_t pair = packed::read_code_pair(data, r, k0 + i, g.k_padded);
       codes[i] = pair & 0xF;
       codes[i + 1] = pair >> 4;
     }
-    return data[packed::scale_offset(r, b, g.rows_padded, g.k_padded)];
+    return data[packed::scale_offset(r, k0 / 32, g.rows_padded, g.k_padded)];
   }
 };
 
+/// One CTA per (64-row tile, 128-K slice): thread 16 rr + i owns elements 8i .. 8i+7 of the
+/// slice in row rr; the 16 threads of a row (adjacent lanes) agree on the group exponent R
+/// with shuffles, and the CTA on the tile flag.
 template <class Source>
-__global__ void __launch_bounds__(256) fp8_image_kernel(Source src, int64_t rows, int64_t K, uint8_t* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads) fp8_image_kernel(Source src, int64_t rows, int64_t K, uint8_t* __restrict__ out) {
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const int64_t t = blockIdx.x, j = blockIdx.y;
-  const int rr = int(threadIdx.x) / 4, q = int(threadIdx.x) % 4;
-  const int64_t r = t * fp8::kAtomRows + rr;
-  uint8_t codes[32];
-  const uint8_t sb = src.block(r, 4 * j + q, codes);
+  const int rr = int(threadIdx.x) / 16, i = int(threadIdx.x) % 16;
+  const int64_t r = t * fp8::kAtomRows + rr, k0 = j * fp8::kSliceK + 8 * i;
+  uint8_t codes[8];
+  const uint8_t sb = src.quarter(r, k0, codes);
   bool nonzero = false;
 #pragma unroll
-  for (int i = 0; i < 32; ++i) nonzero |= (codes[i] & 7u) != 0;
+  for (int e = 0; e < 8; ++e) nonzero |= (codes[e] & 7u) != 0;
   const int s = int(sb) - 127;
-  int lo = nonzero && sb != kScaleNaN ? s : 1 << 20, hi = nonzero && sb != kScaleNaN ? s : -(1 << 20);
-  int nan = sb == kScaleNaN;
+  constexpr int kNone = 1 << 20;
+  const bool counts = nonzero && sb != kScaleNaN;
+  int lo = counts ? s : kNone, hi = counts ? s : -kNone, nan = sb == kScaleNaN;
 #pragma unroll
-  for (int d = 1; d < 4; d <<= 1) {  // the 4 lanes of one row are adjacent
+  for (int d = 1; d < 16; d <<= 1) {  // the 16 lanes of one row are adjacent
     lo = min(lo, __shfl_xor_sync(0xFFFFFFFFu, lo, d));
     hi = max(hi, __shfl_xor_sync(0xFFFFFFFFu, hi, d));
     nan |= __shfl_xor_sync(0xFFFFFFFFu, nan, d);
   }
   int R = 0;
-  const bool ok = fp8::plan_group(lo, hi, hi > -(1 << 20), nan != 0, R);
+  const bool ok = fp8::plan_group(lo, hi, hi > -kNone, nan != 0, R);
   const bool flagged = r < rows && !ok;
-  uint32_t words[8];
+  uint32_t words[2];
 #pragma unroll
-  for (int w = 0; w < 8; ++w) {
+  for (int w = 0; w < 2; ++w) {
     uint32_t word = 0;
 #pragma unroll
     for (int e = 0; e < 4; ++e) word |= uint32_t(flagged ? 0 : fp8::e2m1_to_e4m3(codes[4 * w + e], s - R)) << (8 * e);
     words[w] = word;
   }
-  const int64_t k0 = j * fp8::kSliceK + 32 * q;
-  *reinterpret_cast<uint4*>(out + g.code_offset(r, k0)) = make_uint4(words[0], words[1], words[2], words[3]);
-  *reinterpret_cast<uint4*>(out + g.code_offset(r, k0 + 16)) = make_uint4(words[4], words[5], words[6], words[7]);
-  if (q == 0) {
+  *reinterpret_cast<uint2*>(out + g.code_offset(r, k0)) = make_uint2(words[0], words[1]);
+  if (i == 0) {
     float* scales = reinterpret_cast<float*>(out + g.scale_offset());
     scales[g.scale_index(r, j)] = r >= rows ? 1.f : ok ? fmt::exp2i(R) : 0.f;
   }
@@ -101,7 +142,7 @@ template <class Source>
 void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cudaStream_t stream, const char* name) {
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const dim3 grid(unsigned(g.rows_padded / fp8::kAtomRows), unsigned(g.slices));
-  fp8_image_kernel<Source><<<grid, 256, 0, stream>>>(src, rows, K, out);
+  fp8_image_kernel<Source><<<grid, kThreads, 0, stream>>>(src, rows, K, out);
   check_launch(name);
 }
 

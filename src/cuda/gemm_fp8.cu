@@ -29,7 +29,7 @@ struct Fp8Params {
   int64_t M, N;
   int64_t a_rows, b_rows;  ///< padded rows of the two images
   int slices;
-  int m_tiles, n_tiles;
+  int m_tiles, n_tiles;  ///< in units of the cluster's tile (PAIR: 2 * 64 * CONS rows)
   void* C;
   int64_t ldc;
   bool c_f32;
@@ -51,9 +51,25 @@ struct Plan {
   static_assert(kBytes <= 227 * 1024, "FP8 GEMM exceeds the opt-in shared memory of sm_90");
 };
 
-template <int BN, int CONS>
+/// Tile (mt, nt) of linear tile index `id`, grouped by kGroupM M tiles so that a wave of
+/// consecutive ids shares its B tiles in L2.
+__device__ __forceinline__ void raster(int id, int m_tiles, int n_tiles, int& mt, int& nt) {
+  const int per_group = kGroupM * n_tiles;
+  const int first_m = (id / per_group) * kGroupM, group_m = min(m_tiles - first_m, kGroupM);
+  mt = first_m + (id % per_group) % group_m;
+  nt = (id % per_group) / group_m;
+}
+
+/// Persistent kernel: CTAs (PAIR: clusters of 2 CTAs) take tiles id = cluster, cluster +
+/// clusters, ...; the stage ring and its mbarrier phases run on across tiles, so the producer
+/// loads the next tile while the consumers store the last. PAIR: the two CTAs of a cluster
+/// compute vertically adjacent tiles of one N tile and each bulk-copies half of the shared B
+/// tile to both (multicast), halving B's L2 traffic; a stage is refilled only after the
+/// consumers of both CTAs released it.
+template <int BN, int CONS, bool PAIR>
 __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(const Fp8Params p) {
   using P = Plan<BN, CONS>;
+  constexpr int kCtas = PAIR ? 2 : 1;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* tiles = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);  // swizzle atoms: 1024-aligned
   float* scales = reinterpret_cast<float*>(tiles + P::kStages * P::kTileBytes);
@@ -61,120 +77,166 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
   uint64_t* empty = full + P::kStages;
 
   const int wg = int(threadIdx.x) / 128;
+  const uint32_t rank = PAIR ? cluster_rank() : 0;
   grid_dependents_launch();  // the fix-up kernel may start its flag scan (it waits for C itself)
   if (threadIdx.x == 0) {
     for (int s = 0; s < P::kStages; ++s) {
       mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], CONS * 4);  // one arrival per consumer warp
+      mbarrier_init(&empty[s], kCtas * CONS * 4);  // one arrival per consumer warp of the cluster
     }
     fence_mbarrier_init();
   }
-  __syncthreads();
-
-  // Grouped rasterization: kGroupM M tiles share each B tile within a wave.
-  const int id = int(blockIdx.x), per_group = kGroupM * p.n_tiles;
-  const int first_m = (id / per_group) * kGroupM, group_m = min(p.m_tiles - first_m, kGroupM);
-  const int mt = first_m + (id % per_group) % group_m, nt = (id % per_group) / group_m;
+  if constexpr (PAIR) {
+    cluster_sync_acq_rel();  // the peer's barriers exist before any multicast or remote arrival
+  } else {
+    __syncthreads();
+  }
+  const int clusters = int(gridDim.x) / kCtas, first = int(blockIdx.x) / kCtas;
+  const int tiles_total = p.m_tiles * p.n_tiles;
 
   if (wg == CONS) {  // producer warpgroup: one thread issues every copy
     if (threadIdx.x == CONS * 128) {
       const float* a_scales = reinterpret_cast<const float*>(p.a_img + p.a_rows * p.slices * fp8::kSliceK);
       const float* b_scales = reinterpret_cast<const float*>(p.b_img + p.b_rows * p.slices * fp8::kSliceK);
-      for (int j = 0; j < p.slices; ++j) {
-        const int s = j % P::kStages;
-        if (j >= P::kStages) mbarrier_wait(&empty[s], uint32_t((j / P::kStages) - 1) & 1u);
-        uint8_t* a_dst = tiles + s * P::kTileBytes;
-        float* sa_dst = scales + s * P::kScaleFloats;
-        mbarrier_arrive_expect_tx(&full[s], P::kTileBytes + P::kScaleFloats * 4);
-        bulk_copy_g2s(a_dst, p.a_img + (j * (p.a_rows / 64) + int64_t(mt) * (P::kBM / 64)) * fp8::kAtomBytes,
-                      P::kABytes, &full[s]);
-        bulk_copy_g2s(a_dst + P::kABytes, p.b_img + (j * (p.b_rows / 64) + int64_t(nt) * (BN / 64)) * fp8::kAtomBytes,
-                      P::kBBytes, &full[s]);
-        bulk_copy_g2s(sa_dst, a_scales + j * p.a_rows + int64_t(mt) * P::kBM, P::kBM * 4, &full[s]);
-        bulk_copy_g2s(sa_dst + P::kBM, b_scales + j * p.b_rows + int64_t(nt) * BN, BN * 4, &full[s]);
-      }
-    }
-    return;
-  }
-
-  // Consumer warpgroup `wg`: tokens wg*64 .. wg*64+63 of the tile, all BN weight rows.
-  const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
-  float acc[BN / 2], tmp[BN / 2];
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) acc[i] = tmp[i] = 0.f;
-  const int row0 = wg * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
-  for (int j = 0; j < p.slices; ++j) {
-    const int s = j % P::kStages;
-    mbarrier_wait(&full[s], uint32_t(j / P::kStages) & 1u);
-    const uint8_t* a_tile = tiles + s * P::kTileBytes + wg * 64 * fp8::kSliceK;
-    const uint64_t da = smem_desc_sw128(a_tile), db = smem_desc_sw128(tiles + s * P::kTileBytes + P::kABytes);
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) wgmma_e4m3<BN>(tmp, da + 2 * kk, db + 2 * kk, kk);  // +32 bytes of K per step
-    wgmma_commit();
-    wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
-    const float* sa = scales + s * P::kScaleFloats;
-    const float* sb = sa + P::kBM;
-    const float a0 = sa[row0], a1 = sa[row0 + 8];
-    float2 b[BN / 8];
-#pragma unroll
-    for (int jn = 0; jn < BN / 8; ++jn) b[jn] = *reinterpret_cast<const float2*>(sb + 8 * jn + 2 * (lane % 4));
-    __syncwarp();
-    if (lane == 0) mbarrier_arrive(&empty[s]);
-    // Fragment of m64nBN: register 4 jn + 2 i + c holds row row0 + 8 i, column 8 jn + 2 (lane % 4) + c.
-#pragma unroll
-    for (int jn = 0; jn < BN / 8; ++jn) {
-      acc[4 * jn + 0] = fmaf(tmp[4 * jn + 0], a0 * b[jn].x, acc[4 * jn + 0]);
-      acc[4 * jn + 1] = fmaf(tmp[4 * jn + 1], a0 * b[jn].y, acc[4 * jn + 1]);
-      acc[4 * jn + 2] = fmaf(tmp[4 * jn + 2], a1 * b[jn].x, acc[4 * jn + 2]);
-      acc[4 * jn + 3] = fmaf(tmp[4 * jn + 3], a1 * b[jn].y, acc[4 * jn + 3]);
-    }
-  }
-
-  // Epilogue: straight from the accumulators to C (bf16 rounded to nearest even, or fp32).
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int64_t m = int64_t(mt) * P::kBM + row0 + 8 * i;
-    if (m >= p.M) continue;
-#pragma unroll
-    for (int jn = 0; jn < BN / 8; ++jn) {
-      const int64_t n = int64_t(nt) * BN + 8 * jn + 2 * (lane % 4);
-      const float v0 = acc[4 * jn + 2 * i], v1 = acc[4 * jn + 2 * i + 1];
-      if (p.c_f32) {
-        float* c = static_cast<float*>(p.C) + m * p.ldc + n;
-        if (p.vec_store && n + 1 < p.N) {
-          *reinterpret_cast<float2*>(c) = make_float2(v0, v1);
-        } else {
-          if (n < p.N) c[0] = v0;
-          if (n + 1 < p.N) c[1] = v1;
-        }
-      } else {
-        uint16_t* c = static_cast<uint16_t*>(p.C) + m * p.ldc + n;
-        if (p.vec_store && n + 1 < p.N) {
-          *reinterpret_cast<uint32_t*>(c) = uint32_t(fmt::f32_to_bf16(v0)) | (uint32_t(fmt::f32_to_bf16(v1)) << 16);
-        } else {
-          if (n < p.N) c[0] = fmt::f32_to_bf16(v0);
-          if (n + 1 < p.N) c[1] = fmt::f32_to_bf16(v1);
+      int it = 0;
+      for (int id = first; id < tiles_total; id += clusters) {
+        int mt, nt;
+        raster(id, p.m_tiles, p.n_tiles, mt, nt);
+        const int64_t m0 = (int64_t(mt) * kCtas + rank) * P::kBM, n0 = int64_t(nt) * BN;
+        for (int j = 0; j < p.slices; ++j, ++it) {
+          const int s = it % P::kStages;
+          if (it >= P::kStages) mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);
+          uint8_t* a_dst = tiles + s * P::kTileBytes;
+          float* sa_dst = scales + s * P::kScaleFloats;
+          mbarrier_arrive_expect_tx(&full[s], P::kTileBytes + P::kScaleFloats * 4);
+          bulk_copy_g2s(a_dst, p.a_img + (j * (p.a_rows / 64) + m0 / 64) * fp8::kAtomBytes, P::kABytes, &full[s]);
+          const uint8_t* b_src = p.b_img + (j * (p.b_rows / 64) + n0 / 64) * fp8::kAtomBytes;
+          if constexpr (PAIR) {  // this CTA's half of B, to both CTAs
+            constexpr int kHalf = P::kBBytes / 2;
+            bulk_copy_g2s_multicast(a_dst + P::kABytes + rank * kHalf, b_src + rank * kHalf, kHalf, &full[s], 0x3);
+          } else {
+            bulk_copy_g2s(a_dst + P::kABytes, b_src, P::kBBytes, &full[s]);
+          }
+          bulk_copy_g2s(sa_dst, a_scales + j * p.a_rows + m0, P::kBM * 4, &full[s]);
+          bulk_copy_g2s(sa_dst + P::kBM, b_scales + j * p.b_rows + n0, BN * 4, &full[s]);
         }
       }
     }
+  } else {
+    // Consumer warpgroup `wg`: tokens wg*64 .. wg*64+63 of the CTA's tile, all BN weight rows.
+    const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
+    const int row0 = wg * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
+    float acc[BN / 2], tmp[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) tmp[i] = 0.f;
+    int it = 0;
+    for (int id = first; id < tiles_total; id += clusters) {
+      int mt, nt;
+      raster(id, p.m_tiles, p.n_tiles, mt, nt);
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+      for (int j = 0; j < p.slices; ++j, ++it) {
+        const int s = it % P::kStages;
+        mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
+        const uint8_t* a_tile = tiles + s * P::kTileBytes + wg * 64 * fp8::kSliceK;
+        const uint64_t da = smem_desc_sw128(a_tile), db = smem_desc_sw128(tiles + s * P::kTileBytes + P::kABytes);
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) wgmma_e4m3<BN>(tmp, da + 2 * kk, db + 2 * kk, kk);  // +32 bytes of K per step
+        wgmma_commit();
+        wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
+        const float* sa = scales + s * P::kScaleFloats;
+        const float* sb = sa + P::kBM;
+        const float a0 = sa[row0], a1 = sa[row0 + 8];
+        float2 b[BN / 8];
+#pragma unroll
+        for (int jn = 0; jn < BN / 8; ++jn) b[jn] = *reinterpret_cast<const float2*>(sb + 8 * jn + 2 * (lane % 4));
+        __syncwarp();
+        if (lane == 0) {
+#pragma unroll
+          for (int c = 0; c < kCtas; ++c) {
+            if constexpr (PAIR) {
+              mbarrier_arrive_cluster(&empty[s], uint32_t(c));
+            } else {
+              mbarrier_arrive(&empty[s]);
+            }
+          }
+        }
+        // Fragment of m64nBN: register 4 jn + 2 i + c holds row row0 + 8 i, column 8 jn + 2 (lane % 4) + c.
+#pragma unroll
+        for (int jn = 0; jn < BN / 8; ++jn) {
+          acc[4 * jn + 0] = fmaf(tmp[4 * jn + 0], a0 * b[jn].x, acc[4 * jn + 0]);
+          acc[4 * jn + 1] = fmaf(tmp[4 * jn + 1], a0 * b[jn].y, acc[4 * jn + 1]);
+          acc[4 * jn + 2] = fmaf(tmp[4 * jn + 2], a1 * b[jn].x, acc[4 * jn + 2]);
+          acc[4 * jn + 3] = fmaf(tmp[4 * jn + 3], a1 * b[jn].y, acc[4 * jn + 3]);
+        }
+      }
+
+      // Epilogue: straight from the accumulators to C (bf16 rounded to nearest even, or fp32).
+      const int64_t m_base = (int64_t(mt) * kCtas + rank) * P::kBM + row0;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int64_t m = m_base + 8 * i;
+        if (m >= p.M) continue;
+#pragma unroll
+        for (int jn = 0; jn < BN / 8; ++jn) {
+          const int64_t n = int64_t(nt) * BN + 8 * jn + 2 * (lane % 4);
+          const float v0 = acc[4 * jn + 2 * i], v1 = acc[4 * jn + 2 * i + 1];
+          if (p.c_f32) {
+            float* c = static_cast<float*>(p.C) + m * p.ldc + n;
+            if (p.vec_store && n + 1 < p.N) {
+              *reinterpret_cast<float2*>(c) = make_float2(v0, v1);
+            } else {
+              if (n < p.N) c[0] = v0;
+              if (n + 1 < p.N) c[1] = v1;
+            }
+          } else {
+            uint16_t* c = static_cast<uint16_t*>(p.C) + m * p.ldc + n;
+            if (p.vec_store && n + 1 < p.N) {
+              *reinterpret_cast<uint32_t*>(c) = uint32_t(fmt::f32_to_bf16(v0)) | (uint32_t(fmt::f32_to_bf16(v1)) << 16);
+            } else {
+              if (n < p.N) c[0] = fmt::f32_to_bf16(v0);
+              if (n + 1 < p.N) c[1] = fmt::f32_to_bf16(v1);
+            }
+          }
+        }
+      }
+    }
+  }
+  // PAIR: no CTA leaves while its peer may still multicast into it or arrive on its barriers.
+  if constexpr (PAIR) {
+    __syncwarp();  // the barrier is .aligned: reconverge the producer warp first
+    cluster_sync_relaxed();
   }
 }
 
-template <int BN, int CONS>
-void launch(const Fp8Params& p, cudaStream_t stream) {
+template <int BN, int CONS, bool PAIR>
+void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   using P = Plan<BN, CONS>;
-  auto kernel = gemm_fp8_kernel<BN, CONS>;
+  constexpr int kCtas = PAIR ? 2 : 1;
+  auto kernel = gemm_fp8_kernel<BN, CONS, PAIR>;
   // Same limit for every shape of an instantiation; a device attribute, legal during capture.
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, P::kBytes),
         "cudaFuncSetAttribute(gemm_fp8_kernel)");
-  const int64_t ctas = int64_t(p.m_tiles) * p.n_tiles;
-  kernel<<<unsigned(ctas), P::kThreads, P::kBytes, stream>>>(p);
-  check_launch("gemm_fp8_kernel");
+  const int64_t tiles = int64_t(p.m_tiles) * p.n_tiles;
+  const int64_t clusters = std::min<int64_t>(tiles, std::max(1, sm_count / kCtas));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(clusters * kCtas));
+  cfg.blockDim = dim3(P::kThreads);
+  cfg.dynamicSmemBytes = P::kBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = kCtas;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = PAIR ? 1 : 0;
+  check(cudaLaunchKernelEx(&cfg, kernel, p), "cudaLaunchKernelEx(gemm_fp8_kernel)");
 }
 
 }  // namespace
@@ -202,14 +264,19 @@ void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B
   p.c_f32 = c_f32;
   const int elem = c_f32 ? 4 : 2;
   p.vec_store = ldc % 2 == 0 && reinterpret_cast<uintptr_t>(C) % (2 * elem) == 0;
-  if (cfg.block_n == 128 && cfg.block_m == 128) {
-    launch<128, 2>(p, stream);
+  int device = 0, sms = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  if (cfg.block_m == 256) {
+    launch<128, 2, true>(p, sms, stream);  // a 2-CTA cluster of 128 x 128 tiles sharing B
+  } else if (cfg.block_n == 128 && cfg.block_m == 128) {
+    launch<128, 2, false>(p, sms, stream);
   } else if (cfg.block_n == 128 && cfg.block_m == 64) {
-    launch<128, 1>(p, stream);
+    launch<128, 1, false>(p, sms, stream);
   } else if (cfg.block_n == 64 && cfg.block_m == 128) {
-    launch<64, 2>(p, stream);
+    launch<64, 2, false>(p, sms, stream);
   } else {
-    launch<64, 1>(p, stream);
+    launch<64, 1, false>(p, sms, stream);
   }
 }
 

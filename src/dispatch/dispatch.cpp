@@ -110,9 +110,12 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     return {};
   }
   if (cfg.path == GemmPath::fp8) {
-    if ((cfg.block_n != 64 && cfg.block_n != 128) || (cfg.block_m != 64 && cfg.block_m != 128) ||
-        cfg.split_k != 1 || cfg.warps != 4 * (cfg.block_m / 64 + 1))
-      return "path fp8: block_m and block_n 64 or 128, split_k = 1, warps = 4 * (block_m / 64 + 1)";
+    const bool pair = cfg.block_m == 256 && cfg.block_n == 128 && cfg.warps == 12;
+    const bool single = (cfg.block_n == 64 || cfg.block_n == 128) && (cfg.block_m == 64 || cfg.block_m == 128) &&
+                        cfg.warps == 4 * (cfg.block_m / 64 + 1);
+    if (cfg.split_k != 1 || !(pair || single))
+      return "path fp8: split_k = 1 and block_m x block_n 64 or 128 x 64 or 128 with warps = 4 * (block_m / 64 + 1), "
+             "or 256 x 128 (a 2-CTA cluster) with warps = 12";
     return {};  // the launcher checks the grid (one CTA per tile along grid.x, < 2^31)
   }
   if (cfg.path != GemmPath::fused && cfg.path != GemmPath::splitk) return "unknown path";

@@ -191,11 +191,13 @@ TEST(Dispatch, ConfigProblemBoundsMOfEveryPath) {
   EXPECT_EQ(c.path, GemmPath::fp8);
   EXPECT_EQ(gemm_config_problem(c, int64_t(128) * 65535 + 1), "");
   GemmConfig fp8 = c;
-  for (const auto& [bm, bn, warps] : {std::tuple{128, 128, 12}, {64, 64, 8}, {64, 128, 8}, {128, 64, 12}}) {
+  for (const auto& [bm, bn, warps] :
+       {std::tuple{128, 128, 12}, {64, 64, 8}, {64, 128, 8}, {128, 64, 12}, {256, 128, 12}}) {
     fp8.block_m = bm, fp8.block_n = bn, fp8.warps = warps;
     EXPECT_EQ(gemm_config_problem(fp8, 1000), "") << describe(fp8);
   }
-  for (const auto& [bm, bn, warps] : {std::tuple{128, 128, 8}, {256, 128, 20}, {64, 256, 8}, {128, 96, 12}}) {
+  for (const auto& [bm, bn, warps] :
+       {std::tuple{128, 128, 8}, {256, 128, 20}, {256, 64, 12}, {64, 256, 8}, {128, 96, 12}}) {
     fp8.block_m = bm, fp8.block_n = bn, fp8.warps = warps;
     EXPECT_NE(gemm_config_problem(fp8, 1000), "") << describe(fp8);
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #if defined(MXFP4_WITH_CUDA)
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -29,9 +30,10 @@ inline GemmConfig forced_cfg(GemmPath path, int split = 1, int slabs = 4, int pe
   return c;
 }
 
-/// A forced fp8-path configuration with a block_m x block_n tile (each 64 or 128).
+/// A forced fp8-path configuration with a block_m x block_n tile (each 64 or 128, or 256 x 128:
+/// the 2-CTA cluster).
 inline GemmConfig fp8_cfg(int block_m, int block_n) {
-  return GemmConfig{GemmPath::fp8, block_n, block_m, 1, 4 * (block_m / 64 + 1)};
+  return GemmConfig{GemmPath::fp8, block_n, block_m, 1, 4 * (std::min(block_m, 128) / 64 + 1)};
 }
 
 /// Forced configurations covering every kernel variant: fused and splitk with and without a
@@ -47,6 +49,7 @@ inline std::vector<GemmConfig> path_configs(int64_t /*M*/) {
   v.push_back(forced_cfg(GemmPath::tiled));
   v.push_back(fp8_cfg(128, 128));
   v.push_back(fp8_cfg(64, 64));
+  v.push_back(fp8_cfg(256, 128));
   return v;
 }
 

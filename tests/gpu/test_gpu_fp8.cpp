@@ -113,7 +113,8 @@ TEST(GpuFp8, FlaggedGroupsInWeightsAndActivationsStayWithinContract) {
   std::vector<double> ref(size_t(M * N)), abs_sum(size_t(M * N));
   std::vector<uint16_t> ref_bf16(size_t(M * N));
   gemm_reference(aq.view(), b.view(), ref_bf16.data(), N, ref.data(), abs_sum.data());
-  for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(64, 128), fp8_cfg(128, 64), fp8_cfg(64, 64)}) {
+  for (const GemmConfig& cfg :
+       {fp8_cfg(128, 128), fp8_cfg(64, 128), fp8_cfg(128, 64), fp8_cfg(64, 64), fp8_cfg(256, 128)}) {
     const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
     const ContractReport rep = check_gemm_contract(C.data(), M, N, N, ref.data(), abs_sum.data());
     EXPECT_TRUE(rep.ok()) << describe(cfg) << ": " << rep.str();
@@ -156,7 +157,7 @@ TEST(GpuFp8, K16384PromotionKeepsTheBound) {
       }
     }
   const DevicePacked pk(b);
-  for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(64, 64)}) {
+  for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(64, 64), fp8_cfg(256, 128)}) {
     const std::vector<uint16_t> C = run_gemm(a_one, M, K, pk.pw, &cfg);
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n)
