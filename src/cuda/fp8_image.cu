@@ -141,6 +141,8 @@ __global__ void __launch_bounds__(kThreads) fp8_image_kernel(Source src, int64_t
 template <class Source>
 void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cudaStream_t stream, const char* name) {
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
+  if (g.slices > 65535)  // slices run along grid.y
+    throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 slices of 128");
   const dim3 grid(unsigned(g.rows_padded / fp8::kAtomRows), unsigned(g.slices));
   fp8_image_kernel<Source><<<grid, kThreads, 0, stream>>>(src, rows, K, out);
   check_launch(name);

@@ -5,13 +5,14 @@
 //   - one producer thread streams, per 128-K slice, the A and B atoms and their group scales
 //     into a ring of shared-memory stages with 1-D bulk copies (TMA engine), signalling
 //     `full` mbarriers by transaction bytes; consumers release a stage on its `empty` mbarrier;
-//   - each consumer warpgroup runs four m64nBNk32 e4m3 wgmma per slice into a scratch
-//     accumulator (exact products; the tensor core's reduced-precision sum covers 128 K) and
-//     then promotes it: acc += scratch * (2^Ra[m] * 2^Rb[n]), one FMUL and one FFMA per
-//     element, exact up to the final rounding (|R| <= 48, fp8::kMaxAbsR).
+//   - each consumer warpgroup runs one m64nBNk32 e4m3 wgmma per 32-element block into a scratch
+//     accumulator that starts from zero (the block's products and their sum are exact in the
+//     tensor core) and promotes it: acc += scratch * (2^Ra[m] * 2^Rb[n]), one FMUL and one
+//     FFMA per element, exact up to the fp32 rounding of the add (|R| <= 48, fp8::kMaxAbsR).
 // Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the
 // rows and columns of C they touch afterwards.
 #include <algorithm>
+#include <atomic>
 
 #include "core/fp8_layout.hpp"
 #include "cuda/common.cuh"
@@ -138,24 +139,39 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
       for (int j = 0; j < p.slices; ++j, ++it) {
         const int s = it % P::kStages;
         mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
+        __syncwarp();  // reconverge before the .aligned wgmma instructions
         const uint8_t* a_tile = tiles + s * P::kTileBytes + wg * 64 * fp8::kSliceK;
         const uint64_t da = smem_desc_sw128(a_tile), db = smem_desc_sw128(tiles + s * P::kTileBytes + P::kABytes);
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) wgmma_e4m3<BN>(tmp, da + 2 * kk, db + 2 * kk, kk);  // +32 bytes of K per step
-        wgmma_commit();
-        wgmma_wait<0>();
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
         const float* sa = scales + s * P::kScaleFloats;
         const float* sb = sa + P::kBM;
         const float a0 = sa[row0], a1 = sa[row0 + 8];
-        float2 b[BN / 8];
+        // One k32 step per 32-element block: its 32 products share one power-of-two grid and sum
+        // to at most 1152 grid units, which the tensor core's reduced-precision adder (13
+        // fraction bits, truncating) holds exactly when it starts from zero. Accumulating the
+        // four blocks of a slice in the tensor core would truncate a block whose scale is
+        // finer than the running sum's (docs/fp8-path.md), so each step is promoted on its own.
 #pragma unroll
-        for (int jn = 0; jn < BN / 8; ++jn) b[jn] = *reinterpret_cast<const float2*>(sb + 8 * jn + 2 * (lane % 4));
-        __syncwarp();
+        for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
+          wgmma_fence();
+          wgmma_e4m3<BN>(tmp, da + 2 * kk, db + 2 * kk, 0);  // +32 bytes of K per step, D overwritten
+          wgmma_commit();
+          wgmma_wait<0>();
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
+          // Fragment of m64nBN: register 4 jn + 2 i + c holds row row0 + 8 i, column 8 jn + 2 (lane % 4) + c.
+          // The column scales are read from shared memory at each step (registers are short).
+#pragma unroll
+          for (int jn = 0; jn < BN / 8; ++jn) {
+            const float2 b = *reinterpret_cast<const float2*>(sb + 8 * jn + 2 * (lane % 4));
+            acc[4 * jn + 0] = fmaf(tmp[4 * jn + 0], a0 * b.x, acc[4 * jn + 0]);
+            acc[4 * jn + 1] = fmaf(tmp[4 * jn + 1], a0 * b.y, acc[4 * jn + 1]);
+            acc[4 * jn + 2] = fmaf(tmp[4 * jn + 2], a1 * b.x, acc[4 * jn + 2]);
+            acc[4 * jn + 3] = fmaf(tmp[4 * jn + 3], a1 * b.y, acc[4 * jn + 3]);
+          }
+        }
+        __syncwarp();  // the stage (tiles and scales) is no longer read by this warp
         if (lane == 0) {
 #pragma unroll
           for (int c = 0; c < kCtas; ++c) {
@@ -165,14 +181,6 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
               mbarrier_arrive(&empty[s]);
             }
           }
-        }
-        // Fragment of m64nBN: register 4 jn + 2 i + c holds row row0 + 8 i, column 8 jn + 2 (lane % 4) + c.
-#pragma unroll
-        for (int jn = 0; jn < BN / 8; ++jn) {
-          acc[4 * jn + 0] = fmaf(tmp[4 * jn + 0], a0 * b[jn].x, acc[4 * jn + 0]);
-          acc[4 * jn + 1] = fmaf(tmp[4 * jn + 1], a0 * b[jn].y, acc[4 * jn + 1]);
-          acc[4 * jn + 2] = fmaf(tmp[4 * jn + 2], a1 * b[jn].x, acc[4 * jn + 2]);
-          acc[4 * jn + 3] = fmaf(tmp[4 * jn + 3], a1 * b[jn].y, acc[4 * jn + 3]);
         }
       }
 
@@ -207,10 +215,11 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
       }
     }
   }
-  // PAIR: no CTA leaves while its peer may still multicast into it or arrive on its barriers.
+  // PAIR: no CTA leaves while its peer may still multicast into it or arrive on its barriers
+  // (release: the remote arrivals above are ordered before the barrier).
   if constexpr (PAIR) {
     __syncwarp();  // the barrier is .aligned: reconverge the producer warp first
-    cluster_sync_relaxed();
+    cluster_sync_acq_rel();
   }
 }
 
@@ -223,9 +232,7 @@ void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, P::kBytes),
         "cudaFuncSetAttribute(gemm_fp8_kernel)");
   const int64_t tiles = int64_t(p.m_tiles) * p.n_tiles;
-  const int64_t clusters = std::min<int64_t>(tiles, std::max(1, sm_count / kCtas));
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(clusters * kCtas));
   cfg.blockDim = dim3(P::kThreads);
   cfg.dynamicSmemBytes = P::kBytes;
   cfg.stream = stream;
@@ -236,6 +243,21 @@ void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = PAIR ? 1 : 0;
+  // Persistent: as many clusters as can be resident at once (pairs need two SMs of one GPC,
+  // so fewer than sm_count / 2 may fit); the device's answer is cached per instantiation.
+  int resident = std::max(1, sm_count / kCtas);
+  if constexpr (PAIR) {
+    static std::atomic<int> cached{0};
+    if (cached.load() == 0) {
+      int n = 0;
+      cfg.gridDim = dim3(unsigned(resident * kCtas));
+      check(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg), "cudaOccupancyMaxActiveClusters(gemm_fp8_kernel)");
+      cached.store(std::max(1, n));
+    }
+    resident = std::min(resident, cached.load());
+  }
+  const int64_t clusters = std::min<int64_t>(tiles, resident);
+  cfg.gridDim = dim3(unsigned(clusters * kCtas));
   check(cudaLaunchKernelEx(&cfg, kernel, p), "cudaLaunchKernelEx(gemm_fp8_kernel)");
 }
 

@@ -131,8 +131,10 @@ __global__ void __launch_bounds__(kThreads) fp8_fixup_kernel(const FixupArgs a) 
   for (int64_t i = threadIdx.x; i < na; i += kThreads) any |= a.a_img[ga.flag_offset() + i];
 #pragma unroll 8
   for (int64_t i = threadIdx.x; i < nb; i += kThreads) any |= a.b_img[gb.flag_offset() + i];
+  // Every path waits for the GEMM: work queued after this kernel must find the GEMM complete
+  // too (the PDL contract), and C is written only after it.
+  grid_dependency_wait();
   if (!__syncthreads_or(any)) return;
-  grid_dependency_wait();  // the GEMM's writes to C are complete and visible
   for (int64_t t = 0; t < ga.rows_padded / fp8::kAtomRows; ++t) {
     if (!tile_flagged(a.a_img, ga, t)) continue;
     for (int64_t r = t * fp8::kAtomRows; r < min(a.M, (t + 1) * fp8::kAtomRows); ++r)

@@ -1,7 +1,8 @@
 // Path "fp8" (issue 6, docs/fp8-path.md): the GPU FP8 images are byte-identical to the CPU
 // oracle fp8::build_image, groups outside e4m3's exact range (the issue's 2^-20 / 2^+20 tile,
 // zero and NaN blocks, in weights and in activation rows) are computed exactly by the fix-up,
-// and the 128-K promotion keeps spec §3's bound at K = 16384. The fp8 configurations also run
+// the per-block promotion keeps spec §3's bound where the tensor core's truncating adder would
+// not (a cancelling slice) and at K = 16384. The fp8 configurations also run
 // in every general GPU GEMM test (tests/gpu/test_gpu_gemm.cpp, gpu_cases.hpp).
 #include <gtest/gtest.h>
 
@@ -137,7 +138,30 @@ TEST(GpuFp8, FlaggedGroupsInWeightsAndActivationsStayWithinContract) {
   }
 }
 
-/// K = 16384 (128 promotions) with an exactly known answer: A = 1, B row n alternates +6 and
+/// One 128-K slice whose blocks have different scales and cancel: A row = 6 x32, 0.375 x32,
+/// 6 x32, 0 x32 and B row = 6 x32, 1.5 x32, -6 x32, 0 x32, so C = 1152 + 18 - 1152 = 18 exactly.
+/// In e4m3 units (group shifts 6, 2, 6) the second block's products (2304 each) are finer
+/// than the running sum after the first (2^22): a tensor-core sum over the whole slice,
+/// truncated to 13 fraction bits, gives 16. Each block promoted on its own gives 18.
+TEST(GpuFp8, BlocksOfDifferentScaleInOneSliceStayExact) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t M = 256, N = 128, K = 256;  // the pattern in both slices: C = 36 exactly
+  std::vector<uint16_t> a(size_t(M * K)), b(size_t(N * K));
+  const float av[4] = {6.f, 0.375f, 6.f, 0.f}, bv[4] = {6.f, 1.5f, -6.f, 0.f};
+  for (int64_t k = 0; k < K; ++k) {
+    for (int64_t m = 0; m < M; ++m) a[size_t(m * K + k)] = fmt::f32_to_bf16(av[(k / 32) % 4]);
+    for (int64_t n = 0; n < N; ++n) b[size_t(n * K + k)] = fmt::f32_to_bf16(bv[(k / 32) % 4]);
+  }
+  const HostMx bq = quantize_bf16(b, N, K);
+  const DeviceBuf da(a);
+  const DevicePacked pk(bq);
+  for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(64, 64), fp8_cfg(256, 128)}) {
+    const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
+    for (size_t i = 0; i < C.size(); ++i) ASSERT_EQ(fmt::bf16_to_f32(C[i]), 36.f) << describe(cfg) << " element " << i;
+  }
+}
+
+/// K = 16384 (512 promotions) with an exactly known answer: A = 1, B row n alternates +6 and
 /// -4 times 2^(n % 7 - 3) along K, so every C[m, n] = 8192 * 2 * 2^(n % 7 - 3) exactly; and a
 /// random K = 16384 problem within spec §3's bound.
 TEST(GpuFp8, K16384PromotionKeepsTheBound) {
