@@ -7,7 +7,8 @@ and torch tensors (CPU or CUDA) without copying them; see docs/python.md.
 Main entry points:
 
 * :func:`quantize` / :func:`dequantize`: dense <-> MXFP4 codes and E8M0 scales.
-* :func:`prepack` / :func:`prepack_dense` / :func:`unpack`: weights <-> :class:`PackedTensor`.
+* :func:`prepack` / :func:`prepack_dense` / :func:`unpack`: weights <-> :class:`PackedTensor`;
+  :func:`prepack_fp8`: adds the weights' FP8 image for the CUDA prefill path (docs/fp8-path.md).
 * :func:`gemm`: bf16 activations times MXFP4 weights (bf16 result, or fp32 with
   ``out_dtype``); :func:`explain`: the kernel path used.
 * :func:`shuffle_scales`, :func:`unshuffle_scales`, :func:`shuffle_weight`,
@@ -27,10 +28,12 @@ from ._api import (
     cuda_device_count,
     dequantize,
     explain,
+    fp8_weights_bytes,
     gemm,
     packed_bytes,
     prepack,
     prepack_dense,
+    prepack_fp8,
     quantize,
     shuffle_scales,
     shuffle_weight,
@@ -46,6 +49,8 @@ __version__ = _C.version()
 
 #: Class of GEMM configurations returned by :func:`explain`.
 GemmConfig = _C.GemmConfig
+#: Kernel paths of the CUDA GEMM (``GemmConfig.path``): fused, splitk, tiled, fp8.
+GemmPath = _C.GemmPath
 
 if _torch is not None:  # register torch.ops.mxfp4.*
     from . import _torch_ops  # noqa: F401
@@ -54,15 +59,18 @@ __all__ = [
     "BLOCK_SIZE",
     "PACKED_LAYOUT_VERSION",
     "GemmConfig",
+    "GemmPath",
     "PackedTensor",
     "built_with_cuda",
     "cuda_device_count",
     "dequantize",
     "explain",
+    "fp8_weights_bytes",
     "gemm",
     "packed_bytes",
     "prepack",
     "prepack_dense",
+    "prepack_fp8",
     "quantize",
     "shuffle_scales",
     "shuffle_weight",

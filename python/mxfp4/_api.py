@@ -31,6 +31,7 @@ from ._core import (
     _nk,
     _parse_device,
     _prepack_dense_impl,
+    _prepack_fp8_impl,
     _prepack_impl,
     _quantize_impl,
     _shuffle_scales_impl,
@@ -47,6 +48,7 @@ __all__ = [
     "dequantize",
     "prepack",
     "prepack_dense",
+    "prepack_fp8",
     "unpack",
     "gemm",
     "explain",
@@ -56,6 +58,7 @@ __all__ = [
     "unshuffle_weight",
     "shuffled_scales_shape",
     "packed_bytes",
+    "fp8_weights_bytes",
     "built_with_cuda",
     "cuda_device_count",
 ]
@@ -75,18 +78,30 @@ class PackedTensor:
         N, K: logical shape of B (K a multiple of 32).
         version: packed layout version (:data:`mxfp4.PACKED_LAYOUT_VERSION`); the library
             rejects other versions with TypeError.
+        fp8: ``None`` or the weights' FP8 image, ``uint8 [fp8_weights_bytes(N, K)]`` in
+            data's framework and on data's device (about 1.03 bytes per weight; made by
+            :func:`prepack_fp8` or ``prepack(..., fp8=True)``; docs/fp8-path.md). With it
+            the CUDA GEMM takes path fp8 (e4m3 tensor cores) where the dispatcher picks it
+            (M > 128); without it that shape runs the tiled bf16 path. Results on the CPU
+            backend are identical with and without it. It must describe the same weights as
+            ``data``: :func:`gemm` checks its size (ValueError) and dtype (TypeError), not
+            its contents.
     """
 
-    def __init__(self, data, N: int, K: int, version: int = PACKED_LAYOUT_VERSION):
+    def __init__(self, data, N: int, K: int, version: int = PACKED_LAYOUT_VERSION, fp8=None):
         for name, v in (("N", N), ("K", K), ("version", version)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise TypeError(f"PackedTensor: {name} must be an integer; got {type(v).__name__} {v!r}")
         if N < 1 or K < 1:
             raise ValueError(f"PackedTensor: N = {N} and K = {K} must be >= 1")
+        if fp8 is not None and not (_is_torch(fp8) or isinstance(fp8, np.ndarray)):
+            raise TypeError(f"PackedTensor: fp8 must be None, a numpy.ndarray or a torch.Tensor; got "
+                            f"{type(fp8).__name__}")
         self.data = data
         self.N = int(N)
         self.K = int(K)
         self.version = int(version)
+        self.fp8 = fp8
 
     @property
     def shape(self):
@@ -100,27 +115,39 @@ class PackedTensor:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the packed buffer."""
-        return int(self.data.nbytes) if not _is_torch(self.data) else self.data.numel()
+        """Bytes of the packed buffer (``data``; the FP8 image, if any, not included)."""
+        return _nbytes(self.data)
+
+    @property
+    def fp8_nbytes(self) -> int:
+        """Bytes of the FP8 image (0 without one)."""
+        return 0 if self.fp8 is None else _nbytes(self.fp8)
+
+    def _with(self, data, fp8) -> "PackedTensor":
+        return PackedTensor(data, self.N, self.K, self.version, fp8=fp8)
 
     def to(self, device) -> "PackedTensor":
-        """A copy on ``device`` (torch data only; numpy data can go to 'cpu')."""
+        """A copy on ``device`` (torch data only; numpy data can go to 'cpu'), FP8 image included."""
         if _is_torch(self.data):
-            return PackedTensor(self.data.to(device), self.N, self.K, self.version)
+            return self._with(self.data.to(device), None if self.fp8 is None else _torch_of(self.fp8).to(device))
         if str(device) == "cpu":
             return self
         if torch is None:
             raise ValueError(f"numpy data lives on the CPU; moving it to {device!r} needs torch")
-        return PackedTensor(torch.from_numpy(self.data).to(device), self.N, self.K, self.version)
+        return self._with(torch.from_numpy(self.data).to(device),
+                          None if self.fp8 is None else _torch_of(self.fp8).to(device))
 
     def cpu(self) -> "PackedTensor":
         """A copy in host memory (same framework)."""
         return self.to("cpu")
 
     def numpy(self) -> "PackedTensor":
-        """The same packed weights with numpy data (copied to the host when needed)."""
-        if _is_torch(self.data):
-            return PackedTensor(self.data.detach().cpu().numpy(), self.N, self.K, self.version)
+        """The same packed weights with numpy data (copied to the host when needed), FP8 image included."""
+        if _is_torch(self.data) or _is_torch(self.fp8):
+            def host(x):
+                return x.detach().cpu().numpy() if _is_torch(x) else x
+
+            return self._with(host(self.data), None if self.fp8 is None else host(self.fp8))
         return self
 
     def unpack(self):
@@ -134,13 +161,34 @@ class PackedTensor:
 
     def __repr__(self):
         fw = "torch" if _is_torch(self.data) else "numpy"
+        fp8 = f", fp8_bytes={self.fp8_nbytes}" if self.fp8 is not None else ""
         return (f"PackedTensor(N={self.N}, K={self.K}, version={self.version}, "
-                f"bytes={self.nbytes}, {fw} on {self.device})")
+                f"bytes={self.nbytes}{fp8}, {fw} on {self.device})")
+
+
+def _nbytes(x) -> int:
+    return int(x.numel() * x.element_size()) if _is_torch(x) else int(x.nbytes)
+
+
+def _torch_of(x):
+    return x if _is_torch(x) else torch.from_numpy(x)
 
 
 def packed_bytes(N: int, K: int) -> int:
     """Bytes of the packed layout for weights B [N, K] (N padded to 16, K to 64)."""
     return int(_C.packed_bytes(N, K))
+
+
+def fp8_weights_bytes(N: int, K: int) -> int:
+    """Bytes of the FP8 image of weights B [N, K] (:func:`prepack_fp8`; docs/fp8-path.md):
+    ``S * Rp * 132 + S * Rp / 64`` rounded up to 16, with ``Rp`` = N rounded up to the
+    image's row padding (256) and ``S = ceil(K / 128)`` (e4m3 codes, one float32 scale per row
+    and 128-K slice, one flag byte per 64-row tile and slice): about 1.03 bytes per weight.
+
+    Raises:
+        ValueError: N < 1, K not a positive multiple of 32, sizes too large.
+    """
+    return int(_C.fp8_weights_bytes(N, K))
 
 
 # ---------------------------------------------------------------------------------------
@@ -207,7 +255,7 @@ def dequantize(codes, scales, dtype="float32", code_layout: str = "plain", scale
 
 
 def prepack(codes, scales, N: int | None = None, K: int | None = None, code_layout: str = "plain",
-            scale_layout: str = "plain") -> PackedTensor:
+            scale_layout: str = "plain", fp8: bool = False) -> PackedTensor:
     """Packs MXFP4 weights B [N, K] into the GEMM's packed layout (docs/packed-layout.md).
 
     Args:
@@ -217,9 +265,11 @@ def prepack(codes, scales, N: int | None = None, K: int | None = None, code_layo
         scales: ``uint8 [N, K/32]`` plain or the padded AITER ``e8m0_shuffle`` buffer
             (``scale_layout="aiter_shuffled"``). torch ``float8_e8m0fnu`` is accepted.
         N, K: optional; checked against codes' shape when given.
+        fp8: also build the FP8 image (:func:`prepack_fp8`): about 1.03 more bytes per
+            weight, for the CUDA FP8 prefill path (M > 128).
 
     Returns:
-        :class:`PackedTensor` on codes' device and framework.
+        :class:`PackedTensor` on codes' device and framework (``fp8`` set when asked for).
 
     Raises:
         ValueError: sizes or layouts that do not fit, mixed devices. TypeError: dtypes.
@@ -227,14 +277,17 @@ def prepack(codes, scales, N: int | None = None, K: int | None = None, code_layo
     N, K = _nk(_array(codes, "codes"), N, K)
     if _is_torch(codes):
         data = torch.ops.mxfp4.prepack(codes, scales, N, K, code_layout, scale_layout)
-        return PackedTensor(data, N, K, PACKED_LAYOUT_VERSION)
-    data, version = _prepack_impl(codes, scales, N, K, code_layout, scale_layout)
-    return PackedTensor(data, N, K, version)
+        p = PackedTensor(data, N, K, PACKED_LAYOUT_VERSION)
+    else:
+        data, version = _prepack_impl(codes, scales, N, K, code_layout, scale_layout)
+        p = PackedTensor(data, N, K, version)
+    return prepack_fp8(p) if fp8 else p
 
 
-def prepack_dense(w, rule: str = "aiter") -> PackedTensor:
+def prepack_dense(w, rule: str = "aiter", fp8: bool = False) -> PackedTensor:
     """Quantizes dense weights ``w [N, K]`` (float32/float16/bfloat16) under ``rule`` and
-    packs them (same result as ``prepack(*quantize(w, rule))``).
+    packs them (same result as ``prepack(*quantize(w, rule))``); ``fp8=True`` also builds
+    the FP8 image (:func:`prepack_fp8`).
 
     Raises:
         TypeError: dtype. ValueError: w not 2-D, K not a positive multiple of 32.
@@ -243,9 +296,45 @@ def prepack_dense(w, rule: str = "aiter") -> PackedTensor:
         if w.ndim != 2:
             raise ValueError(f"w must be 2-D [N, K]; got shape {tuple(w.shape)}")
         data = torch.ops.mxfp4.prepack_dense(w, rule)
-        return PackedTensor(data, w.shape[0], w.shape[1], PACKED_LAYOUT_VERSION)
-    data, version = _prepack_dense_impl(w, rule)
-    return PackedTensor(data, w.shape[0], w.shape[1], version)
+        p = PackedTensor(data, w.shape[0], w.shape[1], PACKED_LAYOUT_VERSION)
+    else:
+        data, version = _prepack_dense_impl(w, rule)
+        p = PackedTensor(data, w.shape[0], w.shape[1], version)
+    return prepack_fp8(p) if fp8 else p
+
+
+def prepack_fp8(packed: PackedTensor) -> PackedTensor:
+    """Builds the FP8 image of packed weights B [N, K] (docs/fp8-path.md).
+
+    The image re-encodes every (row, 128-K slice) group of B as e4m3 codes with one float32
+    scale 2^R (R = the group's largest block exponent - 6); groups that e4m3 cannot hold
+    exactly (block exponents spanning more than 14 binades, a NaN scale, |R| > 48) are
+    flagged and computed exactly by the GEMM's fix-up instead. The CUDA GEMM reads it on
+    path fp8, which the dispatcher picks for M > 128 (:func:`explain`); the CPU GEMM ignores
+    it (identical results with and without).
+
+    Args:
+        packed: a :class:`PackedTensor` (numpy or torch, CPU or CUDA). An image it already
+            carries is not reused: a new one is built from ``packed.data``.
+
+    Returns:
+        A new :class:`PackedTensor` sharing ``packed.data`` (not copied) whose ``fp8`` is the
+        image: ``uint8 [fp8_weights_bytes(N, K)]`` (about 1.03 bytes per weight) in data's
+        framework and on data's device. CUDA work runs on torch's current stream.
+
+    Raises:
+        TypeError: ``packed`` is not a PackedTensor, its data is not uint8, or it has another
+            layout version.
+        ValueError: data of the wrong size for (N, K), non-contiguous data, misaligned CUDA
+            data.
+    """
+    if not isinstance(packed, PackedTensor):
+        raise TypeError(f"packed must be a mxfp4.PackedTensor; got {type(packed).__name__}")
+    if _is_torch(packed.data):
+        img = torch.ops.mxfp4.prepack_fp8(packed.data, packed.N, packed.K, packed.version)
+    else:
+        img = _prepack_fp8_impl(packed.data, packed.N, packed.K, packed.version)
+    return PackedTensor(packed.data, packed.N, packed.K, packed.version, fp8=img)
 
 
 def unpack(packed: PackedTensor):
@@ -274,9 +363,10 @@ def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: st
         a: bf16 activations ``[..., K]`` (torch.bfloat16; numpy ml_dtypes.bfloat16 or uint16
             bits), unit stride along K. Quantized per 1x32 block under ``rule``.
         b: the weights B [N, K], either a :class:`PackedTensor` (fastest; the only form the
-            CUDA kernels read directly) or a tuple ``(codes uint8 [N, K/2], scales)`` in
-            ``code_layout`` / ``scale_layout`` (on CUDA these are packed into a temporary
-            on every call: prepack once instead).
+            CUDA kernels read directly; its FP8 image, when it has one, is passed along and
+            lets the CUDA GEMM take path fp8 for M > 128) or a tuple
+            ``(codes uint8 [N, K/2], scales)`` in ``code_layout`` / ``scale_layout`` (on CUDA
+            these are packed into a temporary on every call: prepack once instead).
         rule: scale rule used to quantize ``a``.
         out_dtype: ``None`` or bfloat16 (default) for the bf16 result; float32 (``np.float32``,
             ``torch.float32`` or ``"float32"``) for the fp32 accumulation result without the
@@ -293,15 +383,16 @@ def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: st
         NaN exactly where the exact sum is NaN. An empty batch gives an empty C.
 
     Raises:
-        TypeError: a not bf16, codes/scales not uint8, a PackedTensor of another version,
-        out_dtype neither bfloat16 nor float32.
-        ValueError: K mismatch, bad sizes or strides, a and B on different devices.
+        TypeError: a not bf16, codes/scales (or the FP8 image) not uint8, a PackedTensor of
+        another version, out_dtype neither bfloat16 nor float32.
+        ValueError: K mismatch, bad sizes or strides, an FP8 image of another size than
+        fp8_weights_bytes(N, K), a and B on different devices.
         RuntimeError: CUDA inputs with a CPU-only build.
     """
     if isinstance(b, PackedTensor):
         if _is_torch(a):
-            return torch.ops.mxfp4.gemm(a, b.data, b.N, b.K, b.version, rule, _torch_out_dtype(out_dtype))
-        return _gemm_impl(a, b.data, b.N, b.K, b.version, rule, out_dtype)
+            return torch.ops.mxfp4.gemm(a, b.data, b.N, b.K, b.version, rule, _torch_out_dtype(out_dtype), b.fp8)
+        return _gemm_impl(a, b.data, b.N, b.K, b.version, rule, out_dtype, b.fp8)
     if isinstance(b, (tuple, list)) and len(b) == 2:
         codes, scales = b
         if _is_torch(a):
@@ -326,9 +417,11 @@ def explain(M: int, N: int, K: int, device="cpu"):
             ``torch.device`` or a CUDA device index.
 
     Returns:
-        ``mxfp4._C.GemmConfig`` with ``path`` (fused / splitk / tiled), ``block_n``,
-        ``block_m``, ``split_k`` and ``warps``; ``str()`` gives a one-line description such
-        as ``"path=splitk block_n=64 block_m=16 split_k=4 warps=4"``.
+        ``mxfp4._C.GemmConfig`` with ``path`` (``mxfp4._C.GemmPath``: fused / splitk / tiled /
+        fp8), ``block_n``, ``block_m``, ``split_k`` and ``warps``; ``str()`` gives a one-line
+        description such as ``"path=splitk block_n=64 block_m=16 split_k=4 warps=4"``. Path
+        fp8 (CUDA, M > 128) runs only for weights with an FP8 image (:func:`prepack_fp8`);
+        :func:`gemm` runs the tiled path (128 x 128, 8 warps) for weights without one.
 
     Raises:
         ValueError: bad sizes or device. RuntimeError: CUDA with a CPU-only build.

@@ -314,6 +314,26 @@ def _prepack_dense_impl(w, rule):
     return out, int(version)
 
 
+def _check_packed_size(data, N, K):
+    """ValueError unless ``data`` holds packed_bytes(N, K) bytes. Run before allocating
+    anything sized by (N, K): an absurd N must be the library's ValueError, not a MemoryError
+    from the allocation."""
+    need = int(_C.packed_bytes(int(N), int(K)))
+    have = int(data.numel() * data.element_size()) if _is_torch(data) else int(data.nbytes)
+    if have != need:
+        raise ValueError(f"packed has {have} bytes; N={N}, K={K} needs packed_bytes(N, K) = {need}")
+
+
+def _prepack_fp8_impl(data, N, K, version):
+    """The FP8 image (uint8 [fp8_weights_bytes(N, K)], data's framework and device) of the
+    packed weights ``data``."""
+    data = _bytes(data, "packed")
+    _check_packed_size(data, N, K)
+    out = _empty(data, (int(_C.fp8_weights_bytes(int(N), int(K))),), "u8")
+    _C.prepack_fp8(data, int(N), int(K), int(version), out, _stream(data))
+    return out
+
+
 def _unpack_impl(data, N, K, version):
     data = _bytes(data, "packed")
     codes = _empty(data, (N, K // 2), "u8")
@@ -322,18 +342,24 @@ def _unpack_impl(data, N, K, version):
     return codes, scales
 
 
-def _gemm_impl(a, data, N, K, version, rule, out_dtype=None):
+def _tiled_config():
+    """The configuration gemm() runs when the dispatcher picks path fp8 for weights without an
+    FP8 image (src/core/api.cpp, gemm_packed_b): tiled 128 x 128, 8 warps."""
+    cfg = _C.GemmConfig()
+    cfg.path, cfg.block_n, cfg.block_m, cfg.split_k, cfg.warps = _C.GemmPath.tiled, 128, 128, 1, 8
+    return cfg
+
+
+def _gemm_impl(a, data, N, K, version, rule, out_dtype=None, fp8=None):
     rl = _rule(rule)
     kind = _gemm_out_kind(out_dtype)
     a_in = _array(a, "a")
     av = _bf16(a_in, "a")
     data = _bytes(data, "packed")
-    # Check the packed buffer against (N, K) before allocating C [..., N]: an absurd N must be
-    # the library's ValueError, not a MemoryError from the allocation.
-    need = int(_C.packed_bytes(int(N), int(K)))
-    have = int(data.numel() * data.element_size()) if _is_torch(data) else int(data.nbytes)
-    if have != need:
-        raise ValueError(f"packed has {have} bytes; N={N}, K={K} needs packed_bytes(N, K) = {need}")
+    if fp8 is not None:
+        fp8 = _bytes(fp8, "fp8")
+    # Check the packed buffer against (N, K) before allocating C [..., N].
+    _check_packed_size(data, N, K)
     a2, lead = _rows(av, "a")
     M = a2.shape[0]
     out = _empty(av, (*lead, N), kind)
@@ -341,10 +367,12 @@ def _gemm_impl(a, data, N, K, version, rule, out_dtype=None):
         ws = None
         if _is_cuda(av):
             cfg = _C.explain_gemm(M, N, K, _C.Backend.cuda, av.device.index)
+            if cfg.path == _C.GemmPath.fp8 and fp8 is None:
+                cfg = _tiled_config()  # what gemm() runs instead; its workspace is larger
             nbytes = int(_C.gemm_workspace_bytes(M, K, cfg))
             if nbytes > 0:
                 ws = torch.empty((nbytes,), dtype=torch.uint8, device=av.device)
-        _C.gemm(a2, data, N, K, version, out.reshape(M, N), rl, None, ws, _stream(av))
+        _C.gemm(a2, data, N, K, version, out.reshape(M, N), rl, None, ws, _stream(av), fp8)
     if kind == "bf16" and not _is_torch(out):
         out = _np_bf16_result(out, a_in)
     return out

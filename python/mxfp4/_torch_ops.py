@@ -13,9 +13,13 @@ Ops (all functional, no input is mutated; ``str`` arguments as in the Python API
 * ``prepack(Tensor codes, Tensor scales, int N, int K, str code_layout="plain",
   str scale_layout="plain") -> Tensor``  (uint8 [packed_bytes(N, K)])
 * ``prepack_dense(Tensor w, str rule="aiter") -> Tensor``
+* ``prepack_fp8(Tensor packed, int N, int K, int version=PACKED_LAYOUT_VERSION) -> Tensor``
+  (the FP8 image, uint8 [fp8_weights_bytes(N, K)]; docs/fp8-path.md)
 * ``unpack(Tensor packed, int N, int K, int version=PACKED_LAYOUT_VERSION) -> (Tensor codes, Tensor scales)``
 * ``gemm(Tensor a, Tensor packed, int N, int K, int version=PACKED_LAYOUT_VERSION, str rule="aiter",
-  ScalarType? out_dtype=None) -> Tensor``  (bf16, or float32 with ``out_dtype=torch.float32``)
+  ScalarType? out_dtype=None, Tensor? fp8=None) -> Tensor``  (bf16, or float32 with
+  ``out_dtype=torch.float32``; ``fp8``: the weights' FP8 image, which lets the CUDA GEMM take
+  path fp8 for M > 128)
 * ``gemm_mx(Tensor a, Tensor codes, Tensor scales, str code_layout="plain",
   str scale_layout="plain", str rule="aiter", ScalarType? out_dtype=None) -> Tensor``
 * ``shuffle_scales(Tensor scales) -> Tensor``, ``unshuffle_scales(Tensor shuffled, int rows,
@@ -133,6 +137,39 @@ def _prepack_dense_fake(w, rule="aiter"):
     return w.new_empty((_packed_len(w.shape[0], w.shape[1]),), dtype=_U8)
 
 
+@torch.library.custom_op("mxfp4::prepack_fp8", mutates_args=())
+def prepack_fp8(packed: Tensor, N: int, K: int, version: int = PACKED_LAYOUT_VERSION) -> Tensor:
+    """torch.ops.mxfp4.prepack_fp8: packed B [N, K] -> its FP8 image uint8 [fp8_weights_bytes(N, K)];
+    see mxfp4.prepack_fp8."""
+    return _core._prepack_fp8_impl(packed, N, K, version)
+
+
+def _fp8_image_bytes(rows_padded, slices):
+    # src/core/fp8_layout.hpp: S*Rp*128 code bytes, S*Rp float scales, S*Rp/64 flag bytes,
+    # rounded up to 16.
+    return (slices * rows_padded * 132 + slices * (rows_padded // 64) + 15) // 16 * 16
+
+
+def _fp8_row_pad():
+    # The image's row padding (fp8::kRowPad, internal to the library), read off its size.
+    total = int(_core._C.fp8_weights_bytes(1, 128))
+    return next(p for p in range(64, 1 << 16, 64) if _fp8_image_bytes(p, 1) == total)
+
+
+def _fp8_len(N, K):
+    # fp8_weights_bytes(N, K); asks the library when the sizes are concrete so the two never
+    # disagree, else (symbolic sizes) the same formula with the library's row padding.
+    if isinstance(N, int) and isinstance(K, int):
+        return int(_core._C.fp8_weights_bytes(N, K))
+    pad = _fp8_row_pad()
+    return _fp8_image_bytes((N + pad - 1) // pad * pad, (K + 127) // 128)
+
+
+@prepack_fp8.register_fake
+def _prepack_fp8_fake(packed, N, K, version=PACKED_LAYOUT_VERSION):
+    return packed.new_empty((_fp8_len(N, K),), dtype=_U8)
+
+
 @torch.library.custom_op("mxfp4::unpack", mutates_args=())
 def unpack(packed: Tensor, N: int, K: int, version: int = PACKED_LAYOUT_VERSION) -> Tuple[Tensor, Tensor]:
     """torch.ops.mxfp4.unpack: packed -> (codes uint8 [N, K/2], scales uint8 [N, K/32]); see mxfp4.unpack."""
@@ -149,10 +186,11 @@ def _unpack_fake(packed, N, K, version=PACKED_LAYOUT_VERSION):
 
 @torch.library.custom_op("mxfp4::gemm", mutates_args=())
 def gemm(a: Tensor, packed: Tensor, N: int, K: int, version: int = PACKED_LAYOUT_VERSION,
-         rule: str = "aiter", out_dtype: Optional[torch.dtype] = None) -> Tensor:
+         rule: str = "aiter", out_dtype: Optional[torch.dtype] = None, fp8: Optional[Tensor] = None) -> Tensor:
     """torch.ops.mxfp4.gemm: bf16 a [..., K] x packed B [N, K] -> [..., N] in bf16 (default) or
-    float32 (``out_dtype=torch.float32``: the unrounded fp32 result); see mxfp4.gemm."""
-    return _core._gemm_impl(a, packed, N, K, version, rule, out_dtype)
+    float32 (``out_dtype=torch.float32``: the unrounded fp32 result); ``fp8``: B's FP8 image
+    (prepack_fp8) or None; see mxfp4.gemm."""
+    return _core._gemm_impl(a, packed, N, K, version, rule, out_dtype, fp8)
 
 
 def _gemm_out(a, N, out_dtype):
@@ -165,7 +203,7 @@ def _gemm_out(a, N, out_dtype):
 
 
 @gemm.register_fake
-def _gemm_fake(a, packed, N, K, version=PACKED_LAYOUT_VERSION, rule="aiter", out_dtype=None):
+def _gemm_fake(a, packed, N, K, version=PACKED_LAYOUT_VERSION, rule="aiter", out_dtype=None, fp8=None):
     _check_names(rule=rule)
     return _gemm_out(a, N, out_dtype)
 

@@ -34,6 +34,15 @@ class MXFP4Linear(nn.Module):
     extra state ``{"version", "in_features", "out_features", "rule"}`` checked on load
     (TypeError for another packed layout version, ValueError for other sizes).
 
+    FP8 image (opt-in, ``fp8=True``; docs/fp8-path.md): the module also holds
+    ``weight_fp8``, the weights' FP8 image (non-persistent buffer, uint8
+    ``[fp8_weights_bytes(N, K)]``, about 1.03 more bytes per weight, on the weights' device;
+    ``None`` without the option), built at construction and rebuilt after
+    ``load_state_dict``; with it the CUDA GEMM takes path fp8 (e4m3 tensor cores) for more
+    than 128 tokens, without it those shapes run the tiled bf16 path. It is not part of the
+    state dict (it is derived from ``weight_packed``); after writing ``weight_packed`` in
+    place, call :meth:`refresh_fp8`. CPU results are identical with and without it.
+
     Build one with :meth:`from_linear` (quantizes a ``nn.Linear``'s weight with our
     quantizer), :meth:`from_mxfp4` (codes + scales, plain or AITER layouts) or
     :meth:`from_packed`; the constructor makes zero weights (for ``load_state_dict``).
@@ -45,20 +54,24 @@ class MXFP4Linear(nn.Module):
         rule: scale rule used to quantize activations (``"aiter"``, ``"floor"``, ``"rceil"``).
         device: where the buffers live. bias_dtype: dtype of the bias (default: torch's
             default dtype, float32, as nn.Linear; a loaded state dict's bias is converted to it).
+        fp8: hold the weights' FP8 image (see above).
 
     Raises:
         ValueError: sizes the packed layout does not accept, unknown rule.
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, rule: str = "aiter", device=None,
-                 bias_dtype: torch.dtype | None = None):
+                 bias_dtype: torch.dtype | None = None, fp8: bool = False):
         super().__init__()
         _core._rule(rule)
         self.in_features = int(in_features)
         self.out_features = int(out_features)
         self.rule = rule
+        self.fp8 = bool(fp8)
         nbytes = _api.packed_bytes(self.out_features, self.in_features)  # ValueError for bad sizes
         self.register_buffer("weight_packed", torch.zeros(nbytes, dtype=torch.uint8, device=device))
+        self.register_buffer("weight_fp8", None, persistent=False)
+        self.refresh_fp8()
         if bias:
             dt = bias_dtype if bias_dtype is not None else torch.get_default_dtype()
             self.bias = nn.Parameter(torch.zeros(self.out_features, dtype=dt, device=device),
@@ -69,10 +82,11 @@ class MXFP4Linear(nn.Module):
     # ---- construction ----------------------------------------------------------------------
 
     @classmethod
-    def from_linear(cls, linear: nn.Linear, rule: str = "aiter", device=None) -> "MXFP4Linear":
+    def from_linear(cls, linear: nn.Linear, rule: str = "aiter", device=None, fp8: bool = False) -> "MXFP4Linear":
         """Quantizes ``linear.weight`` ``[N, K]`` (float32/float16/bfloat16; other float
         dtypes are cast to float32 first) with :func:`mxfp4.prepack_dense` under ``rule``,
-        on ``device`` (default: the weight's device). The bias is copied as is.
+        on ``device`` (default: the weight's device). The bias is copied as is. ``fp8``:
+        also build the FP8 image (see the class).
 
         Raises:
             TypeError: not an nn.Linear. ValueError: K not a positive multiple of 32.
@@ -84,27 +98,32 @@ class MXFP4Linear(nn.Module):
             w = w.to(device)
         if w.dtype not in (torch.float32, torch.float16, torch.bfloat16):
             w = w.float()
-        packed = _api.prepack_dense(w, rule)
+        packed = _api.prepack_dense(w, rule, fp8=fp8)
         bias = None if linear.bias is None else linear.bias.detach().to(w.device)
         return cls.from_packed(packed, bias=bias, rule=rule)
 
     @classmethod
     def from_mxfp4(cls, codes, scales, bias=None, code_layout: str = "plain", scale_layout: str = "plain",
-                   N: int | None = None, K: int | None = None, rule: str = "aiter") -> "MXFP4Linear":
+                   N: int | None = None, K: int | None = None, rule: str = "aiter",
+                   fp8: bool = False) -> "MXFP4Linear":
         """From MXFP4 weights: ``codes uint8 [N, K/2]`` and E8M0 ``scales`` (``[N, K/32]``
         plain, or AITER layouts via ``code_layout`` / ``scale_layout``), torch tensors or
-        numpy arrays (numpy goes to the CPU). See :func:`mxfp4.prepack`."""
+        numpy arrays (numpy goes to the CPU). See :func:`mxfp4.prepack`. ``fp8``: also build
+        the FP8 image (see the class)."""
         codes, scales = _as_torch(codes, "codes"), _as_torch(scales, "scales")
-        packed = _api.prepack(codes, scales, N=N, K=K, code_layout=code_layout, scale_layout=scale_layout)
+        packed = _api.prepack(codes, scales, N=N, K=K, code_layout=code_layout, scale_layout=scale_layout, fp8=fp8)
         return cls.from_packed(packed, bias=bias, rule=rule)
 
     @classmethod
-    def from_packed(cls, packed: PackedTensor, bias=None, rule: str = "aiter") -> "MXFP4Linear":
+    def from_packed(cls, packed: PackedTensor, bias=None, rule: str = "aiter", fp8: bool = False) -> "MXFP4Linear":
         """From a :class:`mxfp4.PackedTensor` (its data is used as the buffer, not copied;
-        numpy data becomes a CPU tensor). ``bias``: ``[N]`` tensor/array or None.
+        numpy data becomes a CPU tensor). ``bias``: ``[N]`` tensor/array or None. An FP8
+        image that ``packed`` carries becomes ``weight_fp8`` (not copied) and turns the
+        option on; ``fp8=True`` builds one when it carries none.
 
         Raises:
             TypeError: not a PackedTensor, or another packed layout version.
+            ValueError: data or FP8 image of the wrong size, a bias of the wrong shape.
         """
         if not isinstance(packed, PackedTensor):
             raise TypeError(f"packed must be a mxfp4.PackedTensor; got {type(packed).__name__}")
@@ -122,9 +141,35 @@ class MXFP4Linear(nn.Module):
             raise ValueError(f"packed data has {data.numel()} bytes; expected {m.weight_packed.numel()} = "
                              f"packed_bytes({packed.N}, {packed.K})")
         m.weight_packed = data.reshape(-1)
+        m.fp8 = bool(fp8) or packed.fp8 is not None
+        if packed.fp8 is not None:
+            img = _as_torch(packed.fp8, "packed.fp8").reshape(-1)
+            need = _api.fp8_weights_bytes(packed.N, packed.K)
+            if img.numel() != need:
+                raise ValueError(f"packed.fp8 has {img.numel()} bytes; expected {need} = "
+                                 f"fp8_weights_bytes({packed.N}, {packed.K})")
+            m.weight_fp8 = img
+        else:
+            m.refresh_fp8()
         if bias is not None:
             m.bias = nn.Parameter(bias.clone(), requires_grad=False)
         return m
+
+    def refresh_fp8(self) -> None:
+        """Rebuilds ``weight_fp8`` from ``weight_packed`` when the module holds an FP8 image
+        (``fp8=True``; an empty tensor on the meta device), else sets it to None. Needed
+        only after writing ``weight_packed`` in place (construction and ``load_state_dict``
+        call it)."""
+        if not self.fp8:
+            self.weight_fp8 = None
+            return
+        w = self.weight_packed
+        if w.device.type == "meta":
+            self.weight_fp8 = torch.empty(_api.fp8_weights_bytes(self.out_features, self.in_features),
+                                          dtype=torch.uint8, device="meta")
+        else:
+            self.weight_fp8 = torch.ops.mxfp4.prepack_fp8(w, self.out_features, self.in_features,
+                                                          PACKED_LAYOUT_VERSION)
 
     # ---- use -------------------------------------------------------------------------------
 
@@ -132,7 +177,7 @@ class MXFP4Linear(nn.Module):
         """``x [..., in_features]`` -> ``[..., out_features]`` in x's dtype (see the class)."""
         xb = x if x.dtype == torch.bfloat16 else x.to(torch.bfloat16)
         y = torch.ops.mxfp4.gemm(xb, self.weight_packed, self.out_features, self.in_features, PACKED_LAYOUT_VERSION,
-                                 self.rule)
+                                 self.rule, None, self.weight_fp8)
         if y.dtype != x.dtype:
             y = y.to(x.dtype)
         if self.bias is not None:
@@ -140,8 +185,9 @@ class MXFP4Linear(nn.Module):
         return y
 
     def packed(self) -> PackedTensor:
-        """The weights as a :class:`mxfp4.PackedTensor` (shares the buffer)."""
-        return PackedTensor(self.weight_packed, self.out_features, self.in_features, PACKED_LAYOUT_VERSION)
+        """The weights as a :class:`mxfp4.PackedTensor` (shares the buffers, FP8 image included)."""
+        return PackedTensor(self.weight_packed, self.out_features, self.in_features, PACKED_LAYOUT_VERSION,
+                            fp8=self.weight_fp8)
 
     def dequantize_weight(self, dtype=torch.float32) -> torch.Tensor:
         """The weights ``[out_features, in_features]`` dequantized (float32 or bfloat16)."""
@@ -165,18 +211,23 @@ class MXFP4Linear(nn.Module):
         rule = state.get("rule", "aiter")
         _core._rule(rule)
         self.rule = rule
+        self.refresh_fp8()  # load_state_dict sets the extra state after weight_packed
 
     def _path(self, M):
         dev = self.weight_packed.device
         if dev.type == "meta":
             return "n/a"
         try:
-            return str(_api.explain(M, self.out_features, self.in_features, dev if dev.type == "cuda" else "cpu"))
+            cfg = _api.explain(M, self.out_features, self.in_features, dev if dev.type == "cuda" else "cpu")
         except (RuntimeError, ValueError) as e:
             return f"unavailable ({e})"
+        if cfg.path == _core._C.GemmPath.fp8 and self.weight_fp8 is None:
+            return f"{cfg} (no FP8 image: runs {_core._tiled_config()})"
+        return str(cfg)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
                 f"rule='{self.rule}', weight_packed=uint8[{self.weight_packed.numel()}] "
                 f"v{PACKED_LAYOUT_VERSION} on {self.weight_packed.device}, "
+                f"fp8={'uint8[%d]' % self.weight_fp8.numel() if self.weight_fp8 is not None else None}, "
                 f"path(M=1): {self._path(1)}, path(M=1024): {self._path(1024)}")

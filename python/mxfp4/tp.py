@@ -79,6 +79,9 @@ def shard(codes, scales, rank: int, world: int, dim: str):
 def shard_packed(packed: PackedTensor, rank: int, world: int, dim: str) -> PackedTensor:
     """Rank ``rank``'s shard of packed weights, packed again: byte-identical to
     ``prepack(*shard(*unpack(packed), rank, world, dim))`` (same framework and device).
+    When ``packed`` carries an FP8 image (:func:`mxfp4.prepack_fp8`) the shard gets its own,
+    built from the shard (an image is not sliceable: its rows are padded to 128 and its
+    groups span 128 K).
 
     Raises:
         TypeError: ``packed`` is not a PackedTensor. ValueError: as :func:`shard_range`.
@@ -94,4 +97,4 @@ def shard_packed(packed: PackedTensor, rank: int, world: int, dim: str) -> Packe
         import numpy as np
 
         c, s = np.ascontiguousarray(c), np.ascontiguousarray(s)
-    return prepack(c, s)
+    return prepack(c, s, fp8=packed.fp8 is not None)

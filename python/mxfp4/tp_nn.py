@@ -22,6 +22,11 @@ world x 2^-9 |partial_r| of error, which is not bounded by 2^-8 |ref| when parti
 
 Collectives are torch.distributed's (``all_gather`` / ``all_reduce`` on the module's process
 group, any backend: gloo for CPU tensors, nccl for CUDA). Inference only: no gradients flow.
+
+FP8 image (opt-in, ``fp8=True`` on the constructors and ``from_*``): each rank's
+``local`` MXFP4Linear holds the FP8 image of its own shard (see
+:class:`mxfp4.nn.MXFP4Linear`; docs/fp8-path.md), so the CUDA GEMM takes path fp8 for more
+than 128 tokens. A full PackedTensor that carries an image gives shards with images too.
 """
 
 from __future__ import annotations
@@ -80,10 +85,11 @@ class _ParallelLinear(nn.Module):
 
     _dim = "N"
 
-    def __init__(self, in_features, out_features, rule, process_group, rank, world_size):
+    def __init__(self, in_features, out_features, rule, process_group, rank, world_size, fp8=False):
         super().__init__()
         self.group, self.rank, self.world_size = _resolve_group(process_group, rank, world_size)
         self.in_features, self.out_features, self.rule = int(in_features), int(out_features), rule
+        self.fp8 = bool(fp8)
         full = self.out_features if self._dim == "N" else self.in_features
         self.shard_start, self.shard_stop = shard_range(full, self.rank, self.world_size, self._dim)
 
@@ -106,11 +112,14 @@ class _ParallelLinear(nn.Module):
     @classmethod
     def _from_full_packed(cls, packed, rule, axis, kw):
         """A layer of shape ``packed``'s (K, N) without weights (on "meta") and this rank's
-        shard of ``packed`` along ``axis`` ("N" or "K"); returns (layer, shard, device)."""
+        shard of ``packed`` along ``axis`` ("N" or "K"); returns (layer, shard, device). The
+        layer's fp8 option is on when asked for or when ``packed`` carries an FP8 image."""
         if not isinstance(packed, PackedTensor):
             raise TypeError(f"packed must be a mxfp4.PackedTensor; got {type(packed).__name__}")
         m = cls(packed.K, packed.N, bias=False, rule=rule, device="meta", **kw)
         data = _as_torch(packed.data, "packed.data")
+        # An FP8 image of the full weights is not sliced: shard_packed builds the shard's own.
+        m.fp8 = m.fp8 or packed.fp8 is not None
         shard = shard_packed(PackedTensor(data, packed.N, packed.K, packed.version), m.rank, m.world_size, axis)
         return m, shard, data.device
 
@@ -141,7 +150,8 @@ class ColumnParallelMXFP4Linear(_ParallelLinear):
         process_group: torch.distributed group (default: the WORLD group); rank and
             world_size come from it. Without an initialized torch.distributed pass ``rank``
             and ``world_size`` (forward then needs world_size == 1).
-        device, bias_dtype: as MXFP4Linear.
+        device, bias_dtype, fp8: as MXFP4Linear (``fp8``: this rank's shard holds its FP8
+            image; also a keyword of every ``from_*``).
 
     Raises:
         ValueError: N not divisible by world_size, bad rank/world_size or process group,
@@ -152,18 +162,19 @@ class ColumnParallelMXFP4Linear(_ParallelLinear):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, rule: str = "aiter", *,
                  gather_output: bool = True, process_group=None, rank: int | None = None,
-                 world_size: int | None = None, device=None, bias_dtype: torch.dtype | None = None):
-        super().__init__(in_features, out_features, rule, process_group, rank, world_size)
+                 world_size: int | None = None, device=None, bias_dtype: torch.dtype | None = None,
+                 fp8: bool = False):
+        super().__init__(in_features, out_features, rule, process_group, rank, world_size, fp8)
         self.gather_output = bool(gather_output)
         self.local = MXFP4Linear(self.in_features, self.shard_stop - self.shard_start, bias=bias, rule=rule,
-                                 device=device, bias_dtype=bias_dtype)
+                                 device=device, bias_dtype=bias_dtype, fp8=fp8)
 
     @classmethod
     def from_packed(cls, packed: PackedTensor, bias=None, rule: str = "aiter", **kw) -> "ColumnParallelMXFP4Linear":
         """From the full packed weights W [N, K] (:class:`mxfp4.PackedTensor`, any device) and
         the full bias ``[N]`` (or None): keeps this rank's shard (``mxfp4.tp.shard_packed``,
         byte-identical to packing the sliced weights). ``kw``: gather_output, process_group,
-        rank, world_size.
+        rank, world_size, fp8.
 
         Raises:
             TypeError: not a PackedTensor / another layout version. ValueError: as the class.
@@ -171,7 +182,7 @@ class ColumnParallelMXFP4Linear(_ParallelLinear):
         m, shard, device = cls._from_full_packed(packed, rule, "N", kw)
         b = _bias_tensor(bias, packed.N, device)
         b = None if b is None else b[m.shard_start:m.shard_stop]
-        m.local = MXFP4Linear.from_packed(shard, bias=b, rule=rule)
+        m.local = MXFP4Linear.from_packed(shard, bias=b, rule=rule, fp8=m.fp8)
         return m
 
     @classmethod
@@ -195,7 +206,7 @@ class ColumnParallelMXFP4Linear(_ParallelLinear):
         rows.weight = nn.Parameter(linear.weight.detach()[m.shard_start:m.shard_stop], requires_grad=False)
         if linear.bias is not None:
             rows.bias = nn.Parameter(linear.bias.detach()[m.shard_start:m.shard_stop], requires_grad=False)
-        m.local = MXFP4Linear.from_linear(rows, rule=rule, device=device)
+        m.local = MXFP4Linear.from_linear(rows, rule=rule, device=device, fp8=m.fp8)
         return m
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -232,7 +243,7 @@ class RowParallelMXFP4Linear(_ParallelLinear):
 
     Args:
         in_features: K, with K / world_size a multiple of 32. out_features: N.
-        bias, rule, process_group, rank, world_size, device, bias_dtype: as
+        bias, rule, process_group, rank, world_size, device, bias_dtype, fp8: as
             :class:`ColumnParallelMXFP4Linear`.
         input_is_parallel: x is already this rank's K slice.
         deterministic: sum the partials in rank order after an all_gather (bit-identical
@@ -250,11 +261,11 @@ class RowParallelMXFP4Linear(_ParallelLinear):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, rule: str = "aiter", *,
                  input_is_parallel: bool = False, deterministic: bool = False, process_group=None,
                  rank: int | None = None, world_size: int | None = None, device=None,
-                 bias_dtype: torch.dtype | None = None):
-        super().__init__(in_features, out_features, rule, process_group, rank, world_size)
+                 bias_dtype: torch.dtype | None = None, fp8: bool = False):
+        super().__init__(in_features, out_features, rule, process_group, rank, world_size, fp8)
         self.input_is_parallel, self.deterministic = bool(input_is_parallel), bool(deterministic)
         self.local = MXFP4Linear(self.shard_stop - self.shard_start, self.out_features, bias=False, rule=rule,
-                                 device=device)
+                                 device=device, fp8=fp8)
         if bias:
             dt = bias_dtype if bias_dtype is not None else torch.get_default_dtype()
             self.bias = nn.Parameter(torch.zeros(self.out_features, dtype=dt, device=device), requires_grad=False)
@@ -265,13 +276,13 @@ class RowParallelMXFP4Linear(_ParallelLinear):
     def from_packed(cls, packed: PackedTensor, bias=None, rule: str = "aiter", **kw) -> "RowParallelMXFP4Linear":
         """From the full packed weights W [N, K] and the full bias ``[N]`` (or None): keeps
         this rank's K shard (``mxfp4.tp.shard_packed``). ``kw``: input_is_parallel,
-        deterministic, process_group, rank, world_size.
+        deterministic, process_group, rank, world_size, fp8.
 
         Raises:
             TypeError: not a PackedTensor / another layout version. ValueError: as the class.
         """
         m, shard, device = cls._from_full_packed(packed, rule, "K", kw)
-        m.local = MXFP4Linear.from_packed(shard, rule=rule)
+        m.local = MXFP4Linear.from_packed(shard, rule=rule, fp8=m.fp8)
         b = _bias_tensor(bias, packed.N, device)
         if b is not None:
             m.bias = nn.Parameter(b.clone(), requires_grad=False)
@@ -294,7 +305,7 @@ class RowParallelMXFP4Linear(_ParallelLinear):
         cols = nn.Linear(m.shard_stop - m.shard_start, linear.out_features, bias=False, device="meta")
         cols.weight = nn.Parameter(linear.weight.detach()[:, m.shard_start:m.shard_stop].contiguous(),
                                    requires_grad=False)
-        m.local = MXFP4Linear.from_linear(cols, rule=rule, device=device)
+        m.local = MXFP4Linear.from_linear(cols, rule=rule, device=device, fp8=m.fp8)
         if linear.bias is not None:
             m.bias = nn.Parameter(linear.bias.detach().to(m.local.weight_packed.device).clone(), requires_grad=False)
         return m
@@ -314,7 +325,7 @@ class RowParallelMXFP4Linear(_ParallelLinear):
             xl = x[..., self.shard_start:self.shard_stop]
         xb = xl if xl.dtype == torch.bfloat16 else xl.to(torch.bfloat16)
         part = torch.ops.mxfp4.gemm(xb, self.local.weight_packed, self.out_features, k_local, PACKED_LAYOUT_VERSION,
-                                    self.rule, torch.float32)
+                                    self.rule, torch.float32, self.local.weight_fp8)
         if self.world_size > 1:
             self._require_group()
             if self.deterministic:

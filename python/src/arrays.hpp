@@ -274,4 +274,7 @@ inline mxfp4::MxMatrix mx(const char* codes_name, const In& codes, const char* s
 
 inline int64_t packed_size(int64_t N, int64_t K) { return valid_rows_k(N, K) ? mxfp4::packed_bytes(N, K) : -1; }
 
+/// fp8_weights_bytes(N, K), or -1 (no size check; the library rejects the sizes) for bad sizes.
+inline int64_t fp8_size(int64_t N, int64_t K) { return valid_rows_k(N, K) ? mxfp4::fp8_weights_bytes(N, K) : -1; }
+
 }  // namespace mxfp4py

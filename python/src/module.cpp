@@ -148,6 +148,20 @@ mxfp4::PackedWeights packed_view(const In& packed, int64_t N, int64_t K, int ver
   return p;
 }
 
+/// Builds the FP8 image of the packed weights `packed` (B [N, K], layout `version`) into `out`
+/// (fp8_weights_bytes(N, K) bytes).
+void prepack_fp8(const In& packed, int64_t N, int64_t K, int version, const Out& out, uintptr_t stream) {
+  Devices devs;
+  devs.add("packed", packed);
+  devs.add("out", out);
+  const auto p = packed_view(packed, N, K, version);
+  auto* o = static_cast<uint8_t*>(bytes("out", out, fp8_size(N, K), "fp8_weights_bytes" + rk("N", N, K)));
+  const Exec e = devs.exec(stream);
+  DeviceGuard g(devs.device());
+  nb::gil_scoped_release nogil;
+  mxfp4::prepack_fp8(p, o, e);
+}
+
 void unpack(const In& packed, int64_t N, int64_t K, int version, const Out& codes, const Out& scales,
             uintptr_t stream) {
   Devices devs;
@@ -187,10 +201,12 @@ GemmIO gemm_io(const In& a, const Out& c, int64_t N) {
 }
 
 void gemm_packed(const In& a, const In& packed, int64_t N, int64_t K, int version, const Out& out, ScaleRule rule,
-                 std::optional<mxfp4::GemmConfig> config, std::optional<Out> workspace, uintptr_t stream) {
+                 std::optional<mxfp4::GemmConfig> config, std::optional<Out> workspace, uintptr_t stream,
+                 std::optional<In> fp8) {
   Devices devs;
   devs.add("a", a);
   devs.add("packed", packed);
+  if (fp8) devs.add("fp8", *fp8);
   devs.add("out", out);
   if (workspace) devs.add("workspace", *workspace);
   const GemmIO io = gemm_io(a, out, N);
@@ -198,7 +214,8 @@ void gemm_packed(const In& a, const In& packed, int64_t N, int64_t K, int versio
     throw InvalidArgument("a has K = " + std::to_string(io.a.cols) + " columns but the packed weights have K = " +
                           std::to_string(K));
   }
-  const auto p = packed_view(packed, N, K, version);
+  auto p = packed_view(packed, N, K, version);
+  if (fp8) p.fp8 = static_cast<const uint8_t*>(bytes("fp8", *fp8, fp8_size(N, K), "fp8_weights_bytes" + rk("N", N, K)));
   mxfp4::GemmOptions opt;
   opt.rule = rule;
   if (config) opt.config = &*config;
@@ -343,7 +360,8 @@ NB_MODULE(_C, m) {
   nb::enum_<mxfp4::GemmPath>(m, "GemmPath", "Kernel path of the CUDA GEMM.")
       .value("fused", mxfp4::GemmPath::fused)
       .value("splitk", mxfp4::GemmPath::splitk)
-      .value("tiled", mxfp4::GemmPath::tiled);
+      .value("tiled", mxfp4::GemmPath::tiled)
+      .value("fp8", mxfp4::GemmPath::fp8);
 
   nb::class_<mxfp4::GemmConfig>(m, "GemmConfig", "Tile configuration of one GEMM launch.")
       .def(nb::init<>())
@@ -376,6 +394,8 @@ NB_MODULE(_C, m) {
   m.def("cuda_device_count", &mxfp4::cuda_device_count, "Usable CUDA devices (0 without CUDA).");
   m.def("cuda_device_info", &mxfp4::cuda_device_info, "index"_a, "Properties of CUDA device `index`.");
   m.def("packed_bytes", &mxfp4::packed_bytes, "N"_a, "K"_a, "Bytes of the packed layout (version PACKED_LAYOUT_VERSION) for B [N, K].");
+  m.def("fp8_weights_bytes", &mxfp4::fp8_weights_bytes, "N"_a, "K"_a,
+        "Bytes of the FP8 image of B [N, K] (prepack_fp8; docs/fp8-path.md).");
   m.def("shuffled_scales_bytes", &mxfp4::shuffled_scales_bytes, "rows"_a, "kblocks"_a,
         "Bytes of an e8m0_shuffle'd scale buffer.");
   m.def("choose_gemm_config", &mxfp4::choose_gemm_config, "M"_a, "N"_a, "K"_a, "dev"_a,
@@ -398,10 +418,13 @@ NB_MODULE(_C, m) {
         "stream"_a = 0, "Packs MXFP4 B [N, K] into `out` (packed_bytes(N, K)); returns the layout version.");
   m.def("prepack_dense", &prepack_dense, "w"_a, "dtype"_a, "out"_a, "tmp"_a, "rule"_a, "stream"_a = 0,
         "Quantizes dense w [N, K] and packs it into `out`; returns the layout version.");
+  m.def("prepack_fp8", &prepack_fp8, "packed"_a, "N"_a, "K"_a, "version"_a, "out"_a, "stream"_a = 0,
+        "Builds the FP8 image of packed B [N, K] into `out` (fp8_weights_bytes(N, K) bytes).");
   m.def("unpack", &unpack, "packed"_a, "N"_a, "K"_a, "version"_a, "codes"_a, "scales"_a, "stream"_a = 0);
   m.def("gemm", &gemm_packed, "a"_a, "packed"_a, "N"_a, "K"_a, "version"_a, "out"_a, "rule"_a,
-        "config"_a = nb::none(), "workspace"_a = nb::none(), "stream"_a = 0,
-        "out [M, N] (bf16, or float32 for the unrounded fp32 result) = quantize(a [M, K] bf16) * B^T, B prepacked.");
+        "config"_a = nb::none(), "workspace"_a = nb::none(), "stream"_a = 0, "fp8"_a = nb::none(),
+        "out [M, N] (bf16, or float32 for the unrounded fp32 result) = quantize(a [M, K] bf16) * B^T, B prepacked; "
+        "fp8: B's FP8 image (prepack_fp8) for the CUDA FP8 path.");
   m.def("gemm_mx", &gemm_mx, "a"_a, "codes"_a, "scales"_a, "N"_a, "code_layout"_a, "scale_layout"_a, "out"_a,
         "rule"_a, "stream"_a = 0, "out (bf16 or float32) = quantize(a) * B^T with B as codes/scales (CPU backend).");
   m.def("gemm_quantized", &gemm_quantized, "a_codes"_a, "a_scales"_a, "M"_a, "b_codes"_a, "b_scales"_a, "N"_a, "K"_a,

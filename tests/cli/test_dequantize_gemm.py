@@ -198,3 +198,29 @@ def test_gemm_out_dtype_rejects_other_types(cli, tmp_path):
     line = cli.fails("gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales",
                      tmp_path / "bs.npy", "--out", tmp_path / "c.npy", "--out-dtype", "f16")
     assert "out-dtype" in line
+
+
+def test_gemm_cuda_fp8_path(cli, tmp_path):
+    """--backend cuda with M > 128: the CLI builds the weights' FP8 image, so the dispatcher's
+    path fp8 runs (docs/fp8-path.md; --explain names it). Exact inputs give the CPU's bits; random
+    weights with a group spanning 2^-20..2^20 (flagged, recomputed by the exact fix-up) stay
+    within spec §3's bound."""
+    if cuda_devices(cli) == 0:
+        pytest.skip("no CUDA device")
+    M, N, K = 256, 192, 512
+    a = np.exp2((np.arange(M)[:, None] + np.arange(K)[None, :] // 32) % 5).astype(np.float32)
+    q1, s1 = quantize_ref(np.ones((N, K), dtype=np.float32))
+    c_gpu, r = run_gemm(cli, tmp_path, bf16_bits(a), q1, s1, "--backend", "cuda", "--explain")
+    assert "path=fp8" in r.stdout, r.stdout
+    c_cpu, _ = run_gemm(cli, tmp_path, bf16_bits(a), q1, s1, "--backend", "cpu")
+    np.testing.assert_array_equal(c_gpu, c_cpu)
+    rng = np.random.default_rng(13)
+    b = rng.standard_normal((N, K)).astype(np.float32)
+    b[7, :32] *= np.float32(2.0**-20)
+    b[7, 32:64] *= np.float32(2.0**20)
+    q, s = quantize_ref(b)
+    a_bits = bf16_bits(rng.standard_normal((M, K)))
+    c, _ = run_gemm(cli, tmp_path, a_bits, q, s, "--backend", "cuda")
+    ref, sabs = gemm_ref(bf16_to_f32(a_bits), q, s, "aiter")
+    err = np.abs(c.astype(np.float64) - ref)
+    assert (err <= 2.0**-8 * np.abs(ref) + 2.0**-12 * sabs).all()

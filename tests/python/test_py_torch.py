@@ -14,8 +14,8 @@ import mxfp4  # noqa: E402
 import ref  # noqa: E402
 from mxfp4.nn import MXFP4Linear  # noqa: E402
 
-OPS = ["quantize", "dequantize", "prepack", "prepack_dense", "unpack", "gemm", "gemm_mx", "shuffle_scales",
-       "unshuffle_scales", "shuffle_weight", "unshuffle_weight"]
+OPS = ["quantize", "dequantize", "prepack", "prepack_dense", "prepack_fp8", "unpack", "gemm", "gemm_mx",
+       "shuffle_scales", "unshuffle_scales", "shuffle_weight", "unshuffle_weight"]
 
 
 def _np_bf16(t):

@@ -3,7 +3,8 @@
 // C [M, N] = quantize(A)[M, K] * B[N, K]^T (spec §3): bf16 bits ('<u2'), or with --out-dtype f32
 // the fp32 sums before the final rounding ('<f4'; the row-parallel partial sums of
 // docs/tensor-parallel.md). A: '<u2' bf16 bits.
-// On cuda: the operands are copied to the device, B is prepacked, the GEMM runs, C comes back.
+// On cuda: the operands are copied to the device, B is prepacked (plus its FP8 image when the
+// library's configuration for the shape is path fp8, docs/fp8-path.md), the GEMM runs, C comes back.
 #include <cstdio>
 #include <memory>
 
@@ -60,7 +61,12 @@ void gemm_cuda(const std::vector<uint16_t>& A, int64_t M, const HostMx& B, std::
   bd.scales = dS.as<uint8_t>();
   bd.rows = N;
   bd.K = K;
-  const mxfp4::PackedWeights pw = mxfp4::prepack(bd, dP.as<uint8_t>(), ex);
+  mxfp4::PackedWeights pw = mxfp4::prepack(bd, dP.as<uint8_t>(), ex);
+  std::unique_ptr<DeviceBuffer> dF8;  // the FP8 image, only where the GEMM would read it
+  if (mxfp4::explain_gemm(M, N, K, ex).path == mxfp4::GemmPath::fp8) {
+    dF8 = std::make_unique<DeviceBuffer>(size_t(mxfp4::fp8_weights_bytes(N, K)));
+    pw = mxfp4::prepack_fp8(pw, dF8->as<uint8_t>(), ex);
+  }
   mxfp4::gemm(dA.as<uint16_t>(), M, K, K, pw, dC.as<T>(), N, opt, ex);
   cuda_check(cudaGetLastError(), "gemm launch");
   cuda_check(cudaMemcpy(C.data(), dC.as<void>(), C.size() * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
