@@ -66,8 +66,10 @@ __device__ __forceinline__ void raster(int id, int m_tiles, int n_tiles, int& mt
 /// loads the next tile while the consumers store the last. PAIR: the two CTAs of a cluster
 /// compute vertically adjacent tiles of one N tile and each bulk-copies half of the shared B
 /// tile to both (multicast), halving B's L2 traffic; a stage is refilled only after the
-/// consumers of both CTAs released it.
-template <int BN, int CONS, bool PAIR>
+/// consumers of both CTAs released it. SLICE_SUM (a test hook, never dispatched): the tensor
+/// core accumulates the four blocks of a slice and the slice is promoted once, the design this
+/// kernel rejects (tests/gpu/test_gpu_fp8.cpp shows the truncation that rules it out).
+template <int BN, int CONS, bool PAIR, bool SLICE_SUM = false>
 __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(const Fp8Params p) {
   using P = Plan<BN, CONS>;
   constexpr int kCtas = PAIR ? 2 : 1;
@@ -95,7 +97,11 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
   const int clusters = int(gridDim.x) / kCtas, first = int(blockIdx.x) / kCtas;
   const int tiles_total = p.m_tiles * p.n_tiles;
 
+  // Registers: 2 x 128 consumer threads need ~210 (scratch, accumulator and scale products for
+  // BN = 128), the producer ~30; the launch gives every thread 168 (65536 / 384).
+  constexpr bool kRebalance = BN == 128 && CONS == 2;
   if (wg == CONS) {  // producer warpgroup: one thread issues every copy
+    if constexpr (kRebalance) setmaxnreg_dec<40>();
     if (threadIdx.x == CONS * 128) {
       const float* a_scales = reinterpret_cast<const float*>(p.a_img + p.a_rows * p.slices * fp8::kSliceK);
       const float* b_scales = reinterpret_cast<const float*>(p.b_img + p.b_rows * p.slices * fp8::kSliceK);
@@ -125,9 +131,10 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
     }
   } else {
     // Consumer warpgroup `wg`: tokens wg*64 .. wg*64+63 of the CTA's tile, all BN weight rows.
+    if constexpr (kRebalance) setmaxnreg_inc<232>();
     const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
     const int row0 = wg * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
-    float acc[BN / 2], tmp[BN / 2];
+    float acc[BN / 2], tmp[BN / 2], ab[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) tmp[i] = 0.f;
     int it = 0;
@@ -145,6 +152,13 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
         const float* sa = scales + s * P::kScaleFloats;
         const float* sb = sa + P::kBM;
         const float a0 = sa[row0], a1 = sa[row0 + 8];
+        // Scale of each accumulator element for this slice, 2^(Ra + Rb) (exact: |R| <= 48).
+        // Fragment of m64nBN: register 4 jn + 2 i + c holds row row0 + 8 i, column 8 jn + 2 (lane % 4) + c.
+#pragma unroll
+        for (int jn = 0; jn < BN / 8; ++jn) {
+          const float2 b = *reinterpret_cast<const float2*>(sb + 8 * jn + 2 * (lane % 4));
+          ab[4 * jn + 0] = a0 * b.x, ab[4 * jn + 1] = a0 * b.y, ab[4 * jn + 2] = a1 * b.x, ab[4 * jn + 3] = a1 * b.y;
+        }
         // One k32 step per 32-element block: its 32 products share one power-of-two grid and sum
         // to at most 1152 grid units, which the tensor core's reduced-precision adder (13
         // fraction bits, truncating) holds exactly when it starts from zero. Accumulating the
@@ -155,32 +169,27 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
 #pragma unroll
           for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
           wgmma_fence();
-          wgmma_e4m3<BN>(tmp, da + 2 * kk, db + 2 * kk, 0);  // +32 bytes of K per step, D overwritten
+          wgmma_e4m3<BN>(tmp, da + 2 * kk, db + 2 * kk, SLICE_SUM ? kk : 0);  // +32 bytes of K per step
           wgmma_commit();
+          if (SLICE_SUM && kk < 3) continue;
           wgmma_wait<0>();
 #pragma unroll
           for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
-          // Fragment of m64nBN: register 4 jn + 2 i + c holds row row0 + 8 i, column 8 jn + 2 (lane % 4) + c.
-          // The column scales are read from shared memory at each step (registers are short).
+          if (kk == 3) {  // the stage (tiles and scales) is no longer read by this warp
+            __syncwarp();
+            if (lane == 0) {
 #pragma unroll
-          for (int jn = 0; jn < BN / 8; ++jn) {
-            const float2 b = *reinterpret_cast<const float2*>(sb + 8 * jn + 2 * (lane % 4));
-            acc[4 * jn + 0] = fmaf(tmp[4 * jn + 0], a0 * b.x, acc[4 * jn + 0]);
-            acc[4 * jn + 1] = fmaf(tmp[4 * jn + 1], a0 * b.y, acc[4 * jn + 1]);
-            acc[4 * jn + 2] = fmaf(tmp[4 * jn + 2], a1 * b.x, acc[4 * jn + 2]);
-            acc[4 * jn + 3] = fmaf(tmp[4 * jn + 3], a1 * b.y, acc[4 * jn + 3]);
-          }
-        }
-        __syncwarp();  // the stage (tiles and scales) is no longer read by this warp
-        if (lane == 0) {
-#pragma unroll
-          for (int c = 0; c < kCtas; ++c) {
-            if constexpr (PAIR) {
-              mbarrier_arrive_cluster(&empty[s], uint32_t(c));
-            } else {
-              mbarrier_arrive(&empty[s]);
+              for (int c = 0; c < kCtas; ++c) {
+                if constexpr (PAIR) {
+                  mbarrier_arrive_cluster(&empty[s], uint32_t(c));
+                } else {
+                  mbarrier_arrive(&empty[s]);
+                }
+              }
             }
           }
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) acc[i] = fmaf(tmp[i], ab[i], acc[i]);
         }
       }
 
@@ -223,11 +232,11 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
   }
 }
 
-template <int BN, int CONS, bool PAIR>
+template <int BN, int CONS, bool PAIR, bool SLICE_SUM = false>
 void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   using P = Plan<BN, CONS>;
   constexpr int kCtas = PAIR ? 2 : 1;
-  auto kernel = gemm_fp8_kernel<BN, CONS, PAIR>;
+  auto kernel = gemm_fp8_kernel<BN, CONS, PAIR, SLICE_SUM>;
   // Same limit for every shape of an instantiation; a device attribute, legal during capture.
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, P::kBytes),
         "cudaFuncSetAttribute(gemm_fp8_kernel)");
@@ -264,7 +273,7 @@ void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
 }  // namespace
 
 void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B, void* C, bool c_f32, int64_t ldc,
-              const GemmConfig& cfg, cudaStream_t stream) {
+              const GemmConfig& cfg, cudaStream_t stream, bool slice_sum) {
   const fp8::ImageGeometry ga = fp8::ImageGeometry::of(M, K), gb = fp8::ImageGeometry::of(B.N, K);
   Fp8Params p{};
   p.a_img = a_img;
@@ -289,7 +298,9 @@ void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B
   int device = 0, sms = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-  if (cfg.block_m == 256) {
+  if (slice_sum) {
+    launch<128, 2, false, true>(p, sms, stream);  // test hook: one promotion per slice
+  } else if (cfg.block_m == 256) {
     launch<128, 2, true>(p, sms, stream);  // a 2-CTA cluster of 128 x 128 tiles sharing B
   } else if (cfg.block_n == 128 && cfg.block_m == 128) {
     launch<128, 2, false>(p, sms, stream);

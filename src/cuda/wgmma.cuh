@@ -32,6 +32,18 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
+/// Raises (INC) or lowers this warpgroup's per-thread register limit to N (PTX "setmaxnreg";
+/// every thread of the warpgroup executes it): the producer gives registers back so that the
+/// consumers can hold their accumulators and scale products.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+
 /// Keeps the compiler from moving accesses of `r` across a wgmma issue or wait.
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 

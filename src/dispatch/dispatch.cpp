@@ -11,14 +11,16 @@ namespace mxfp4 {
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// Path fp8 (M > 128): the largest tile (128 x 128, then 128 x 64, then 64 x 64) whose grid
-/// still gives every SM a CTA; one CTA per SM fits (about 200 KB of stages).
+/// Path fp8 (M > 128), persistent (one CTA per SM walks the tiles): 128 x 128 tiles, or
+/// 128 x 64 when fewer than half the SMs would get a 128 x 128 tile. Session 3 H200 tune
+/// (bench/results/logs/fp8-v2-tune-large-m-h200.log): 128 x 128 won 256x7168x2048 (112 tiles,
+/// 34.8 us against 39.0 for 128 x 64) and every M >= 1024 shape; 128 x 64 won 256x3072x1536
+/// (48 tiles, 20.2 against 27.4) and 256x2880x512 (13.3 against 16.3); 64-row tiles and the
+/// 2-CTA pair (block_m 256) never won.
 GemmConfig fp8_config(int64_t M, int64_t N, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
-  int bm = 128, bn = 128;
-  if (ceil_div(M, 128) * ceil_div(N, 128) < sms) bn = 64;
-  if (ceil_div(M, 128) * ceil_div(N, 64) < sms) bm = 64;
-  return GemmConfig{GemmPath::fp8, bn, bm, 1, 4 * (bm / 64 + 1)};
+  const int bn = 2 * ceil_div(M, 128) * ceil_div(N, 128) >= sms ? 128 : 64;
+  return GemmConfig{GemmPath::fp8, bn, 128, 1, 12};
 }
 }  // namespace
 

@@ -29,12 +29,17 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   for (int64_t M : {129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::fp8) << M;
 }
 
-// Path fp8 takes the largest tile whose grid still covers every SM.
-TEST(Dispatch, Fp8TileShrinksUntilTheGridCoversTheSMs) {
+// Path fp8: 128 x 128 tiles, 128 x 64 when fewer than half the SMs would get a 128 x 128 tile
+// (the session 3 tune winners of every M > 128 workload shape).
+TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   const DeviceInfo dev = h200();
-  EXPECT_EQ(describe(choose_gemm_config(1024, 7168, 2048, dev)), "path=fp8 block_n=128 block_m=128 split_k=1 warps=12");
-  EXPECT_EQ(describe(choose_gemm_config(256, 7168, 2048, dev)), "path=fp8 block_n=64 block_m=128 split_k=1 warps=12");
-  EXPECT_EQ(describe(choose_gemm_config(256, 3072, 1536, dev)), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
+  const std::string wide = "path=fp8 block_n=128 block_m=128 split_k=1 warps=12";
+  const std::string narrow = "path=fp8 block_n=64 block_m=128 split_k=1 warps=12";
+  EXPECT_EQ(describe(choose_gemm_config(1024, 7168, 2048, dev)), wide);
+  EXPECT_EQ(describe(choose_gemm_config(8192, 8192, 8192, dev)), wide);
+  EXPECT_EQ(describe(choose_gemm_config(256, 7168, 2048, dev)), wide);     // 112 tiles
+  EXPECT_EQ(describe(choose_gemm_config(256, 3072, 1536, dev)), narrow);   // 48 tiles
+  EXPECT_EQ(describe(choose_gemm_config(256, 2880, 512, dev)), narrow);    // 46 tiles
 }
 
 TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {

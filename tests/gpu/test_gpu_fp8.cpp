@@ -161,6 +161,31 @@ TEST(GpuFp8, BlocksOfDifferentScaleInOneSliceStayExact) {
   }
 }
 
+/// The hardware property behind the per-block promotion: the same cancelling slice summed in the
+/// tensor core across its four blocks (the rejected variant, promoted once per slice) is NOT
+/// exact on Hopper, whose FP8 MMA adds with a truncating 13-fraction-bit accumulator. If this
+/// ever passes exactly on a new GPU, the cheaper slice promotion may be reconsidered there.
+TEST(GpuFp8, TensorCoreSliceSumTruncatesFinerBlocks) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t M = 128, N = 128, K = 128;
+  std::vector<uint16_t> a(size_t(M * K)), b(size_t(N * K));
+  const float av[4] = {6.f, 0.375f, 6.f, 0.f}, bv[4] = {6.f, 1.5f, -6.f, 0.f};
+  for (int64_t k = 0; k < K; ++k) {
+    for (int64_t m = 0; m < M; ++m) a[size_t(m * K + k)] = fmt::f32_to_bf16(av[k / 32]);
+    for (int64_t n = 0; n < N; ++n) b[size_t(n * K + k)] = fmt::f32_to_bf16(bv[k / 32]);
+  }
+  const DeviceBuf da(a);
+  const DevicePacked pk(quantize_bf16(b, N, K));
+  const int64_t img_bytes = fp8::ImageGeometry::of(M, K).total_bytes();
+  DeviceBuf img(static_cast<size_t>(img_bytes)), c(static_cast<size_t>(M * N * 4), 0xFF);
+  cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, K, ScaleRule::aiter, img.get(), nullptr);
+  cuda::gemm_fp8(img.get(), M, K, pk.pw, c.get(), /*c_f32=*/true, N, fp8_cfg(128, 128), nullptr, /*slice_sum=*/true);
+  const std::vector<float> C = c.download<float>();
+  std::printf("slice summed in the tensor core: C = %.6g (exact 18)\n", double(C[0]));
+  EXPECT_NE(C[0], 18.f) << "the FP8 tensor-core sum was exact here: its accumulator is wider than 13 fraction bits";
+  for (float v : C) EXPECT_EQ(v, C[0]);  // every element sees the same slice
+}
+
 /// K = 16384 (512 promotions) with an exactly known answer: A = 1, B row n alternates +6 and
 /// -4 times 2^(n % 7 - 3) along K, so every C[m, n] = 8192 * 2 * 2^(n % 7 - 3) exactly; and a
 /// random K = 16384 problem within spec §3's bound.
