@@ -151,19 +151,73 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
         const uint64_t da = smem_desc_sw128(a_tile), db = smem_desc_sw128(tiles + s * P::kTileBytes + P::kABytes);
         const float* sa = scales + s * P::kScaleFloats;
         const float* sb = sa + P::kBM;
-        const float a0 = sa[row0], a1 = sa[row0 + 8];
         // Scale of each accumulator element for this slice, 2^(Ra + Rb) (exact: |R| <= 48).
         // Fragment of m64nBN: register 4 jn + 2 i + c holds row row0 + 8 i, column 8 jn + 2 (lane % 4) + c.
+        auto load_scale_products = [&] {
+          const float a0 = sa[row0], a1 = sa[row0 + 8];
 #pragma unroll
-        for (int jn = 0; jn < BN / 8; ++jn) {
-          const float2 b = *reinterpret_cast<const float2*>(sb + 8 * jn + 2 * (lane % 4));
-          ab[4 * jn + 0] = a0 * b.x, ab[4 * jn + 1] = a0 * b.y, ab[4 * jn + 2] = a1 * b.x, ab[4 * jn + 3] = a1 * b.y;
-        }
+          for (int jn = 0; jn < BN / 8; ++jn) {
+            const float2 b = *reinterpret_cast<const float2*>(sb + 8 * jn + 2 * (lane % 4));
+            ab[4 * jn + 0] = a0 * b.x, ab[4 * jn + 1] = a0 * b.y, ab[4 * jn + 2] = a1 * b.x, ab[4 * jn + 3] = a1 * b.y;
+          }
+        };
+        auto release_stage = [&] {  // the stage (tiles and scales) is no longer read by this warp
+          __syncwarp();
+          if (lane == 0) {
+#pragma unroll
+            for (int c = 0; c < kCtas; ++c) {
+              if constexpr (PAIR) {
+                mbarrier_arrive_cluster(&empty[s], uint32_t(c));
+              } else {
+                mbarrier_arrive(&empty[s]);
+              }
+            }
+          }
+        };
         // One k32 step per 32-element block: its 32 products share one power-of-two grid and sum
         // to at most 1152 grid units, which the tensor core's reduced-precision adder (13
         // fraction bits, truncating) holds exactly when it starts from zero. Accumulating the
         // four blocks of a slice in the tensor core would truncate a block whose scale is
         // finer than the running sum's (docs/fp8-path.md), so each step is promoted on its own.
+        if constexpr (BN == 128 && !SLICE_SUM) {
+          // Two m64n64 halves (B rows 0-63 and 64-127, one atom each) in flight: the promotion
+          // of one half runs while the tensor core computes the other (wgmma groups complete in
+          // order: wait_group 1 leaves exactly the newer half pending).
+          float t0[32], t1[32];
+          const uint64_t db1 = db + (uint64_t(fp8::kAtomBytes) >> 4);
+          auto issue = [&](float (&t)[32], uint64_t desc_b, int kk) {
+#pragma unroll
+            for (int i = 0; i < 32; ++i) fence_operand(t[i]);
+            wgmma_fence();
+            wgmma_e4m3<64>(t, da + 2 * kk, desc_b + 2 * kk, 0);
+            wgmma_commit();
+          };
+          issue(t0, db, 0);
+          issue(t1, db1, 0);
+          load_scale_products();
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk) {
+            wgmma_wait<1>();  // half 0 of step kk
+#pragma unroll
+            for (int i = 0; i < 32; ++i) fence_operand(t0[i]);
+#pragma unroll
+            for (int i = 0; i < 32; ++i) acc[i] = fmaf(t0[i], ab[i], acc[i]);
+            if (kk < 3) {
+              issue(t0, db, kk + 1);
+              wgmma_wait<1>();  // half 1 of step kk
+            } else {
+              wgmma_wait<0>();
+            }
+#pragma unroll
+            for (int i = 0; i < 32; ++i) fence_operand(t1[i]);
+            if (kk == 3) release_stage();
+#pragma unroll
+            for (int i = 0; i < 32; ++i) acc[32 + i] = fmaf(t1[i], ab[32 + i], acc[32 + i]);
+            if (kk < 3) issue(t1, db1, kk + 1);
+          }
+          continue;
+        }
+        load_scale_products();
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
@@ -175,19 +229,7 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
           wgmma_wait<0>();
 #pragma unroll
           for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
-          if (kk == 3) {  // the stage (tiles and scales) is no longer read by this warp
-            __syncwarp();
-            if (lane == 0) {
-#pragma unroll
-              for (int c = 0; c < kCtas; ++c) {
-                if constexpr (PAIR) {
-                  mbarrier_arrive_cluster(&empty[s], uint32_t(c));
-                } else {
-                  mbarrier_arrive(&empty[s]);
-                }
-              }
-            }
-          }
+          if (kk == 3) release_stage();
 #pragma unroll
           for (int i = 0; i < BN / 2; ++i) acc[i] = fmaf(tmp[i], ab[i], acc[i]);
         }
