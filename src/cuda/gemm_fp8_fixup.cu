@@ -5,9 +5,9 @@
 // 32 * 36), scaled by 2^(sa + sb) with one scalbnf (exponents added first, spec §3), and the
 // block contributions are summed in fp32 in K order. A NaN scale makes the element NaN.
 // The common case (nothing flagged) costs one parallel read of both images' tile flags per
-// CTA: the kernel is launched as a programmatic dependent of the GEMM (PDL), so it starts
-// while the GEMM's last wave runs, and waits for the GEMM (griddepcontrol.wait) only when it
-// has something to rewrite.
+// CTA: the kernel is launched as a programmatic dependent of the GEMM (PDL), so its launch
+// and flag scan overlap the GEMM; every CTA then waits for the GEMM (griddepcontrol.wait,
+// the PDL contract for the work queued after it) and returns unless something is flagged.
 #include "core/fp8_layout.hpp"
 #include "cuda/bulk_copy.cuh"
 #include "cuda/common.cuh"
