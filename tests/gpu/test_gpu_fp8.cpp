@@ -45,6 +45,16 @@ HostMx adversarial_weights(int64_t N, int64_t K, uint64_t seed) {
   return b;
 }
 
+/// The exact reference of A_q * B^T: unrounded sums and sum_k |a_k b_k| (gemm_reference).
+struct Reference {
+  std::vector<double> sum, abs_sum;
+  Reference(const HostMx& aq, const HostMx& b)
+      : sum(size_t(aq.rows * b.rows)), abs_sum(size_t(aq.rows * b.rows)) {
+    std::vector<uint16_t> bf16(sum.size());
+    gemm_reference(aq.view(), b.view(), bf16.data(), b.rows, sum.data(), abs_sum.data());
+  }
+};
+
 /// Runs gemm with `cfg` into a poisoned bf16 C [M, N] and returns it.
 std::vector<uint16_t> run_gemm(const DeviceBuf& a, int64_t M, int64_t K, const PackedWeights& pw, const GemmConfig* cfg) {
   DeviceBuf c(size_t(M * pw.N * 2), 0xFF);
@@ -111,9 +121,8 @@ TEST(GpuFp8, FlaggedGroupsInWeightsAndActivationsStayWithinContract) {
   const HostMx aq = quantize_bf16(a, M, K), b = adversarial_weights(N, K, 930002);
   const DeviceBuf da(a);
   const DevicePacked pk(b);
-  std::vector<double> ref(size_t(M * N)), abs_sum(size_t(M * N));
-  std::vector<uint16_t> ref_bf16(size_t(M * N));
-  gemm_reference(aq.view(), b.view(), ref_bf16.data(), N, ref.data(), abs_sum.data());
+  const Reference r(aq, b);
+  const std::vector<double>&ref = r.sum, &abs_sum = r.abs_sum;
   for (const GemmConfig& cfg :
        {fp8_cfg(128, 128), fp8_cfg(64, 128), fp8_cfg(128, 64), fp8_cfg(64, 64), fp8_cfg(256, 128)}) {
     const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
@@ -217,12 +226,10 @@ TEST(GpuFp8, K16384PromotionKeepsTheBound) {
   const HostMx aq = quantize_bf16(a, M, K), br = random_mx(N, K, 940002);
   const DeviceBuf da(a);
   const DevicePacked pr(br);
-  std::vector<double> ref(size_t(M * N)), abs_sum(size_t(M * N));
-  std::vector<uint16_t> ref_bf16(size_t(M * N));
-  gemm_reference(aq.view(), br.view(), ref_bf16.data(), N, ref.data(), abs_sum.data());
+  const Reference r(aq, br);
   const GemmConfig cfg = fp8_cfg(128, 128);
   const std::vector<uint16_t> C = run_gemm(da, M, K, pr.pw, &cfg);
-  const ContractReport rep = check_gemm_contract(C.data(), M, N, N, ref.data(), abs_sum.data());
+  const ContractReport rep = check_gemm_contract(C.data(), M, N, N, r.sum.data(), r.abs_sum.data());
   EXPECT_TRUE(rep.ok()) << rep.str();
   RecordProperty("worst_ratio", std::to_string(rep.worst_ratio));
   std::printf("K = 16384 random: worst |C - ref| / bound = %.4f\n", rep.worst_ratio);
