@@ -239,7 +239,8 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
 /// "path=splitk block_n=64 block_m=16 split_k=4 warps=4".
 std::string describe(const GemmConfig& cfg);
 
-/// Device scratch bytes the GEMM needs for (M, K) with `cfg` (0 for fused).
+/// Device scratch bytes the GEMM needs for (M, K) with `cfg` (0 for fused; for fp8 also
+/// enough for the tiled path that runs when the weights have no FP8 image).
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg);
 
 /// The configuration gemm() would use for this shape on exec's device (tune cache first,

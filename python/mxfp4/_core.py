@@ -342,14 +342,6 @@ def _unpack_impl(data, N, K, version):
     return codes, scales
 
 
-def _tiled_config():
-    """The configuration gemm() runs when the dispatcher picks path fp8 for weights without an
-    FP8 image (src/core/api.cpp, gemm_packed_b): tiled 128 x 128, 8 warps."""
-    cfg = _C.GemmConfig()
-    cfg.path, cfg.block_n, cfg.block_m, cfg.split_k, cfg.warps = _C.GemmPath.tiled, 128, 128, 1, 8
-    return cfg
-
-
 def _gemm_impl(a, data, N, K, version, rule, out_dtype=None, fp8=None):
     rl = _rule(rule)
     kind = _gemm_out_kind(out_dtype)
@@ -366,9 +358,8 @@ def _gemm_impl(a, data, N, K, version, rule, out_dtype=None, fp8=None):
     if M > 0:
         ws = None
         if _is_cuda(av):
+            # For path fp8 this also covers the tiled fallback of weights without an image.
             cfg = _C.explain_gemm(M, N, K, _C.Backend.cuda, av.device.index)
-            if cfg.path == _C.GemmPath.fp8 and fp8 is None:
-                cfg = _tiled_config()  # what gemm() runs instead; its workspace is larger
             nbytes = int(_C.gemm_workspace_bytes(M, K, cfg))
             if nbytes > 0:
                 ws = torch.empty((nbytes,), dtype=torch.uint8, device=av.device)

@@ -222,7 +222,7 @@ class MXFP4Linear(nn.Module):
         except (RuntimeError, ValueError) as e:
             return f"unavailable ({e})"
         if cfg.path == _core._C.GemmPath.fp8 and self.weight_fp8 is None:
-            return f"{cfg} (no FP8 image: runs {_core._tiled_config()})"
+            return f"{cfg} (no FP8 image: runs path=tiled)"
         return str(cfg)
 
     def extra_repr(self) -> str:

@@ -142,7 +142,9 @@ std::string describe(const GemmConfig& cfg) {
 }
 
 /// splitk and tiled paths: activation fragments, round_up(M, 8) x round_up(K, 64) bf16 values;
-/// fp8: A's FP8 image (core/fp8_layout.hpp, about 1.03 * M * K bytes).
+/// fp8: A's FP8 image (core/fp8_layout.hpp, about 1.03 * M * K bytes), or the tiled path's
+/// fragments when larger: gemm() runs tiled instead when the weights have no FP8 image, and
+/// the workspace sized for the chosen config must serve that call too.
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
   if (cfg.path == GemmPath::fused) return 0;
   constexpr int64_t kMax = int64_t(1) << 40;
@@ -150,8 +152,9 @@ size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
     throw InvalidArgument("mxfp4::gemm_workspace_bytes: M = " + std::to_string(M) + ", K = " + std::to_string(K) +
                           " out of range");
   }
-  if (cfg.path == GemmPath::fp8) return size_t(fp8::ImageGeometry::of(M, K).total_bytes());
-  return size_t(ceil_div(M, 8) * 8 * ceil_div(K, 64) * 64 * 2);
+  const int64_t fragments = ceil_div(M, 8) * 8 * ceil_div(K, 64) * 64 * 2;
+  if (cfg.path == GemmPath::fp8) return size_t(std::max(fp8::ImageGeometry::of(M, K).total_bytes(), fragments));
+  return size_t(fragments);
 }
 
 }  // namespace mxfp4

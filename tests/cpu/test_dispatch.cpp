@@ -29,6 +29,19 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   for (int64_t M : {129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::fp8) << M;
 }
 
+// gemm() runs tiled when the dispatcher picks fp8 for weights without an FP8 image, so the
+// workspace of an fp8 configuration must also hold the tiled path's fragments.
+TEST(Dispatch, Fp8WorkspaceAlsoServesTheTiledFallback) {
+  GemmConfig tiled;
+  tiled.path = GemmPath::tiled, tiled.block_n = tiled.block_m = 128, tiled.warps = 8;
+  for (int64_t M : {129, 256, 1000, 8192})
+    for (int64_t K : {32, 96, 512, 2880, 8192}) {
+      const GemmConfig fp8 = choose_gemm_config(M, 4096, K, h200());
+      ASSERT_EQ(fp8.path, GemmPath::fp8);
+      EXPECT_GE(gemm_workspace_bytes(M, K, fp8), gemm_workspace_bytes(M, K, tiled)) << M << "x" << K;
+    }
+}
+
 // Path fp8: 128 x 128 tiles, 128 x 64 when fewer than half the SMs would get a 128 x 128 tile
 // (the session 3 tune winners of every M > 128 workload shape).
 TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
