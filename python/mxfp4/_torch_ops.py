@@ -53,6 +53,16 @@ def _check_names(rule=None, code_layout=None, scale_layout=None):
         _core._scale_layout(scale_layout)
 
 
+def _same_device(a: Tensor, **others) -> None:
+    # Torch routes a call that mixes a meta tensor with real ones to the fake implementation,
+    # which would return an uninitialised result instead of computing it: every tensor of a
+    # call must be on a's device (the real implementations check this too; ValueError).
+    for name, t in others.items():
+        if t is not None and t.device != a.device:
+            raise ValueError(f"all arrays of one call must be on the same device: a on {a.device}, "
+                             f"{name} on {t.device}")
+
+
 def _rows_k(x: Tensor, name: str):
     if x.dim() == 0:
         raise ValueError(f"{name} must have at least one dimension [..., K]; got a scalar")
@@ -205,6 +215,7 @@ def _gemm_out(a, N, out_dtype):
 @gemm.register_fake
 def _gemm_fake(a, packed, N, K, version=PACKED_LAYOUT_VERSION, rule="aiter", out_dtype=None, fp8=None):
     _check_names(rule=rule)
+    _same_device(a, packed=packed, fp8=fp8)
     return _gemm_out(a, N, out_dtype)
 
 
@@ -219,6 +230,7 @@ def gemm_mx(a: Tensor, codes: Tensor, scales: Tensor, code_layout: str = "plain"
 @gemm_mx.register_fake
 def _gemm_mx_fake(a, codes, scales, code_layout="plain", scale_layout="plain", rule="aiter", out_dtype=None):
     _check_names(rule=rule, code_layout=code_layout, scale_layout=scale_layout)
+    _same_device(a, codes=codes, scales=scales)
     if codes.dim() != 2:
         raise ValueError(f"codes must be 2-D [N, K/2]; got shape {tuple(codes.shape)}")
     return _gemm_out(a, codes.shape[0], out_dtype)

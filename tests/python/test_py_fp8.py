@@ -263,6 +263,29 @@ def test_torch_prepack_fp8_and_gemm(torch, rng):
     assert torch.equal(back.fp8, p8.fp8)
 
 
+def test_torch_gemm_rejects_an_image_on_another_device(torch, rng):
+    # A meta tensor among real ones sends the call to the op's fake implementation: without a
+    # device check it returned an uninitialised C instead of the product (or an error).
+    from mxfp4.nn import MXFP4Linear
+
+    p8 = mxfp4.prepack_dense(torch.from_numpy(_weights(rng, 32, 128)), fp8=True)
+    a = torch.from_numpy(_bf16(rng, 4, 128).view(np.uint16)).view(torch.bfloat16)
+    for bad in (mxfp4.PackedTensor(p8.data, 32, 128, fp8=p8.fp8.to("meta")),
+                mxfp4.PackedTensor(p8.data.to("meta"), 32, 128, fp8=p8.fp8)):
+        with pytest.raises(ValueError, match="same device"):
+            mxfp4.gemm(a, bad)
+    with pytest.raises(ValueError, match="same device"):
+        torch.ops.mxfp4.gemm_mx(a, *(x.to("meta") for x in mxfp4.quantize(torch.ones(32, 128))))
+    # a module built on meta whose weight_packed alone was materialised keeps a meta image
+    with torch.device("meta"):
+        lin = MXFP4Linear(128, 32, bias=False, fp8=True)
+    lin.weight_packed = p8.data.clone()
+    with pytest.raises(ValueError, match="same device"):
+        lin(a)
+    lin.refresh_fp8()
+    assert _same_bits(lin(a), mxfp4.gemm(a, p8))
+
+
 @pytest.mark.parametrize("case", ["prepack_fp8", "gemm", "gemm_f32"])
 def test_opcheck_fp8_ops(torch, case):
     g = torch.Generator().manual_seed(0)
