@@ -145,6 +145,8 @@ class MXFP4Linear(nn.Module):
         if packed.fp8 is not None:
             img = _as_torch(packed.fp8, "packed.fp8").reshape(-1)
             need = _api.fp8_weights_bytes(packed.N, packed.K)
+            if img.dtype != torch.uint8:
+                raise TypeError(f"packed.fp8 must be a uint8 FP8 image; got {img.dtype}")
             if img.numel() != need:
                 raise ValueError(f"packed.fp8 has {img.numel()} bytes; expected {need} = "
                                  f"fp8_weights_bytes({packed.N}, {packed.K})")

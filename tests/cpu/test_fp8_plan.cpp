@@ -203,6 +203,17 @@ TEST(Fp8Image, PublicPrepackFp8ValidatesItsArguments) {
   gemm(a.data(), 3, 256, 256, pw, c1.data(), 40);
   gemm(a.data(), 3, 256, 256, w8, c2.data(), 40);
   EXPECT_EQ(c1, c2);
+  // A forced configuration is checked on the CPU as on CUDA: fp8 needs the image, and the
+  // tile must be one the kernels have.
+  GemmConfig fp8{GemmPath::fp8, 128, 128, 1, 12}, odd{GemmPath::fp8, 16, 8, 3, 1};
+  GemmOptions opt;
+  opt.config = &fp8;
+  EXPECT_THROW(gemm(a.data(), 3, 256, 256, pw, c2.data(), 40, opt), InvalidArgument);
+  EXPECT_THROW(gemm(a.data(), 3, 256, 256, m.view(), c2.data(), 40, opt), InvalidArgument);
+  gemm(a.data(), 3, 256, 256, w8, c2.data(), 40, opt);
+  EXPECT_EQ(c1, c2);
+  opt.config = &odd;
+  EXPECT_THROW(gemm(a.data(), 3, 256, 256, w8, c2.data(), 40, opt), InvalidArgument);
 }
 
 }  // namespace

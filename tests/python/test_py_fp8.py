@@ -171,7 +171,8 @@ def test_explain_names_path_fp8():
     dev = mxfp4._C.DeviceInfo()
     assert mxfp4._C.choose_gemm_config(256, 4096, 4096, dev).path == mxfp4.GemmPath.fp8
     assert mxfp4._C.choose_gemm_config(128, 4096, 4096, dev).path != mxfp4.GemmPath.fp8
-    assert mxfp4._C.gemm_workspace_bytes(256, 512, cfg) == mxfp4.fp8_weights_bytes(256, 512)
+    # A's image, or the tiled fallback's bf16 fragments (256 * 512 * 2 bytes) when larger.
+    assert mxfp4._C.gemm_workspace_bytes(256, 512, cfg) == max(mxfp4.fp8_weights_bytes(256, 512), 256 * 512 * 2)
 
 
 # ---- errors ----------------------------------------------------------------------------------
@@ -348,6 +349,10 @@ def test_linear_fp8_option(torch, rng):
     assert torch.equal(MXFP4Linear.from_mxfp4(codes, scales, fp8=True).weight_fp8, q.weight_fp8)
     with pytest.raises(ValueError, match="fp8_weights_bytes"):
         MXFP4Linear.from_packed(mxfp4.PackedTensor(p8.data, 72, 160, fp8=p8.fp8[:-16]))
+    # an image of the right element count but not bytes is refused at construction
+    wide = torch.zeros(p8.fp8.numel(), dtype=torch.float32)
+    with pytest.raises(TypeError, match="uint8"):
+        MXFP4Linear.from_packed(mxfp4.PackedTensor(p8.data, 72, 160, fp8=wide))
     # after an in-place change of the weights, refresh_fp8 rebuilds the image
     with torch.no_grad():
         fresh.weight_packed.copy_(plain.weight_packed)
