@@ -133,6 +133,7 @@ PackedWeights packed_arg(Input& in, Pointers& p) {
   w.N = size_arg(in);
   w.K = size_arg(in);
   w.version = in.u8() < 192 ? kPackedLayoutVersion : small_int(in);
+  w.fp8 = in.flag() ? p.get() : nullptr;  // an FP8 image (prepack_fp8) or none
   return w;
 }
 
@@ -202,6 +203,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }, ptrs);
       break;
     case 7:
+      if (in.flag()) {
+        expect_rejected("prepack_fp8", in, [](Input& in, Pointers& p) {
+          const PackedWeights w = packed_arg(in, p);
+          prepack_fp8(w, p.get(), exec_arg(in));
+        }, ptrs);
+        break;
+      }
       expect_rejected("unpack", in, [](Input& in, Pointers& p) {
         const PackedWeights w = packed_arg(in, p);
         unpack(w, p.get(), p.get(), exec_arg(in));
@@ -215,7 +223,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         opt.rule = enum_arg<ScaleRule>(in);
         GemmConfig cfg;
         if (in.flag()) {
-          cfg.path = enum_arg<GemmPath>(in);
+          const uint8_t path = in.u8();  // fused, splitk, tiled, fp8, or any int
+          cfg.path = path < 240 ? GemmPath(path % 4) : GemmPath(small_int(in));
           cfg.block_n = small_int(in);
           cfg.block_m = small_int(in);
           cfg.split_k = small_int(in);
@@ -273,13 +282,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       break;
     }
-    case 13: {  // packed_bytes
+    case 13: {  // packed_bytes, fp8_weights_bytes
       const int64_t N = size_arg(in), K = size_arg(in);
       try {
         const int64_t v = packed_bytes(N, K);
         const i128 padded = ru(N, 16) * ru(K, 64);
         FUZZ_CHECK(N >= 1 && K >= 32 && K % 32 == 0 && i128(v) == padded / 2 + padded / 32,
                    "packed_bytes(%lld, %lld) = %lld", (long long)N, (long long)K, (long long)v);
+      } catch (const InvalidArgument&) {
+      }
+      try {  // codes S * Rp * 128, scales S * Rp * 4, flags S * Rp / 64, rounded up to 16
+        const int64_t v = fp8_weights_bytes(N, K);
+        const i128 rows = ru(N, 256), slices = ru(K, 128) / 128;
+        FUZZ_CHECK(N >= 1 && K >= 32 && K % 32 == 0 && i128(v) == ru(slices * rows * 132 + slices * rows / 64, 16),
+                   "fp8_weights_bytes(%lld, %lld) = %lld", (long long)N, (long long)K, (long long)v);
       } catch (const InvalidArgument&) {
       }
       break;
