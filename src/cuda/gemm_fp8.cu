@@ -7,8 +7,10 @@
 //     `full` mbarriers by transaction bytes; consumers release a stage on its `empty` mbarrier;
 //   - each consumer warpgroup runs one m64nBNk32 e4m3 wgmma per 32-element block into a scratch
 //     accumulator that starts from zero (the block's products and their sum are exact in the
-//     tensor core) and promotes it: acc += scratch * (2^Ra[m] * 2^Rb[n]), one FMUL and one
-//     FFMA per element, exact up to the fp32 rounding of the add (|R| <= 48, fp8::kMaxAbsR).
+//     tensor core) and promotes it: acc += scratch * 2^(Ra[m] + Rb[n]), one FFMA per element
+//     with the slice's scale products held in registers (setmaxnreg), exact up to the fp32
+//     rounding of the add (|R| <= 48, fp8::kMaxAbsR); BN = 128 runs as two m64n64 halves in
+//     flight so that one half's promotion overlaps the other's MMA.
 // Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the
 // rows and columns of C they touch afterwards.
 #include <algorithm>
