@@ -174,8 +174,24 @@ def _torch_of(x):
     return x if _is_torch(x) else torch.from_numpy(x)
 
 
+def _size_args(fn: str, **sizes) -> None:
+    """Sizes of the size functions: integers (bool refused, TypeError) within int64 (else
+    ValueError, the error the library gives for sizes too large)."""
+    for name, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{fn}: {name} must be an integer; got {type(v).__name__} {v!r}")
+        if not -2**63 <= int(v) < 2**63:
+            raise ValueError(f"{fn}: {name} = {v} is out of range")
+
+
 def packed_bytes(N: int, K: int) -> int:
-    """Bytes of the packed layout for weights B [N, K] (N padded to 16, K to 64)."""
+    """Bytes of the packed layout for weights B [N, K] (N padded to 16, K to 64).
+
+    Raises:
+        TypeError: N or K not an integer (bool included).
+        ValueError: N < 1, K not a positive multiple of 32, sizes too large.
+    """
+    _size_args("packed_bytes", N=N, K=K)
     return int(_C.packed_bytes(N, K))
 
 
@@ -186,8 +202,10 @@ def fp8_weights_bytes(N: int, K: int) -> int:
     and 128-K slice, one flag byte per 64-row tile and slice): about 1.03 bytes per weight.
 
     Raises:
+        TypeError: N or K not an integer (bool included).
         ValueError: N < 1, K not a positive multiple of 32, sizes too large.
     """
+    _size_args("fp8_weights_bytes", N=N, K=K)
     return int(_C.fp8_weights_bytes(N, K))
 
 

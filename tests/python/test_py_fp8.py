@@ -178,6 +178,18 @@ def test_explain_names_path_fp8():
 # ---- errors ----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("fn", ["packed_bytes", "fp8_weights_bytes"])
+def test_size_functions_refuse_bools_and_huge_sizes(fn):
+    f = getattr(mxfp4, fn)
+    with pytest.raises(TypeError, match="integer"):
+        f(True, 32)
+    with pytest.raises(TypeError, match="integer"):
+        f(32, 64.0)
+    with pytest.raises(ValueError):
+        f(2**70, 32)
+    assert f(np.int64(32), 64) == f(32, 64)
+
+
 def test_prepack_fp8_errors(rng):
     p = mxfp4.prepack_dense(_weights(rng, 32, 128))
     with pytest.raises(TypeError, match="PackedTensor"):
