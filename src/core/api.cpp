@@ -386,10 +386,8 @@ void gemm_packed_b(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const P
   else
     detail::require_disjoint(fn, {a_span, b_span, b8_span}, {c_span});
   if (on_cuda(exec)) {
-    GemmConfig cfg = opt.config != nullptr ? *opt.config : cuda::config_for(M, B.N, K);
+    const GemmConfig cfg = opt.config != nullptr ? *opt.config : cuda::config_for(M, B.N, K);
     require_config(fn, cfg);
-    if (cfg.path == GemmPath::fp8 && B.fp8 == nullptr)  // dispatcher or tune cache; forced: checked above
-      cfg = GemmConfig{GemmPath::tiled, 128, 128, 1, 8};  // the bf16 path for weights without an image
     cuda::gemm(A, M, K, lda, B, C, c_f32, ldc, cfg, opt.rule, opt.workspace, opt.workspace_bytes, exec.stream);
     return;
   }

@@ -36,7 +36,8 @@ void prepack_fp8(const PackedWeights& p, uint8_t* out, void* stream);
 
 /// Configuration for (M, N, K) on the current device: tune cache entry or dispatcher.
 GemmConfig config_for(int64_t M, int64_t N, int64_t K);
-/// C = quantize(A) * B^T on the GPU with configuration `cfg`; C is bf16 (c_f32 false) or the
+/// C = quantize(A) * B^T on the GPU with configuration `cfg` (path fp8 for weights without an
+/// FP8 image runs the tiled kernel); C is bf16 (c_f32 false) or the
 /// fp32 accumulator without the final rounding (c_f32 true; row-parallel partial sums).
 void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
           int64_t ldc, const GemmConfig& cfg, ScaleRule rule, void* workspace, size_t workspace_bytes, void* stream);

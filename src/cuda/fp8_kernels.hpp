@@ -20,11 +20,12 @@ void fp8_image_from_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, S
 void fp8_image_from_packed(const PackedWeights& B, uint8_t* out, cudaStream_t stream);
 
 /// C [M, N] = A * B^T on e4m3 wgmma from the two images (a_img: activations, B.fp8: weights);
-/// tile cfg.block_m x cfg.block_n (64 or 128 each, or the 256 x 128 cluster pair). Flagged
-/// groups contribute zero: call fp8_fixup afterwards. `slice_sum` (tests only) selects the
-/// rejected variant that lets the tensor core sum a whole 128-K slice (128 x 128 tile).
+/// tile cfg.block_m x cfg.block_n (64 or 128 each, or the 256 x 128 cluster pair), a
+/// persistent grid of at most `sm_count` CTAs. Flagged groups contribute zero: call fp8_fixup
+/// afterwards. `slice_sum` (tests only) selects the rejected variant that lets the tensor core
+/// sum a whole 128-K slice (128 x 128 tile).
 void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B, void* C, bool c_f32, int64_t ldc,
-              const GemmConfig& cfg, cudaStream_t stream, bool slice_sum = false);
+              const GemmConfig& cfg, int sm_count, cudaStream_t stream, bool slice_sum = false);
 
 /// Rewrites, exactly (exact block products, fp32 sums of 2^(sa+sb)-scaled block sums), every
 /// row of C whose activation row has a flagged group in a_img and every column whose weight

@@ -69,14 +69,17 @@ GemmConfig config_for(int64_t M, int64_t N, int64_t K) {
 }
 
 void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
-          int64_t ldc, const GemmConfig& cfg, ScaleRule rule, void* workspace, size_t workspace_bytes, void* stream) {
+          int64_t ldc, const GemmConfig& chosen, ScaleRule rule, void* workspace, size_t workspace_bytes,
+          void* stream) {
   cudaStream_t s = as_stream(stream);
+  // Weights without an FP8 image run the bf16 tiled kernel where path fp8 was chosen (the API
+  // rejects a forced fp8 configuration without one before this point).
+  const GemmConfig cfg =
+      chosen.path == GemmPath::fp8 && B.fp8 == nullptr ? GemmConfig{GemmPath::tiled, 128, 128, 1, 8} : chosen;
   if (const std::string problem = gemm_config_problem(cfg, M); !problem.empty()) {
     throw InvalidArgument("unsupported GemmConfig " + describe(cfg) + " for M=" + std::to_string(M) + ": " + problem);
   }
   const uint32_t* frags = nullptr;
-  if (cfg.path == GemmPath::fp8 && B.fp8 == nullptr)
-    throw InvalidArgument("GemmConfig path fp8 needs the weights' FP8 image (PackedWeights::fp8, prepack_fp8)");
   if (cfg.path != GemmPath::fused) {
     const size_t need = gemm_workspace_bytes(M, K, cfg);
     void* ws = workspace;
@@ -89,7 +92,7 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     if (cfg.path == GemmPath::fp8) {  // A's FP8 image, the wgmma GEMM, the exact fix-up
       uint8_t* a_img = static_cast<uint8_t*>(ws);
       fp8_image_from_bf16(A, M, K, lda, rule, a_img, s);
-      gemm_fp8(a_img, M, K, B, C, c_f32, ldc, cfg, s);
+      gemm_fp8(a_img, M, K, B, C, c_f32, ldc, cfg, cached_device_info(current_device()).sm_count, s);
       fp8_fixup(A, M, K, lda, rule, a_img, B, C, c_f32, ldc, s);
       return;
     }

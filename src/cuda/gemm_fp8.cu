@@ -317,7 +317,7 @@ void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
 }  // namespace
 
 void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B, void* C, bool c_f32, int64_t ldc,
-              const GemmConfig& cfg, cudaStream_t stream, bool slice_sum) {
+              const GemmConfig& cfg, int sm_count, cudaStream_t stream, bool slice_sum) {
   const fp8::ImageGeometry ga = fp8::ImageGeometry::of(M, K), gb = fp8::ImageGeometry::of(B.N, K);
   Fp8Params p{};
   p.a_img = a_img;
@@ -339,21 +339,18 @@ void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B
   p.c_f32 = c_f32;
   const int elem = c_f32 ? 4 : 2;
   p.vec_store = ldc % 2 == 0 && reinterpret_cast<uintptr_t>(C) % (2 * elem) == 0;
-  int device = 0, sms = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   if (slice_sum) {
-    launch<128, 2, false, true>(p, sms, stream);  // test hook: one promotion per slice
+    launch<128, 2, false, true>(p, sm_count, stream);  // test hook: one promotion per slice
   } else if (cfg.block_m == 256) {
-    launch<128, 2, true>(p, sms, stream);  // a 2-CTA cluster of 128 x 128 tiles sharing B
+    launch<128, 2, true>(p, sm_count, stream);  // a 2-CTA cluster of 128 x 128 tiles sharing B
   } else if (cfg.block_n == 128 && cfg.block_m == 128) {
-    launch<128, 2, false>(p, sms, stream);
+    launch<128, 2, false>(p, sm_count, stream);
   } else if (cfg.block_n == 128 && cfg.block_m == 64) {
-    launch<128, 1, false>(p, sms, stream);
+    launch<128, 1, false>(p, sm_count, stream);
   } else if (cfg.block_n == 64 && cfg.block_m == 128) {
-    launch<64, 2, false>(p, sms, stream);
+    launch<64, 2, false>(p, sm_count, stream);
   } else {
-    launch<64, 1, false>(p, sms, stream);
+    launch<64, 1, false>(p, sm_count, stream);
   }
 }
 

@@ -188,7 +188,8 @@ TEST(GpuFp8, TensorCoreSliceSumTruncatesFinerBlocks) {
   const int64_t img_bytes = fp8::ImageGeometry::of(M, K).total_bytes();
   DeviceBuf img(static_cast<size_t>(img_bytes)), c(static_cast<size_t>(M * N * 4), 0xFF);
   cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, K, ScaleRule::aiter, img.get(), nullptr);
-  cuda::gemm_fp8(img.get(), M, K, pk.pw, c.get(), /*c_f32=*/true, N, fp8_cfg(128, 128), nullptr, /*slice_sum=*/true);
+  cuda::gemm_fp8(img.get(), M, K, pk.pw, c.get(), /*c_f32=*/true, N, fp8_cfg(128, 128), cuda_device_info(0).sm_count,
+                 nullptr, /*slice_sum=*/true);
   const std::vector<float> C = c.download<float>();
   std::printf("slice summed in the tensor core: C = %.6g (exact 18)\n", double(C[0]));
   EXPECT_NE(C[0], 18.f) << "the FP8 tensor-core sum was exact here: its accumulator is wider than 13 fraction bits";
