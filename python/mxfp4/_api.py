@@ -89,9 +89,7 @@ class PackedTensor:
     """
 
     def __init__(self, data, N: int, K: int, version: int = PACKED_LAYOUT_VERSION, fp8=None):
-        for name, v in (("N", N), ("K", K), ("version", version)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise TypeError(f"PackedTensor: {name} must be an integer; got {type(v).__name__} {v!r}")
+        _size_args("PackedTensor", N=N, K=K, version=version)
         if N < 1 or K < 1:
             raise ValueError(f"PackedTensor: N = {N} and K = {K} must be >= 1")
         if fp8 is not None and not (_is_torch(fp8) or isinstance(fp8, np.ndarray)):

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "common/test_util.hpp"
 #include "core/fp8_layout.hpp"
@@ -147,23 +148,28 @@ TEST(GpuFp8, FlaggedGroupsInWeightsAndActivationsStayWithinContract) {
   }
 }
 
-/// One 128-K slice whose blocks have different scales and cancel: A row = 6 x32, 0.375 x32,
-/// 6 x32, 0 x32 and B row = 6 x32, 1.5 x32, -6 x32, 0 x32, so C = 1152 + 18 - 1152 = 18 exactly.
-/// In e4m3 units (group shifts 6, 2, 6) the second block's products (2304 each) are finer
-/// than the running sum after the first (2^22): a tensor-core sum over the whole slice,
-/// truncated to 13 fraction bits, gives 16. Each block promoted on its own gives 18.
-TEST(GpuFp8, BlocksOfDifferentScaleInOneSliceStayExact) {
-  MXFP4_REQUIRE_GPU();
-  constexpr int64_t M = 256, N = 128, K = 256;  // the pattern in both slices: C = 36 exactly
+/// bf16 A [M, K] and B [N, K] whose 128-K slices have blocks of different scales that cancel:
+/// every A row repeats 6 x32, 0.375 x32, 6 x32, 0 x32 and every B row 6 x32, 1.5 x32, -6 x32,
+/// 0 x32, so each slice contributes 1152 + 18 - 1152 = 18 exactly.
+std::pair<std::vector<uint16_t>, std::vector<uint16_t>> cancelling_slices(int64_t M, int64_t N, int64_t K) {
   std::vector<uint16_t> a(size_t(M * K)), b(size_t(N * K));
   const float av[4] = {6.f, 0.375f, 6.f, 0.f}, bv[4] = {6.f, 1.5f, -6.f, 0.f};
   for (int64_t k = 0; k < K; ++k) {
     for (int64_t m = 0; m < M; ++m) a[size_t(m * K + k)] = fmt::f32_to_bf16(av[(k / 32) % 4]);
     for (int64_t n = 0; n < N; ++n) b[size_t(n * K + k)] = fmt::f32_to_bf16(bv[(k / 32) % 4]);
   }
-  const HostMx bq = quantize_bf16(b, N, K);
+  return {a, b};
+}
+
+/// In e4m3 units (group shifts 6, 2, 6) the second block's products (2304 each) are finer
+/// than the running sum after the first (2^22): a tensor-core sum over the whole slice,
+/// truncated to 13 fraction bits, gives 16. Each block promoted on its own gives 18.
+TEST(GpuFp8, BlocksOfDifferentScaleInOneSliceStayExact) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t M = 256, N = 128, K = 256;  // the pattern in both slices: C = 36 exactly
+  const auto [a, b] = cancelling_slices(M, N, K);
   const DeviceBuf da(a);
-  const DevicePacked pk(bq);
+  const DevicePacked pk(quantize_bf16(b, N, K));
   for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(64, 64), fp8_cfg(256, 128)}) {
     const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
     for (size_t i = 0; i < C.size(); ++i) ASSERT_EQ(fmt::bf16_to_f32(C[i]), 36.f) << describe(cfg) << " element " << i;
@@ -177,12 +183,7 @@ TEST(GpuFp8, BlocksOfDifferentScaleInOneSliceStayExact) {
 TEST(GpuFp8, TensorCoreSliceSumTruncatesFinerBlocks) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t M = 128, N = 128, K = 128;
-  std::vector<uint16_t> a(size_t(M * K)), b(size_t(N * K));
-  const float av[4] = {6.f, 0.375f, 6.f, 0.f}, bv[4] = {6.f, 1.5f, -6.f, 0.f};
-  for (int64_t k = 0; k < K; ++k) {
-    for (int64_t m = 0; m < M; ++m) a[size_t(m * K + k)] = fmt::f32_to_bf16(av[k / 32]);
-    for (int64_t n = 0; n < N; ++n) b[size_t(n * K + k)] = fmt::f32_to_bf16(bv[k / 32]);
-  }
+  const auto [a, b] = cancelling_slices(M, N, K);
   const DeviceBuf da(a);
   const DevicePacked pk(quantize_bf16(b, N, K));
   const int64_t img_bytes = fp8::ImageGeometry::of(M, K).total_bytes();
