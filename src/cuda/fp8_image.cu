@@ -4,6 +4,7 @@
 // weights (layout v2). One CTA of 1024 threads per (64-row tile, 128-K slice), 8 elements
 // (one 16-byte load of bf16) per thread.
 #include "core/fp8_layout.hpp"
+#include "cuda/bulk_copy.cuh"
 #include "cuda/common.cuh"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/fp8_kernels.hpp"
@@ -96,6 +97,7 @@ struct PackedSource {
 /// with shuffles, and the CTA on the tile flag.
 template <class Source>
 __global__ void __launch_bounds__(kThreads) fp8_image_kernel(Source src, int64_t rows, int64_t K, uint8_t* __restrict__ out) {
+  grid_dependents_launch();  // the GEMM (PDL) may start and request B; it waits before reading A
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const int64_t t = blockIdx.x, j = blockIdx.y;
   const int rr = int(threadIdx.x) / 16, i = int(threadIdx.x) % 16;

@@ -4,12 +4,14 @@
 // (BM = 64 tokens per consumer warpgroup, BN = 64 or 128 weight rows):
 //   - one producer thread streams, per 128-K slice, the A and B atoms and their group scales
 //     into a ring of shared-memory stages with 1-D bulk copies (TMA engine), signalling
-//     `full` mbarriers by transaction bytes; consumers release a stage on its `empty` mbarrier;
+//     `full` mbarriers by transaction bytes; consumers release a stage on its `empty` mbarrier.
+//     The kernel is launched with PDL after the A image kernel: B's first stages are requested
+//     before griddepcontrol.wait, A's after it;
 //   - each consumer warpgroup runs one m64nBNk32 e4m3 wgmma per 32-element block into a scratch
 //     accumulator that starts from zero (the block's products and their sum are exact in the
 //     tensor core) and promotes it: acc += scratch * 2^(Ra[m] + Rb[n]), one FFMA per element
 //     with the slice's scale products held in registers (setmaxnreg), exact up to the fp32
-//     rounding of the add (|R| <= 48, fp8::kMaxAbsR); BN = 128 runs as two m64n64 halves in
+//     rounding of the add (|R| <= 48, fp8::kMaxAbsR); WN = 128 runs as two m64n64 halves in
 //     flight so that one half's promotion overlaps the other's MMA.
 // Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the
 // rows and columns of C they touch afterwards.
@@ -32,7 +34,7 @@ struct Fp8Params {
   int64_t M, N;
   int64_t a_rows, b_rows;  ///< padded rows of the two images
   int slices;
-  int m_tiles, n_tiles;  ///< in units of the cluster's tile (PAIR: 2 * 64 * CONS rows)
+  int m_tiles, n_tiles;  ///< in units of the cluster's tile (PAIR: 2 * BM rows)
   void* C;
   int64_t ldc;
   bool c_f32;
@@ -40,17 +42,21 @@ struct Fp8Params {
 };
 
 /// Shared-memory plan of one instantiation: the stage ring (A and B atoms, 1024-byte aligned
-/// for the 128-byte swizzle), the per-stage group scales, then the mbarriers.
-template <int BN, int CONS>
+/// for the 128-byte swizzle), the per-stage group scales, then the mbarriers. kCons consumer
+/// warpgroups, each 64 tokens x WN weight rows of the BM x BN tile, plus one producer warpgroup.
+template <int BM, int BN, int WN>
 struct Plan {
-  static constexpr int kBM = 64 * CONS;
+  static_assert((BM == 64 || BM == 128) && (BN == 64 || BN == 128) && (WN == 64 || WN == BN), "FP8 tile");
+  static constexpr int kBM = BM;
+  static constexpr int kWeightBlocks = BN / WN;  ///< consumer warpgroups along N
+  static constexpr int kCons = (BM / 64) * kWeightBlocks;
   static constexpr int kABytes = kBM * fp8::kSliceK, kBBytes = BN * fp8::kSliceK;
   static constexpr int kTileBytes = kABytes + kBBytes;
   static constexpr int kScaleFloats = kBM + BN;
   static constexpr int kBudget = 224 * 1024;
   static constexpr int kStages = std::min(8, (kBudget - 1024) / (kTileBytes + kScaleFloats * 4 + 16));
   static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kScaleFloats * 4 + 16);
-  static constexpr int kThreads = 128 * (CONS + 1);
+  static constexpr int kThreads = 128 * (kCons + 1);
   static_assert(kBytes <= 227 * 1024, "FP8 GEMM exceeds the opt-in shared memory of sm_90");
 };
 
@@ -71,9 +77,10 @@ __device__ __forceinline__ void raster(int id, int m_tiles, int n_tiles, int& mt
 /// consumers of both CTAs released it. SLICE_SUM (a test hook, never dispatched): the tensor
 /// core accumulates the four blocks of a slice and the slice is promoted once, the design this
 /// kernel rejects (tests/gpu/test_gpu_fp8.cpp shows the truncation that rules it out).
-template <int BN, int CONS, bool PAIR, bool SLICE_SUM = false>
-__global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(const Fp8Params p) {
-  using P = Plan<BN, CONS>;
+template <int BM, int BN, int WN, bool PAIR, bool SLICE_SUM = false>
+__global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel(const Fp8Params p) {
+  using P = Plan<BM, BN, WN>;
+  constexpr int kCons = P::kCons;
   constexpr int kCtas = PAIR ? 2 : 1;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* tiles = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);  // swizzle atoms: 1024-aligned
@@ -83,11 +90,10 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
 
   const int wg = int(threadIdx.x) / 128;
   const uint32_t rank = PAIR ? cluster_rank() : 0;
-  grid_dependents_launch();  // the fix-up kernel may start its flag scan (it waits for C itself)
   if (threadIdx.x == 0) {
     for (int s = 0; s < P::kStages; ++s) {
       mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], kCtas * CONS * 4);  // one arrival per consumer warp of the cluster
+      mbarrier_init(&empty[s], kCtas * kCons * 4);  // one arrival per consumer warp of the cluster
     }
     fence_mbarrier_init();
   }
@@ -99,66 +105,99 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
   const int clusters = int(gridDim.x) / kCtas, first = int(blockIdx.x) / kCtas;
   const int tiles_total = p.m_tiles * p.n_tiles;
 
-  // Registers: 2 x 128 consumer threads need ~210 (scratch, accumulator and scale products for
-  // BN = 128), the producer ~30; the launch gives every thread 168 (65536 / 384).
-  constexpr bool kRebalance = BN == 128 && CONS == 2;
-  if (wg == CONS) {  // producer warpgroup: one thread issues every copy
-    if constexpr (kRebalance) setmaxnreg_dec<40>();
-    if (threadIdx.x == CONS * 128) {
+  // Registers (65536 per SM, one CTA): WN = 128 consumers need ~210 per thread (scratch,
+  // accumulator and scale products of 64 x 128), the producer ~30; the launch gives 168 (384
+  // threads). Four 64 x 64 consumer warpgroups need ~100 each; the launch gives 96 (640 threads).
+  constexpr bool kRebalance = kCons >= 2 && (WN == 128 || kCons == 4);
+  // The CTA's pool is what the launch gave: (65536 / threads) rounded down to a multiple of 8.
+  constexpr int kConsumerRegs = WN == 128 ? 232 : 112, kProducerRegs = WN == 128 ? 40 : 32;
+  static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
+                "register rebalance exceeds the CTA's pool");
+  if (wg == kCons) {  // producer warpgroup: one thread issues every copy
+    if constexpr (kRebalance) setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x == kCons * 128) {
       const float* a_scales = reinterpret_cast<const float*>(p.a_img + p.a_rows * p.slices * fp8::kSliceK);
       const float* b_scales = reinterpret_cast<const float*>(p.b_img + p.b_rows * p.slices * fp8::kSliceK);
-      int it = 0;
-      for (int id = first; id < tiles_total; id += clusters) {
+      // Iteration `it` of this CTA is slice it % slices of its (it / slices)-th tile.
+      const int iters = (first < tiles_total ? (tiles_total - first + clusters - 1) / clusters : 0) * p.slices;
+      auto origin = [&](int it, int64_t& m0, int64_t& n0) {
         int mt, nt;
-        raster(id, p.m_tiles, p.n_tiles, mt, nt);
-        const int64_t m0 = (int64_t(mt) * kCtas + rank) * P::kBM, n0 = int64_t(nt) * BN;
-        for (int j = 0; j < p.slices; ++j, ++it) {
-          const int s = it % P::kStages;
-          if (it >= P::kStages) mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);
-          uint8_t* a_dst = tiles + s * P::kTileBytes;
-          float* sa_dst = scales + s * P::kScaleFloats;
-          mbarrier_arrive_expect_tx(&full[s], P::kTileBytes + P::kScaleFloats * 4);
-          bulk_copy_g2s(a_dst, p.a_img + (j * (p.a_rows / 64) + m0 / 64) * fp8::kAtomBytes, P::kABytes, &full[s]);
-          const uint8_t* b_src = p.b_img + (j * (p.b_rows / 64) + n0 / 64) * fp8::kAtomBytes;
-          if constexpr (PAIR) {  // this CTA's half of B, to both CTAs
-            constexpr int kHalf = P::kBBytes / 2;
-            bulk_copy_g2s_multicast(a_dst + P::kABytes + rank * kHalf, b_src + rank * kHalf, kHalf, &full[s], 0x3);
-          } else {
-            bulk_copy_g2s(a_dst + P::kABytes, b_src, P::kBBytes, &full[s]);
-          }
-          bulk_copy_g2s(sa_dst, a_scales + j * p.a_rows + m0, P::kBM * 4, &full[s]);
-          bulk_copy_g2s(sa_dst + P::kBM, b_scales + j * p.b_rows + n0, BN * 4, &full[s]);
+        raster(first + (it / p.slices) * clusters, p.m_tiles, p.n_tiles, mt, nt);
+        m0 = (int64_t(mt) * kCtas + rank) * P::kBM, n0 = int64_t(nt) * BN;
+      };
+      auto issue_b = [&](int it) {  // expects the whole stage, loads B's part (weights only)
+        const int s = it % P::kStages, j = it % p.slices;
+        int64_t m0, n0;
+        origin(it, m0, n0);
+        uint8_t* dst = tiles + s * P::kTileBytes + P::kABytes;
+        mbarrier_arrive_expect_tx(&full[s], P::kTileBytes + P::kScaleFloats * 4);
+        const uint8_t* b_src = p.b_img + (j * (p.b_rows / 64) + n0 / 64) * fp8::kAtomBytes;
+        if constexpr (PAIR) {  // this CTA's half of B, to both CTAs
+          constexpr int kHalf = P::kBBytes / 2;
+          bulk_copy_g2s_multicast(dst + rank * kHalf, b_src + rank * kHalf, kHalf, &full[s], 0x3);
+        } else {
+          bulk_copy_g2s(dst, b_src, P::kBBytes, &full[s]);
         }
+        bulk_copy_g2s(scales + s * P::kScaleFloats + P::kBM, b_scales + j * p.b_rows + n0, BN * 4, &full[s]);
+      };
+      auto issue_a = [&](int it) {  // A's part of the stage (the activations' image)
+        const int s = it % P::kStages, j = it % p.slices;
+        int64_t m0, n0;
+        origin(it, m0, n0);
+        bulk_copy_g2s(tiles + s * P::kTileBytes, p.a_img + (j * (p.a_rows / 64) + m0 / 64) * fp8::kAtomBytes,
+                      P::kABytes, &full[s]);
+        bulk_copy_g2s(scales + s * P::kScaleFloats, a_scales + j * p.a_rows + m0, P::kBM * 4, &full[s]);
+      };
+      // The weights never depend on the previous kernel: the first stages' B is requested
+      // before A's image is known to be complete.
+      const int pre = min(P::kStages, iters);
+      for (int it = 0; it < pre; ++it) issue_b(it);
+      grid_dependency_wait();
+      grid_dependents_launch();  // the fix-up's flag scan may start: both images are complete
+      for (int it = 0; it < iters; ++it) {
+        if (it >= pre) {
+          mbarrier_wait(&empty[it % P::kStages], uint32_t((it / P::kStages) - 1) & 1u);
+          issue_b(it);
+        }
+        issue_a(it);
       }
+    } else {
+      grid_dependency_wait();
+      grid_dependents_launch();
     }
   } else {
-    // Consumer warpgroup `wg`: tokens wg*64 .. wg*64+63 of the CTA's tile, all BN weight rows.
-    if constexpr (kRebalance) setmaxnreg_inc<232>();
+    // Consumer warpgroup `wg`: tokens tb*64 .. tb*64+63 of the CTA's tile, weight rows
+    // wb*WN .. wb*WN+WN-1.
+    if constexpr (kRebalance) setmaxnreg_inc<kConsumerRegs>();
+    grid_dependency_wait();  // C is written below; the previous kernels are complete
+    grid_dependents_launch();
+    const int tb = wg / P::kWeightBlocks, wb = wg % P::kWeightBlocks;
     const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
-    const int row0 = wg * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
-    float acc[BN / 2], tmp[BN / 2], ab[BN / 2];
+    const int row0 = tb * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
+    float acc[WN / 2], tmp[WN / 2], ab[WN / 2];
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) tmp[i] = 0.f;
+    for (int i = 0; i < WN / 2; ++i) tmp[i] = 0.f;
     int it = 0;
     for (int id = first; id < tiles_total; id += clusters) {
       int mt, nt;
       raster(id, p.m_tiles, p.n_tiles, mt, nt);
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+      for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
       for (int j = 0; j < p.slices; ++j, ++it) {
         const int s = it % P::kStages;
         mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
         __syncwarp();  // reconverge before the .aligned wgmma instructions
-        const uint8_t* a_tile = tiles + s * P::kTileBytes + wg * 64 * fp8::kSliceK;
-        const uint64_t da = smem_desc_sw128(a_tile), db = smem_desc_sw128(tiles + s * P::kTileBytes + P::kABytes);
+        const uint8_t* a_tile = tiles + s * P::kTileBytes + tb * 64 * fp8::kSliceK;
+        const uint8_t* b_tile = tiles + s * P::kTileBytes + P::kABytes + wb * WN * fp8::kSliceK;
+        const uint64_t da = smem_desc_sw128(a_tile), db = smem_desc_sw128(b_tile);
         const float* sa = scales + s * P::kScaleFloats;
-        const float* sb = sa + P::kBM;
+        const float* sb = sa + P::kBM + wb * WN;
         // Scale of each accumulator element for this slice, 2^(Ra + Rb) (exact: |R| <= 48).
-        // Fragment of m64nBN: register 4 jn + 2 i + c holds row row0 + 8 i, column 8 jn + 2 (lane % 4) + c.
+        // Fragment of m64nWN: register 4 jn + 2 i + c holds row row0 + 8 i, column 8 jn + 2 (lane % 4) + c.
         auto load_scale_products = [&] {
           const float a0 = sa[row0], a1 = sa[row0 + 8];
 #pragma unroll
-          for (int jn = 0; jn < BN / 8; ++jn) {
+          for (int jn = 0; jn < WN / 8; ++jn) {
             const float2 b = *reinterpret_cast<const float2*>(sb + 8 * jn + 2 * (lane % 4));
             ab[4 * jn + 0] = a0 * b.x, ab[4 * jn + 1] = a0 * b.y, ab[4 * jn + 2] = a1 * b.x, ab[4 * jn + 3] = a1 * b.y;
           }
@@ -181,7 +220,7 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
         // fraction bits, truncating) holds exactly when it starts from zero. Accumulating the
         // four blocks of a slice in the tensor core would truncate a block whose scale is
         // finer than the running sum's (docs/fp8-path.md), so each step is promoted on its own.
-        if constexpr (BN == 128 && !SLICE_SUM) {
+        if constexpr (WN == 128 && !SLICE_SUM) {
           // Two m64n64 halves (B rows 0-63 and 64-127, one atom each) in flight: the promotion
           // of one half runs while the tensor core computes the other (wgmma groups complete in
           // order: wait_group 1 leaves exactly the newer half pending).
@@ -223,17 +262,17 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
-          for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
+          for (int i = 0; i < WN / 2; ++i) fence_operand(tmp[i]);
           wgmma_fence();
-          wgmma_e4m3<BN>(tmp, da + 2 * kk, db + 2 * kk, SLICE_SUM ? kk : 0);  // +32 bytes of K per step
+          wgmma_e4m3<WN>(tmp, da + 2 * kk, db + 2 * kk, SLICE_SUM ? kk : 0);  // +32 bytes of K per step
           wgmma_commit();
           if (SLICE_SUM && kk < 3) continue;
           wgmma_wait<0>();
 #pragma unroll
-          for (int i = 0; i < BN / 2; ++i) fence_operand(tmp[i]);
+          for (int i = 0; i < WN / 2; ++i) fence_operand(tmp[i]);
           if (kk == 3) release_stage();
 #pragma unroll
-          for (int i = 0; i < BN / 2; ++i) acc[i] = fmaf(tmp[i], ab[i], acc[i]);
+          for (int i = 0; i < WN / 2; ++i) acc[i] = fmaf(tmp[i], ab[i], acc[i]);
         }
       }
 
@@ -244,8 +283,8 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
         const int64_t m = m_base + 8 * i;
         if (m >= p.M) continue;
 #pragma unroll
-        for (int jn = 0; jn < BN / 8; ++jn) {
-          const int64_t n = int64_t(nt) * BN + 8 * jn + 2 * (lane % 4);
+        for (int jn = 0; jn < WN / 8; ++jn) {
+          const int64_t n = int64_t(nt) * BN + wb * WN + 8 * jn + 2 * (lane % 4);
           const float v0 = acc[4 * jn + 2 * i], v1 = acc[4 * jn + 2 * i + 1];
           if (p.c_f32) {
             float* c = static_cast<float*>(p.C) + m * p.ldc + n;
@@ -276,11 +315,11 @@ __global__ void __launch_bounds__(Plan<BN, CONS>::kThreads, 1) gemm_fp8_kernel(c
   }
 }
 
-template <int BN, int CONS, bool PAIR, bool SLICE_SUM = false>
+template <int BM, int BN, int WN, bool PAIR, bool SLICE_SUM = false>
 void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
-  using P = Plan<BN, CONS>;
+  using P = Plan<BM, BN, WN>;
   constexpr int kCtas = PAIR ? 2 : 1;
-  auto kernel = gemm_fp8_kernel<BN, CONS, PAIR, SLICE_SUM>;
+  auto kernel = gemm_fp8_kernel<BM, BN, WN, PAIR, SLICE_SUM>;
   // Same limit for every shape of an instantiation; a device attribute, legal during capture.
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, P::kBytes),
         "cudaFuncSetAttribute(gemm_fp8_kernel)");
@@ -289,13 +328,15 @@ void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   cfg.blockDim = dim3(P::kThreads);
   cfg.dynamicSmemBytes = P::kBytes;
   cfg.stream = stream;
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = kCtas;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = PAIR ? 1 : 0;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // PDL after the A image kernel
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  attr[1].id = cudaLaunchAttributeClusterDimension;
+  attr[1].val.clusterDim.x = kCtas;
+  attr[1].val.clusterDim.y = 1;
+  attr[1].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = PAIR ? 2 : 1;
   // Persistent: as many clusters as can be resident at once (pairs need two SMs of one GPC,
   // so fewer than sm_count / 2 may fit); the device's answer is cached per instantiation.
   int resident = std::max(1, sm_count / kCtas);
@@ -339,18 +380,22 @@ void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B
   p.c_f32 = c_f32;
   const int elem = c_f32 ? 4 : 2;
   p.vec_store = ldc % 2 == 0 && reinterpret_cast<uintptr_t>(C) % (2 * elem) == 0;
+  // The explicit list of instantiations (gemm_config_problem admits exactly these configs):
+  // warps = 4 x (consumer warpgroups + 1); 20 warps on 128 x 128 and 12 on 64 x 128 select the
+  // 64 x 64 consumer warpgroups.
+  const int bm = cfg.block_m, bn = cfg.block_n, w = cfg.warps;
   if (slice_sum) {
-    launch<128, 2, false, true>(p, sm_count, stream);  // test hook: one promotion per slice
-  } else if (cfg.block_m == 256) {
-    launch<128, 2, true>(p, sm_count, stream);  // a 2-CTA cluster of 128 x 128 tiles sharing B
-  } else if (cfg.block_n == 128 && cfg.block_m == 128) {
-    launch<128, 2, false>(p, sm_count, stream);
-  } else if (cfg.block_n == 128 && cfg.block_m == 64) {
-    launch<128, 1, false>(p, sm_count, stream);
-  } else if (cfg.block_n == 64 && cfg.block_m == 128) {
-    launch<64, 2, false>(p, sm_count, stream);
+    launch<128, 128, 128, false, true>(p, sm_count, stream);  // test hook: one promotion per slice
+  } else if (bm == 256) {
+    launch<128, 128, 128, true>(p, sm_count, stream);  // a 2-CTA cluster of 128 x 128 tiles sharing B
+  } else if (bm == 128 && bn == 128) {
+    w == 20 ? launch<128, 128, 64, false>(p, sm_count, stream) : launch<128, 128, 128, false>(p, sm_count, stream);
+  } else if (bm == 64 && bn == 128) {
+    w == 12 ? launch<64, 128, 64, false>(p, sm_count, stream) : launch<64, 128, 128, false>(p, sm_count, stream);
+  } else if (bm == 128) {
+    launch<128, 64, 64, false>(p, sm_count, stream);
   } else {
-    launch<64, 1, false>(p, sm_count, stream);
+    launch<64, 64, 64, false>(p, sm_count, stream);
   }
 }
 

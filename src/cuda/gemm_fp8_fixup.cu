@@ -123,8 +123,8 @@ __device__ void fix_line(const FixupArgs& a, int64_t line, const fp8::ImageGeome
 
 __global__ void __launch_bounds__(kThreads) fp8_fixup_kernel(const FixupArgs a) {
   const fp8::ImageGeometry ga = fp8::ImageGeometry::of(a.M, a.K), gb = fp8::ImageGeometry::of(a.N, a.K);
-  // Both images are complete: B's since prepack_fp8, A's since the GEMM (which started after
-  // the image kernel finished) let this grid launch.
+  // Both images are complete: B's since prepack_fp8, A's since the GEMM let this grid launch
+  // (its threads signal launch_dependents only after their wait for the image kernel).
   const int64_t na = ga.slices * (ga.rows_padded / fp8::kAtomRows), nb = gb.slices * (gb.rows_padded / fp8::kAtomRows);
   int any = 0;
 #pragma unroll 8

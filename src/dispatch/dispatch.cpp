@@ -16,11 +16,12 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// (bench/results/logs/fp8-v2-tune-large-m-h200.log): 128 x 128 won 256x7168x2048 (112 tiles,
 /// 34.8 us against 39.0 for 128 x 64) and every M >= 1024 shape; 128 x 64 won 256x3072x1536
 /// (48 tiles, 20.2 against 27.4) and 256x2880x512 (13.3 against 16.3); 64-row tiles and the
-/// 2-CTA pair (block_m 256) never won.
+/// 2-CTA pair (block_m 256) never won. A 128 x 128 tile runs as four 64 x 64 consumer
+/// warpgroups (20 warps; session 4: twice the warps per scheduler to hide the promotion chain).
 GemmConfig fp8_config(int64_t M, int64_t N, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   const int bn = 2 * ceil_div(M, 128) * ceil_div(N, 128) >= sms ? 128 : 64;
-  return GemmConfig{GemmPath::fp8, bn, 128, 1, 12};
+  return GemmConfig{GemmPath::fp8, bn, 128, 1, bn == 128 ? 20 : 12};
 }
 }  // namespace
 
@@ -112,12 +113,15 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     return {};
   }
   if (cfg.path == GemmPath::fp8) {
+    // warps = 4 x (consumer warpgroups + 1): one consumer warpgroup per 64 tokens (each all of
+    // block_n), or, for block_n = 128, one per 64 x 64 sub-tile (src/cuda/gemm_fp8.cu).
     const bool pair = cfg.block_m == 256 && cfg.block_n == 128 && cfg.warps == 12;
-    const bool single = (cfg.block_n == 64 || cfg.block_n == 128) && (cfg.block_m == 64 || cfg.block_m == 128) &&
-                        cfg.warps == 4 * (cfg.block_m / 64 + 1);
+    const bool tile_ok = (cfg.block_n == 64 || cfg.block_n == 128) && (cfg.block_m == 64 || cfg.block_m == 128);
+    const int wide = 4 * (cfg.block_m / 64 + 1), split = 4 * (cfg.block_m / 64 * (cfg.block_n / 64) + 1);
+    const bool single = tile_ok && (cfg.warps == wide || cfg.warps == split);
     if (cfg.split_k != 1 || !(pair || single))
-      return "path fp8: split_k = 1 and block_m x block_n 64 or 128 x 64 or 128 with warps = 4 * (block_m / 64 + 1), "
-             "or 256 x 128 (a 2-CTA cluster) with warps = 12";
+      return "path fp8: split_k = 1 and block_m x block_n 64 or 128 x 64 or 128 with warps = 4 * (block_m / 64 + 1) "
+             "or 4 * (block_m / 64 * block_n / 64 + 1), or 256 x 128 (a 2-CTA cluster) with warps = 12";
     return {};  // the launcher checks the grid (one CTA per tile along grid.x, < 2^31)
   }
   if (cfg.path != GemmPath::fused && cfg.path != GemmPath::splitk) return "unknown path";

@@ -46,7 +46,7 @@ TEST(Dispatch, Fp8WorkspaceAlsoServesTheTiledFallback) {
 // (the session 3 tune winners of every M > 128 workload shape).
 TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   const DeviceInfo dev = h200();
-  const std::string wide = "path=fp8 block_n=128 block_m=128 split_k=1 warps=12";
+  const std::string wide = "path=fp8 block_n=128 block_m=128 split_k=1 warps=20";
   const std::string narrow = "path=fp8 block_n=64 block_m=128 split_k=1 warps=12";
   EXPECT_EQ(describe(choose_gemm_config(1024, 7168, 2048, dev)), wide);
   EXPECT_EQ(describe(choose_gemm_config(8192, 8192, 8192, dev)), wide);
@@ -130,7 +130,7 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
       for (int64_t K : {32, 96, 1664, 16384}) {
         const GemmConfig c = choose_gemm_config(M, N, K, dev);
         EXPECT_TRUE(c.split_k >= 1 && c.split_k <= 8) << describe(c);
-        EXPECT_TRUE(c.warps == 4 || c.warps == 8 || c.warps == 12 || c.warps == 16) << describe(c);
+        EXPECT_TRUE(c.warps == 4 || c.warps == 8 || c.warps == 12 || c.warps == 16 || c.warps == 20) << describe(c);
         if (M <= 128) {
           const int slabs = c.block_n / 16;
           EXPECT_TRUE(slabs == 4 || slabs == 8) << describe(c);
@@ -210,12 +210,14 @@ TEST(Dispatch, ConfigProblemBoundsMOfEveryPath) {
   EXPECT_EQ(gemm_config_problem(c, int64_t(128) * 65535 + 1), "");
   GemmConfig fp8 = c;
   for (const auto& [bm, bn, warps] :
-       {std::tuple{128, 128, 12}, {64, 64, 8}, {64, 128, 8}, {128, 64, 12}, {256, 128, 12}}) {
+       {std::tuple{128, 128, 12}, {128, 128, 20}, {64, 64, 8}, {64, 128, 8}, {64, 128, 12}, {128, 64, 12},
+        {256, 128, 12}}) {
     fp8.block_m = bm, fp8.block_n = bn, fp8.warps = warps;
     EXPECT_EQ(gemm_config_problem(fp8, 1000), "") << describe(fp8);
   }
   for (const auto& [bm, bn, warps] :
-       {std::tuple{128, 128, 8}, {256, 128, 20}, {256, 64, 12}, {64, 256, 8}, {128, 96, 12}}) {
+       {std::tuple{128, 128, 8}, {128, 128, 16}, {128, 64, 20}, {64, 64, 12}, {256, 128, 20}, {256, 64, 12},
+        {64, 256, 8}, {128, 96, 12}}) {
     fp8.block_m = bm, fp8.block_n = bn, fp8.warps = warps;
     EXPECT_NE(gemm_config_problem(fp8, 1000), "") << describe(fp8);
   }

@@ -30,7 +30,9 @@ std::vector<GemmConfig> configs_for(int64_t M) {
   v.push_back(forced_cfg(GemmPath::splitk, 3, 8, 2));
   v.push_back(forced_cfg(GemmPath::tiled));
   v.push_back(fp8_cfg(128, 128));
+  v.push_back(fp8_cfg(128, 128, true));
   v.push_back(fp8_cfg(64, 128));
+  v.push_back(fp8_cfg(64, 128, true));
   v.push_back(fp8_cfg(128, 64));
   v.push_back(fp8_cfg(64, 64));
   v.push_back(fp8_cfg(256, 128));

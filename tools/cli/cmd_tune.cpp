@@ -21,9 +21,10 @@ namespace {
 
 /// Candidates: every warps / block_n / path combination of the small-M kernel with split_k 1,
 /// 2, 4 or 8 (docs/dispatch.md; the dispatcher may also pick 3, 5, 6 or 7 when K has fewer
-/// than 8 chunks) for M <= 128, plus for M > 64 the tiled kernel (no variants) and the five
-/// tiles of path fp8 (block_m and block_n 64 or 128, and the 256 x 128 cluster pair; the
-/// benchmark builds the FP8 image).
+/// than 8 chunks) for M <= 128, plus for M > 64 the tiled kernel (no variants) and the seven
+/// configurations of path fp8 (block_m and block_n 64 or 128, block_n 128 also with one
+/// consumer warpgroup per 64 x 64 sub-tile, and the 256 x 128 cluster pair; the benchmark
+/// builds the FP8 image).
 std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
   std::vector<mxfp4::GemmConfig> v;
   if (M > 64) {
@@ -33,7 +34,10 @@ std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
     c.warps = 8;
     v.push_back(c);
     for (int bm : {64, 128})
-      for (int bn : {64, 128}) v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, bn, bm, 1, 4 * (bm / 64 + 1)});
+      for (int bn : {64, 128}) {
+        v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, bn, bm, 1, 4 * (bm / 64 + 1)});
+        if (bn == 128) v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, bn, bm, 1, 4 * (bm / 64 * 2 + 1)});
+      }
     v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 128, 256, 1, 12});  // 2-CTA cluster sharing B
   }
   // The small-M kernel re-reads the weights for every 64 tokens; past M = 128 path fp8 won
