@@ -118,48 +118,54 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     if (threadIdx.x == kCons * 128) {
       const float* a_scales = reinterpret_cast<const float*>(p.a_img + p.a_rows * p.slices * fp8::kSliceK);
       const float* b_scales = reinterpret_cast<const float*>(p.b_img + p.b_rows * p.slices * fp8::kSliceK);
-      // Iteration `it` of this CTA is slice it % slices of its (it / slices)-th tile.
-      const int iters = (first < tiles_total ? (tiles_total - first + clusters - 1) / clusters : 0) * p.slices;
-      auto origin = [&](int it, int64_t& m0, int64_t& n0) {
-        int mt, nt;
-        raster(first + (it / p.slices) * clusters, p.m_tiles, p.n_tiles, mt, nt);
-        m0 = (int64_t(mt) * kCtas + rank) * P::kBM, n0 = int64_t(nt) * BN;
-      };
-      auto issue_b = [&](int it) {  // expects the whole stage, loads B's part (weights only)
-        const int s = it % P::kStages, j = it % p.slices;
+      // A cursor walks this CTA's (tile, slice) sequence; the tile origin is recomputed only
+      // when the tile changes (the lone producer thread must stay ahead of the consumers).
+      struct Cursor {
+        int id, j;
         int64_t m0, n0;
-        origin(it, m0, n0);
+      };
+      auto locate = [&](Cursor& c) {
+        int mt, nt;
+        raster(c.id, p.m_tiles, p.n_tiles, mt, nt);
+        c.m0 = (int64_t(mt) * kCtas + rank) * P::kBM, c.n0 = int64_t(nt) * BN;
+      };
+      auto advance = [&](Cursor& c) {
+        if (++c.j < p.slices) return;
+        c.j = 0, c.id += clusters;
+        if (c.id < tiles_total) locate(c);
+      };
+      auto issue_b = [&](int s, const Cursor& c) {  // expects the whole stage, loads B's part (weights)
         uint8_t* dst = tiles + s * P::kTileBytes + P::kABytes;
         mbarrier_arrive_expect_tx(&full[s], P::kTileBytes + P::kScaleFloats * 4);
-        const uint8_t* b_src = p.b_img + (j * (p.b_rows / 64) + n0 / 64) * fp8::kAtomBytes;
+        const uint8_t* b_src = p.b_img + (c.j * (p.b_rows / 64) + c.n0 / 64) * fp8::kAtomBytes;
         if constexpr (PAIR) {  // this CTA's half of B, to both CTAs
           constexpr int kHalf = P::kBBytes / 2;
           bulk_copy_g2s_multicast(dst + rank * kHalf, b_src + rank * kHalf, kHalf, &full[s], 0x3);
         } else {
           bulk_copy_g2s(dst, b_src, P::kBBytes, &full[s]);
         }
-        bulk_copy_g2s(scales + s * P::kScaleFloats + P::kBM, b_scales + j * p.b_rows + n0, BN * 4, &full[s]);
+        bulk_copy_g2s(scales + s * P::kScaleFloats + P::kBM, b_scales + c.j * p.b_rows + c.n0, BN * 4, &full[s]);
       };
-      auto issue_a = [&](int it) {  // A's part of the stage (the activations' image)
-        const int s = it % P::kStages, j = it % p.slices;
-        int64_t m0, n0;
-        origin(it, m0, n0);
-        bulk_copy_g2s(tiles + s * P::kTileBytes, p.a_img + (j * (p.a_rows / 64) + m0 / 64) * fp8::kAtomBytes,
+      auto issue_a = [&](int s, const Cursor& c) {  // A's part of the stage (the activations' image)
+        bulk_copy_g2s(tiles + s * P::kTileBytes, p.a_img + (c.j * (p.a_rows / 64) + c.m0 / 64) * fp8::kAtomBytes,
                       P::kABytes, &full[s]);
-        bulk_copy_g2s(scales + s * P::kScaleFloats, a_scales + j * p.a_rows + m0, P::kBM * 4, &full[s]);
+        bulk_copy_g2s(scales + s * P::kScaleFloats, a_scales + c.j * p.a_rows + c.m0, P::kBM * 4, &full[s]);
       };
-      // The weights never depend on the previous kernel: the first stages' B is requested
-      // before A's image is known to be complete.
-      const int pre = min(P::kStages, iters);
-      for (int it = 0; it < pre; ++it) issue_b(it);
+      Cursor c{first, 0, 0, 0};
+      if (first < tiles_total) locate(c);
+      // The weights never depend on the previous kernel: B's part of the first stages is
+      // requested before A's image is known to be complete, A's part after the wait.
+      Cursor c0 = c;
+      int pre = 0;
+      for (; pre < P::kStages && c.id < tiles_total; ++pre, advance(c)) issue_b(pre, c);
       grid_dependency_wait();
       grid_dependents_launch();  // the fix-up's flag scan may start: both images are complete
-      for (int it = 0; it < iters; ++it) {
-        if (it >= pre) {
-          mbarrier_wait(&empty[it % P::kStages], uint32_t((it / P::kStages) - 1) & 1u);
-          issue_b(it);
-        }
-        issue_a(it);
+      for (int it = 0; it < pre; ++it, advance(c0)) issue_a(it, c0);
+      for (int it = pre; c.id < tiles_total; ++it, advance(c)) {
+        const int s = it % P::kStages;
+        mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);
+        issue_b(s, c);
+        issue_a(s, c);
       }
     } else {
       grid_dependency_wait();
