@@ -207,11 +207,13 @@ struct GemmConfig {
                       ///< grid.y; the dispatcher reports min(M, 64) rounded up to 8; tiled: 128;
                       ///< fp8: 64 or 128, one consumer warpgroup per 64; or 256 with
                       ///< block_n 128: a cluster of two 128-row CTAs sharing B's tile)
-  int split_k = 1;    ///< CTAs of a cluster sharing one output tile (1..8)
+  int split_k = 1;    ///< CTAs of a cluster sharing one output tile, each a share of K (1..8;
+                      ///< fp8: 1, 2, 4 or 8, and 1 for block_m 256)
   int warps = 4;      ///< warps per CTA (fused/splitk: block_n/16 x 1, 2 or 4 warps per 16-row
                       ///< slab, splitting each K stage; 4 only with block_n = 64; tiled: 8;
-                      ///< fp8: 4 * (block_m / 64 + 1), the consumers and one producer
-                      ///< warpgroup; 12 for block_m 256, per CTA)
+                      ///< fp8: 4 * (consumer warpgroups + 1): one consumer per 64 tokens,
+                      ///< or, for block_n 128, 4 * (block_m / 32 + 1): one per 64 x 64
+                      ///< sub-tile; 12 for block_m 256, per CTA)
 };
 
 /// Properties of a device that the dispatcher reads.

@@ -84,6 +84,20 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t 
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
+/// The 16 bytes at `local`'s offset in the shared memory of cluster CTA `rank` (PTX "mapa",
+/// "ld.shared::cluster"; the caller orders the read after the owner's writes, e.g. with
+/// cluster_sync_acq_rel).
+__device__ __forceinline__ float4 ld_shared_cluster_f4(const float* local, uint32_t rank) {
+  uint32_t remote;
+  float4 v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(local)), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
+}
+
 /// Cluster barrier whose arrival releases this thread's prior shared-memory writes to the
 /// cluster and whose wait acquires the other CTAs' (PTX "barrier.cluster"; cluster scope only,
 /// no GPU-wide fence).

@@ -72,10 +72,11 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
           int64_t ldc, const GemmConfig& chosen, ScaleRule rule, void* workspace, size_t workspace_bytes,
           void* stream) {
   cudaStream_t s = as_stream(stream);
-  // Weights without an FP8 image run the bf16 tiled kernel where path fp8 was chosen (the API
+  // Weights without an FP8 image run the bf16 kernels where path fp8 was chosen (the API
   // rejects a forced fp8 configuration without one before this point).
-  const GemmConfig cfg =
-      chosen.path == GemmPath::fp8 && B.fp8 == nullptr ? GemmConfig{GemmPath::tiled, 128, 128, 1, 8} : chosen;
+  const GemmConfig cfg = chosen.path == GemmPath::fp8 && B.fp8 == nullptr
+                             ? config_without_fp8(M, B.N, K, cached_device_info(current_device()))
+                             : chosen;
   if (const std::string problem = gemm_config_problem(cfg, M); !problem.empty()) {
     throw InvalidArgument("unsupported GemmConfig " + describe(cfg) + " for M=" + std::to_string(M) + ": " + problem);
   }

@@ -39,6 +39,7 @@ struct Fp8Params {
   int64_t ldc;
   bool c_f32;
   bool vec_store;  ///< C and ldc allow 2-element vector stores
+  int split;       ///< split-K: a cluster of `split` CTAs per tile, each a contiguous share of the slices
 };
 
 /// Shared-memory plan of one instantiation: the stage ring (A and B atoms, 1024-byte aligned
@@ -57,7 +58,9 @@ struct Plan {
   static constexpr int kStages = std::min(8, (kBudget - 1024) / (kTileBytes + kScaleFloats * 4 + 16));
   static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kScaleFloats * 4 + 16);
   static constexpr int kThreads = 128 * (kCons + 1);
+  static constexpr int kRedPitch = BN + 4;  ///< floats per row of the split-K partial tile (reuses the ring)
   static_assert(kBytes <= 227 * 1024, "FP8 GEMM exceeds the opt-in shared memory of sm_90");
+  static_assert(BM * kRedPitch * 4 <= kStages * kTileBytes, "split-K partial tile exceeds the stage ring");
 };
 
 /// Tile (mt, nt) of linear tile index `id`, grouped by kGroupM M tiles so that a wave of
@@ -69,12 +72,37 @@ __device__ __forceinline__ void raster(int id, int m_tiles, int n_tiles, int& mt
   nt = (id % per_group) / group_m;
 }
 
+/// Stores C[m][n] and C[m][n + 1] (those below N) as bf16 (round to nearest even) or fp32.
+__device__ __forceinline__ void store_pair(const Fp8Params& p, int64_t m, int64_t n, float v0, float v1) {
+  if (p.c_f32) {
+    float* c = static_cast<float*>(p.C) + m * p.ldc + n;
+    if (p.vec_store && n + 1 < p.N) {
+      *reinterpret_cast<float2*>(c) = make_float2(v0, v1);
+    } else {
+      if (n < p.N) c[0] = v0;
+      if (n + 1 < p.N) c[1] = v1;
+    }
+  } else {
+    uint16_t* c = static_cast<uint16_t*>(p.C) + m * p.ldc + n;
+    if (p.vec_store && n + 1 < p.N) {
+      *reinterpret_cast<uint32_t*>(c) = uint32_t(fmt::f32_to_bf16(v0)) | (uint32_t(fmt::f32_to_bf16(v1)) << 16);
+    } else {
+      if (n < p.N) c[0] = fmt::f32_to_bf16(v0);
+      if (n + 1 < p.N) c[1] = fmt::f32_to_bf16(v1);
+    }
+  }
+}
+
 /// Persistent kernel: CTAs (PAIR: clusters of 2 CTAs) take tiles id = cluster, cluster +
 /// clusters, ...; the stage ring and its mbarrier phases run on across tiles, so the producer
 /// loads the next tile while the consumers store the last. PAIR: the two CTAs of a cluster
 /// compute vertically adjacent tiles of one N tile and each bulk-copies half of the shared B
 /// tile to both (multicast), halving B's L2 traffic; a stage is refilled only after the
-/// consumers of both CTAs released it. SLICE_SUM (a test hook, never dispatched): the tensor
+/// consumers of both CTAs released it. Split-K (p.split > 1, not PAIR; one tile per cluster, not
+/// persistent): the `split` CTAs of a cluster take contiguous shares of the tile's slices, store
+/// their fp32 partial tiles in their own (drained) stage ring and sum them through distributed
+/// shared memory in rank order 0..split-1 (deterministic), each CTA storing 1/split of the
+/// tile's rows. SLICE_SUM (a test hook, never dispatched): the tensor
 /// core accumulates the four blocks of a slice and the slice is promoted once, the design this
 /// kernel rejects (tests/gpu/test_gpu_fp8.cpp shows the truncation that rules it out).
 template <int BM, int BN, int WN, bool PAIR, bool SLICE_SUM = false>
@@ -102,7 +130,12 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   } else {
     __syncthreads();
   }
-  const int clusters = int(gridDim.x) / kCtas, first = int(blockIdx.x) / kCtas;
+  // Split-K: this CTA's rank in the cluster takes slices [j0, j1) of its tile.
+  const bool split = !PAIR && p.split > 1;
+  const uint32_t krank = split ? cluster_rank() : 0;
+  const int j0 = int(int64_t(p.slices) * krank / p.split), j1 = int(int64_t(p.slices) * (krank + 1) / p.split);
+  const int ctas = PAIR ? 2 : p.split;  // CTAs per cluster
+  const int clusters = int(gridDim.x) / ctas, first = int(blockIdx.x) / ctas;
   const int tiles_total = p.m_tiles * p.n_tiles;
 
   // Registers (65536 per SM, one CTA): WN = 128 consumers need ~210 per thread (scratch,
@@ -130,8 +163,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         c.m0 = (int64_t(mt) * kCtas + rank) * P::kBM, c.n0 = int64_t(nt) * BN;
       };
       auto advance = [&](Cursor& c) {
-        if (++c.j < p.slices) return;
-        c.j = 0, c.id += clusters;
+        if (++c.j < j1) return;
+        c.j = j0, c.id += clusters;
         if (c.id < tiles_total) locate(c);
       };
       auto issue_b = [&](int s, const Cursor& c) {  // expects the whole stage, loads B's part (weights)
@@ -151,8 +184,9 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
                       P::kABytes, &full[s]);
         bulk_copy_g2s(scales + s * P::kScaleFloats, a_scales + c.j * p.a_rows + c.m0, P::kBM * 4, &full[s]);
       };
-      Cursor c{first, 0, 0, 0};
-      if (first < tiles_total) locate(c);
+      Cursor c{first, j0, 0, 0};
+      if (first < tiles_total && j0 < j1) locate(c);
+      if (j0 >= j1) c.id = tiles_total;  // split-K rank without slices (slices < split)
       // The weights never depend on the previous kernel: B's part of the first stages is
       // requested before A's image is known to be complete, A's part after the wait.
       Cursor c0 = c;
@@ -189,7 +223,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       raster(id, p.m_tiles, p.n_tiles, mt, nt);
 #pragma unroll
       for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
-      for (int j = 0; j < p.slices; ++j, ++it) {
+      for (int j = j0; j < j1; ++j, ++it) {
         const int s = it % P::kStages;
         mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
         __syncwarp();  // reconverge before the .aligned wgmma instructions
@@ -282,36 +316,54 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         }
       }
 
-      // Epilogue: straight from the accumulators to C (bf16 rounded to nearest even, or fp32).
+      // Epilogue: straight from the accumulators to C (bf16 rounded to nearest even, or fp32),
+      // or, split-K, into this CTA's partial tile in shared memory.
       const int64_t m_base = (int64_t(mt) * kCtas + rank) * P::kBM + row0;
+      if (split) {
+        // Every consumer warpgroup is past its last read of the ring (named barrier 1).
+        asm volatile("bar.sync 1, %0;" ::"r"(kCons * 128) : "memory");
+        float* red = reinterpret_cast<float*>(tiles);
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+          for (int jn = 0; jn < WN / 8; ++jn)
+            *reinterpret_cast<float2*>(red + (row0 + 8 * i) * P::kRedPitch + wb * WN + 8 * jn + 2 * (lane % 4)) =
+                make_float2(acc[4 * jn + 2 * i], acc[4 * jn + 2 * i + 1]);
+        continue;
+      }
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const int64_t m = m_base + 8 * i;
         if (m >= p.M) continue;
 #pragma unroll
-        for (int jn = 0; jn < WN / 8; ++jn) {
-          const int64_t n = int64_t(nt) * BN + wb * WN + 8 * jn + 2 * (lane % 4);
-          const float v0 = acc[4 * jn + 2 * i], v1 = acc[4 * jn + 2 * i + 1];
-          if (p.c_f32) {
-            float* c = static_cast<float*>(p.C) + m * p.ldc + n;
-            if (p.vec_store && n + 1 < p.N) {
-              *reinterpret_cast<float2*>(c) = make_float2(v0, v1);
-            } else {
-              if (n < p.N) c[0] = v0;
-              if (n + 1 < p.N) c[1] = v1;
-            }
-          } else {
-            uint16_t* c = static_cast<uint16_t*>(p.C) + m * p.ldc + n;
-            if (p.vec_store && n + 1 < p.N) {
-              *reinterpret_cast<uint32_t*>(c) = uint32_t(fmt::f32_to_bf16(v0)) | (uint32_t(fmt::f32_to_bf16(v1)) << 16);
-            } else {
-              if (n < p.N) c[0] = fmt::f32_to_bf16(v0);
-              if (n + 1 < p.N) c[1] = fmt::f32_to_bf16(v1);
-            }
-          }
-        }
+        for (int jn = 0; jn < WN / 8; ++jn)
+          store_pair(p, m, int64_t(nt) * BN + wb * WN + 8 * jn + 2 * (lane % 4), acc[4 * jn + 2 * i],
+                     acc[4 * jn + 2 * i + 1]);
       }
     }
+  }
+  if (split) {
+    // Split-K reduction: rank r stores rows [r, r + 1) * BM / split of the tile, summing the
+    // partials of ranks 0..split-1 in that order (every thread of every CTA joins the barriers).
+    __syncwarp();
+    cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
+    if (wg < kCons && first < tiles_total) {
+      int mt, nt;
+      raster(first, p.m_tiles, p.n_tiles, mt, nt);
+      const float* red = reinterpret_cast<const float*>(tiles);
+      const int rows = P::kBM / p.split, quads = rows * (BN / 4);
+      for (int q = int(threadIdx.x); q < quads; q += kCons * 128) {
+        const int ml = int(krank) * rows + q / (BN / 4), nl = 4 * (q % (BN / 4));
+        float4 sum = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, 0);
+        for (int r = 1; r < p.split; ++r) {
+          const float4 v = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, uint32_t(r));
+          sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+        }
+        const int64_t m = int64_t(mt) * P::kBM + ml, n = int64_t(nt) * BN + nl;
+        if (m < p.M) store_pair(p, m, n, sum.x, sum.y), store_pair(p, m, n + 2, sum.z, sum.w);
+      }
+    }
+    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it
   }
   // PAIR: no CTA leaves while its peer may still multicast into it or arrive on its barriers
   // (release: the remote arrivals above are ordered before the barrier).
@@ -337,12 +389,18 @@ void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // PDL after the A image kernel
   attr[0].val.programmaticStreamSerializationAllowed = 1;
+  const int ctas = PAIR ? 2 : p.split;  // CTAs per cluster
   attr[1].id = cudaLaunchAttributeClusterDimension;
-  attr[1].val.clusterDim.x = kCtas;
+  attr[1].val.clusterDim.x = unsigned(ctas);
   attr[1].val.clusterDim.y = 1;
   attr[1].val.clusterDim.z = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = PAIR ? 2 : 1;
+  cfg.numAttrs = ctas > 1 ? 2 : 1;
+  if (p.split > 1) {  // split-K: one cluster per tile, as many waves as it takes
+    cfg.gridDim = dim3(unsigned(tiles * p.split));
+    check(cudaLaunchKernelEx(&cfg, kernel, p), "cudaLaunchKernelEx(gemm_fp8_kernel)");
+    return;
+  }
   // Persistent: as many clusters as can be resident at once (pairs need two SMs of one GPC,
   // so fewer than sm_count / 2 may fit); the device's answer is cached per instantiation.
   int resident = std::max(1, sm_count / kCtas);
@@ -375,10 +433,10 @@ void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B
   p.b_rows = gb.rows_padded;
   p.slices = int(ga.slices);
   const int64_t m_tiles = ceil_div(M, cfg.block_m), n_tiles = ceil_div(B.N, cfg.block_n);
-  if (m_tiles * n_tiles > int64_t(INT32_MAX))
+  if (m_tiles * n_tiles * cfg.split_k > int64_t(INT32_MAX))
     throw InvalidArgument("path fp8: M = " + std::to_string(M) + ", N = " + std::to_string(B.N) +
-                          " need more than 2^31 - 1 tiles of " + std::to_string(cfg.block_m) + " x " +
-                          std::to_string(cfg.block_n));
+                          " need more than 2^31 - 1 CTAs (tiles of " + std::to_string(cfg.block_m) + " x " +
+                          std::to_string(cfg.block_n) + ", split_k " + std::to_string(cfg.split_k) + ")");
   p.m_tiles = int(m_tiles);
   p.n_tiles = int(n_tiles);
   p.C = C;
@@ -386,6 +444,7 @@ void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B
   p.c_f32 = c_f32;
   const int elem = c_f32 ? 4 : 2;
   p.vec_store = ldc % 2 == 0 && reinterpret_cast<uintptr_t>(C) % (2 * elem) == 0;
+  p.split = slice_sum ? 1 : cfg.split_k;
   // The explicit list of instantiations (gemm_config_problem admits exactly these configs):
   // warps = 4 x (consumer warpgroups + 1); 20 warps on 128 x 128 and 12 on 64 x 128 select the
   // 64 x 64 consumer warpgroups.

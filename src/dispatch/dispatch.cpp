@@ -11,19 +11,30 @@ namespace mxfp4 {
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// Path fp8 (M > 128), persistent (one CTA per SM walks the tiles): 128 x 128 tiles, or
-/// 128 x 64 when fewer than half the SMs would get a 128 x 128 tile. Session 3 H200 tune
+/// Path fp8 (M > 64), persistent (one CTA per SM walks the tiles): 128 x 128 tiles, or
+/// 128 x 64 when fewer than half the SMs would get a 128 x 128 tile. When even the 128 x 64
+/// tiles leave SMs idle, split-K clusters (2, 4 or 8 CTAs per tile, each at least two 128-K
+/// slices) fill the GPU in one wave: 128 x 2112 x 7168 runs 33 tiles x 4. Session 3 H200 tune
 /// (bench/results/logs/fp8-v2-tune-large-m-h200.log): 128 x 128 won 256x7168x2048 (112 tiles,
 /// 34.8 us against 39.0 for 128 x 64) and every M >= 1024 shape; 128 x 64 won 256x3072x1536
 /// (48 tiles, 20.2 against 27.4) and 256x2880x512 (13.3 against 16.3); 64-row tiles and the
 /// 2-CTA pair (block_m 256) never won. A 128 x 128 tile runs as four 64 x 64 consumer
 /// warpgroups (20 warps; session 4: twice the warps per scheduler to hide the promotion chain).
-GemmConfig fp8_config(int64_t M, int64_t N, const DeviceInfo& dev) {
+GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   const int bn = 2 * ceil_div(M, 128) * ceil_div(N, 128) >= sms ? 128 : 64;
-  return GemmConfig{GemmPath::fp8, bn, 128, 1, bn == 128 ? 20 : 12};
+  const int64_t tiles = ceil_div(M, 128) * ceil_div(N, bn), slices = ceil_div(K, 128);
+  int split = 1;
+  while (split < 8 && tiles * split * 2 <= sms && slices >= 4 * split) split *= 2;
+  return GemmConfig{GemmPath::fp8, bn, 128, split, bn == 128 ? 20 : 12};
 }
-}  // namespace
+void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
+  constexpr int64_t kMax = int64_t(1) << 40;  // far beyond any matrix that fits a GPU
+  if (M < 1 || N < 1 || K < 1 || M > kMax || N > kMax || K > kMax) {
+    throw InvalidArgument(std::string("mxfp4::") + fn + ": M = " + std::to_string(M) + ", N = " + std::to_string(N) +
+                          ", K = " + std::to_string(K) + " must each be in [1, 2^40]");
+  }
+}
 
 /// Small and medium M (<= 128): the weight-streaming kernel (src/cuda/gemm_fused.cu), tokens
 /// in CTAs of 64 along grid.y. It is bound by latency (docs/perf-notes.md), so the grid should
@@ -37,16 +48,9 @@ GemmConfig fp8_config(int64_t M, int64_t N, const DeviceInfo& dev) {
 ///     128 registers, so 16 warps per SM always fit: more would run a second, mostly idle wave);
 ///   - 64 < M <= 128: 64-row CTAs of 16 warps, split_k until about one CTA per SM.
 /// M <= 8 with one K256 stage per CTA quantizes A inside the GEMM (fused, one launch); else A
-/// is quantized once first (splitk). M > 128: the FP8 wgmma path (fp8_config below; gemm()
-/// runs the tiled kernel instead when the weights have no FP8 image).
-GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
-  constexpr int64_t kMax = int64_t(1) << 40;  // far beyond any matrix that fits a GPU
-  if (M < 1 || N < 1 || K < 1 || M > kMax || N > kMax || K > kMax) {
-    throw InvalidArgument("mxfp4::choose_gemm_config: M = " + std::to_string(M) + ", N = " + std::to_string(N) +
-                          ", K = " + std::to_string(K) + " must each be in [1, 2^40]");
-  }
+/// is quantized once first (splitk).
+GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   GemmConfig cfg;
-  if (M > 128) return fp8_config(M, N, dev);
   const int64_t chunks = ceil_div(K, 64);
   const int64_t m_tiles = ceil_div(M, 64);
   const int64_t sms = std::max(dev.sm_count, 1);
@@ -87,6 +91,19 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
   cfg.path = M <= 8 && ceil_div(chunks, cfg.split_k) <= 4 ? GemmPath::fused : GemmPath::splitk;
   return cfg;
 }
+}  // namespace
+
+/// M <= 64: the small-M kernel (small_m_config above); M > 64: the FP8 wgmma path
+/// (fp8_config; gemm() runs config_without_fp8 instead when the weights have no FP8 image).
+GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
+  check_shape(M, N, K, "choose_gemm_config");
+  return M > 64 ? fp8_config(M, N, K, dev) : small_m_config(M, N, K, dev);
+}
+
+GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
+  check_shape(M, N, K, "config_without_fp8");
+  return M > 128 ? GemmConfig{GemmPath::tiled, 128, 128, 1, 8} : small_m_config(M, N, K, dev);
+}
 
 const char* gemm_path_name(GemmPath p) {
   switch (p) {
@@ -119,9 +136,11 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     const bool tile_ok = (cfg.block_n == 64 || cfg.block_n == 128) && (cfg.block_m == 64 || cfg.block_m == 128);
     const int wide = 4 * (cfg.block_m / 64 + 1), split = 4 * (cfg.block_m / 64 * (cfg.block_n / 64) + 1);
     const bool single = tile_ok && (cfg.warps == wide || cfg.warps == split);
-    if (cfg.split_k != 1 || !(pair || single))
-      return "path fp8: split_k = 1 and block_m x block_n 64 or 128 x 64 or 128 with warps = 4 * (block_m / 64 + 1) "
-             "or 4 * (block_m / 64 * block_n / 64 + 1), or 256 x 128 (a 2-CTA cluster) with warps = 12";
+    const bool split_ok = cfg.split_k == 1 || (single && (cfg.split_k == 2 || cfg.split_k == 4 || cfg.split_k == 8));
+    if (!split_ok || !(pair || single))
+      return "path fp8: block_m x block_n 64 or 128 x 64 or 128 with warps = 4 * (block_m / 64 + 1) or "
+             "4 * (block_m / 64 * block_n / 64 + 1) and split_k 1, 2, 4 or 8, or 256 x 128 (a 2-CTA cluster) with "
+             "warps = 12 and split_k 1";
     return {};  // the launcher checks the grid (one CTA per tile along grid.x, < 2^31)
   }
   if (cfg.path != GemmPath::fused && cfg.path != GemmPath::splitk) return "unknown path";

@@ -24,4 +24,10 @@ std::optional<GemmPath> parse_gemm_path(std::string_view name);
 /// M <= 128 * 65535 (both: token CTAs along grid.y).
 std::string gemm_config_problem(const GemmConfig& cfg, int64_t M);
 
+/// The configuration gemm() runs where path fp8 was chosen (dispatcher or tune cache) but the
+/// weights have no FP8 image: the small-M kernel's rule for M <= 128, else the tiled kernel
+/// (128 x 128, 8 warps). Its workspace never exceeds gemm_workspace_bytes of the fp8 choice.
+/// Throws InvalidArgument for sizes outside [1, 2^40].
+GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev);
+
 }  // namespace mxfp4

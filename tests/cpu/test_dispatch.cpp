@@ -25,8 +25,43 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   for (int64_t M : {1, 4, 8}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::fused) << M;
   EXPECT_EQ(choose_gemm_config(8, 2112, 7168, dev).path, GemmPath::splitk);  // 14 chunks per CTA
   for (int64_t M : {9, 16, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
-  for (int64_t M : {65, 128}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::splitk) << M;
-  for (int64_t M : {129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::fp8) << M;
+  for (int64_t M : {65, 128, 129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::fp8) << M;
+}
+
+// Weights without an FP8 image: the small-M kernel's rule up to M = 128, tiled beyond.
+TEST(Dispatch, WithoutFp8ImageSmallMRuleThenTiled) {
+  const DeviceInfo dev = h200();
+  const GemmConfig c = config_without_fp8(128, 2112, 7168, dev);
+  EXPECT_EQ(c.path, GemmPath::splitk);
+  EXPECT_EQ(c.split_k, 2);
+  EXPECT_EQ(c.warps, 16);
+  EXPECT_EQ(config_without_fp8(100, 7168, 2048, dev).path, GemmPath::splitk);
+  EXPECT_EQ(describe(config_without_fp8(129, 7168, 2048, dev)), "path=tiled block_n=128 block_m=128 split_k=1 warps=8");
+  for (int64_t M : {65, 100, 128, 129, 4096})
+    for (int64_t K : {32, 2048, 7168}) {
+      const GemmConfig fp8 = choose_gemm_config(M, 2112, K, dev), other = config_without_fp8(M, 2112, K, dev);
+      EXPECT_EQ(gemm_config_problem(other, M), "") << describe(other);
+      EXPECT_LE(gemm_workspace_bytes(M, K, other), gemm_workspace_bytes(M, K, fp8)) << M << "x" << K;
+    }
+  EXPECT_THROW(config_without_fp8(0, 16, 16, dev), InvalidArgument);
+}
+
+// Path fp8 split-K: clusters of 2, 4 or 8 CTAs per tile when even 128 x 64 tiles leave SMs
+// idle, each CTA at least two 128-K slices, the grid within one wave.
+TEST(Dispatch, Fp8SplitsKWhenTilesLeaveSmsIdle) {
+  const DeviceInfo dev = h200();
+  EXPECT_EQ(describe(choose_gemm_config(128, 2112, 7168, dev)), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");
+  EXPECT_EQ(choose_gemm_config(128, 2112, 512, dev).split_k, 2);   // 4 slices: two per CTA
+  EXPECT_EQ(choose_gemm_config(100, 1024, 8192, dev).split_k, 8);  // 16 tiles
+  EXPECT_EQ(choose_gemm_config(1024, 7168, 2048, dev).split_k, 1);
+  for (int64_t M : {65, 128, 256, 1024})
+    for (int64_t N : {64, 2112, 7168})
+      for (int64_t K : {128, 1024, 16384}) {
+        const GemmConfig c = choose_gemm_config(M, N, K, dev);
+        const int64_t tiles = (M + 127) / 128 * ((N + c.block_n - 1) / c.block_n);
+        EXPECT_TRUE(c.split_k == 1 || tiles * c.split_k <= 132) << describe(c);
+        EXPECT_TRUE(c.split_k == 1 || (K + 127) / 128 >= 2 * c.split_k) << describe(c);
+      }
 }
 
 // gemm() runs tiled when the dispatcher picks fp8 for weights without an FP8 image, so the
@@ -89,8 +124,9 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
   c = choose_gemm_config(4, 2880, 512, dev);
   EXPECT_EQ(c.split_k, 8);
   EXPECT_EQ(c.path, GemmPath::fused);
-  // M = 128: two token CTAs along grid.y, 64-row CTAs of 16 warps, split 2 (132 CTAs).
-  c = choose_gemm_config(128, 2112, 7168, dev);
+  // M = 128 (weights without an FP8 image): two token CTAs along grid.y, 64-row CTAs of 16
+  // warps, split 2 (132 CTAs).
+  c = config_without_fp8(128, 2112, 7168, dev);
   EXPECT_EQ(c.block_m, 64);
   EXPECT_EQ(c.block_n, 64);
   EXPECT_EQ(c.warps, 16);
@@ -131,13 +167,13 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
         const GemmConfig c = choose_gemm_config(M, N, K, dev);
         EXPECT_TRUE(c.split_k >= 1 && c.split_k <= 8) << describe(c);
         EXPECT_TRUE(c.warps == 4 || c.warps == 8 || c.warps == 12 || c.warps == 16 || c.warps == 20) << describe(c);
-        if (M <= 128) {
+        if (M <= 64) {
           const int slabs = c.block_n / 16;
           EXPECT_TRUE(slabs == 4 || slabs == 8) << describe(c);
           EXPECT_TRUE(c.warps == slabs || c.warps == 2 * slabs || (c.warps == 16 && slabs == 4)) << describe(c);
           EXPECT_LE(c.split_k, (K + 63) / 64) << describe(c);
         }
-        EXPECT_EQ(c.path == GemmPath::fp8, M > 128) << describe(c);
+        EXPECT_EQ(c.path == GemmPath::fp8, M > 64) << describe(c);
         EXPECT_EQ(gemm_config_problem(c, M), "") << describe(c);
         EXPECT_EQ(gemm_workspace_bytes(M, K, c) == 0, c.path == GemmPath::fused) << describe(c);
       }

@@ -31,10 +31,11 @@ inline GemmConfig forced_cfg(GemmPath path, int split = 1, int slabs = 4, int pe
 }
 
 /// A forced fp8-path configuration with a block_m x block_n tile (each 64 or 128, or 256 x 128:
-/// the 2-CTA cluster); `quarters`: one consumer warpgroup per 64 x 64 sub-tile (block_n 128).
-inline GemmConfig fp8_cfg(int block_m, int block_n, bool quarters = false) {
+/// the 2-CTA cluster); `quarters`: one consumer warpgroup per 64 x 64 sub-tile (block_n 128);
+/// `split`: split-K clusters of that many CTAs per tile.
+inline GemmConfig fp8_cfg(int block_m, int block_n, bool quarters = false, int split = 1) {
   const int consumers = std::min(block_m, 128) / 64 * (quarters ? block_n / 64 : 1);
-  return GemmConfig{GemmPath::fp8, block_n, block_m, 1, 4 * (consumers + 1)};
+  return GemmConfig{GemmPath::fp8, block_n, block_m, split, 4 * (consumers + 1)};
 }
 
 /// Forced configurations covering every kernel variant: fused and splitk with and without a
@@ -50,6 +51,7 @@ inline std::vector<GemmConfig> path_configs(int64_t /*M*/) {
   v.push_back(forced_cfg(GemmPath::tiled));
   v.push_back(fp8_cfg(128, 128));
   v.push_back(fp8_cfg(128, 128, true));
+  v.push_back(fp8_cfg(128, 64, false, 4));
   v.push_back(fp8_cfg(64, 64));
   v.push_back(fp8_cfg(256, 128));
   return v;

@@ -124,8 +124,8 @@ TEST(GpuFp8, FlaggedGroupsInWeightsAndActivationsStayWithinContract) {
   const DevicePacked pk(b);
   const Reference r(aq, b);
   const std::vector<double>&ref = r.sum, &abs_sum = r.abs_sum;
-  for (const GemmConfig& cfg :
-       {fp8_cfg(128, 128), fp8_cfg(64, 128), fp8_cfg(128, 64), fp8_cfg(64, 64), fp8_cfg(256, 128)}) {
+  for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(128, 128, true), fp8_cfg(64, 128), fp8_cfg(128, 64),
+                                fp8_cfg(64, 64), fp8_cfg(256, 128), fp8_cfg(128, 64, false, 2)}) {
     const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
     const ContractReport rep = check_gemm_contract(C.data(), M, N, N, ref.data(), abs_sum.data());
     EXPECT_TRUE(rep.ok()) << describe(cfg) << ": " << rep.str();
@@ -159,6 +159,30 @@ std::pair<std::vector<uint16_t>, std::vector<uint16_t>> cancelling_slices(int64_
     for (int64_t n = 0; n < N; ++n) b[size_t(n * K + k)] = fmt::f32_to_bf16(bv[(k / 32) % 4]);
   }
   return {a, b};
+}
+
+/// Split-K clusters (2, 4, 8 CTAs per tile, on every tile shape): every element within the
+/// contract, including ranks that get no slice (K = 384: 3 slices, split 4 and 8), and the
+/// rank-ordered reduction is bitwise reproducible across calls and equal with fp32 output.
+TEST(GpuFp8, SplitKClustersStayWithinContractAndDeterministic) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t M = 130, N = 200;
+  for (int64_t K : {384, 2048}) {
+    const std::vector<uint16_t> a = randn_bf16(size_t(M * K), 940001 + K);
+    const HostMx aq = quantize_bf16(a, M, K), b = random_mx(N, K, 940002 + K);
+    const DeviceBuf da(a);
+    const DevicePacked pk(b);
+    const Reference r(aq, b);
+    for (int split : {2, 4, 8}) {
+      for (const GemmConfig& cfg : {fp8_cfg(128, 64, false, split), fp8_cfg(64, 64, false, split),
+                                    fp8_cfg(128, 128, true, split), fp8_cfg(64, 128, false, split)}) {
+        const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
+        const ContractReport rep = check_gemm_contract(C.data(), M, N, N, r.sum.data(), r.abs_sum.data());
+        EXPECT_TRUE(rep.ok()) << describe(cfg) << " K=" << K << ": " << rep.str();
+        EXPECT_EQ(run_gemm(da, M, K, pk.pw, &cfg), C) << describe(cfg) << " K=" << K << ": not reproducible";
+      }
+    }
+  }
 }
 
 /// In e4m3 units (group shifts 6, 2, 6) the second block's products (2304 each) are finer

@@ -34,6 +34,8 @@ std::vector<GemmConfig> configs_for(int64_t M) {
   v.push_back(fp8_cfg(64, 128));
   v.push_back(fp8_cfg(64, 128, true));
   v.push_back(fp8_cfg(128, 64));
+  v.push_back(fp8_cfg(128, 64, false, 4));
+  v.push_back(fp8_cfg(128, 128, true, 2));
   v.push_back(fp8_cfg(64, 64));
   v.push_back(fp8_cfg(256, 128));
   return v;

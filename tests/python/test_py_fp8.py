@@ -170,7 +170,8 @@ def test_explain_names_path_fp8():
     assert str(cfg) == "path=fp8 block_n=128 block_m=128 split_k=1 warps=12"
     dev = mxfp4._C.DeviceInfo()
     assert mxfp4._C.choose_gemm_config(256, 4096, 4096, dev).path == mxfp4.GemmPath.fp8
-    assert mxfp4._C.choose_gemm_config(128, 4096, 4096, dev).path != mxfp4.GemmPath.fp8
+    assert mxfp4._C.choose_gemm_config(128, 4096, 4096, dev).path == mxfp4.GemmPath.fp8
+    assert mxfp4._C.choose_gemm_config(64, 4096, 4096, dev).path != mxfp4.GemmPath.fp8
     # A's image, or the tiled fallback's bf16 fragments (256 * 512 * 2 bytes) when larger.
     assert mxfp4._C.gemm_workspace_bytes(256, 512, cfg) == max(mxfp4.fp8_weights_bytes(256, 512), 256 * 512 * 2)
 

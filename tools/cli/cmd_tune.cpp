@@ -21,10 +21,10 @@ namespace {
 
 /// Candidates: every warps / block_n / path combination of the small-M kernel with split_k 1,
 /// 2, 4 or 8 (docs/dispatch.md; the dispatcher may also pick 3, 5, 6 or 7 when K has fewer
-/// than 8 chunks) for M <= 128, plus for M > 64 the tiled kernel (no variants) and the seven
-/// configurations of path fp8 (block_m and block_n 64 or 128, block_n 128 also with one
-/// consumer warpgroup per 64 x 64 sub-tile, and the 256 x 128 cluster pair; the benchmark
-/// builds the FP8 image).
+/// than 8 chunks) for M <= 128, plus for M > 64 the tiled kernel (no variants) and path fp8:
+/// block_m and block_n 64 or 128, block_n 128 also with one consumer warpgroup per 64 x 64
+/// sub-tile, the 256 x 128 cluster pair, and split-K clusters of 2, 4 and 8 on the 128 x 64
+/// and 128 x 128 (four warpgroups) tiles (the benchmark builds the FP8 image).
 std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
   std::vector<mxfp4::GemmConfig> v;
   if (M > 64) {
@@ -39,6 +39,10 @@ std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
         if (bn == 128) v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, bn, bm, 1, 4 * (bm / 64 * 2 + 1)});
       }
     v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 128, 256, 1, 12});  // 2-CTA cluster sharing B
+    for (int split : {2, 4, 8}) {
+      v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 64, 128, split, 12});
+      v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 128, 128, split, 20});
+    }
   }
   // The small-M kernel re-reads the weights for every 64 tokens; past M = 128 path fp8 won
   // every shape of the session 3 tune (bench/results/logs/fp8-v1-tune-large-m-h200.log).
