@@ -11,23 +11,34 @@ namespace mxfp4 {
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// Path fp8 (M > 64), persistent (one CTA per SM walks the tiles): 128 x 128 tiles, or
-/// 128 x 64 when fewer than half the SMs would get a 128 x 128 tile. When even the 128 x 64
-/// tiles leave SMs idle, split-K clusters (2, 4 or 8 CTAs per tile, each at least two 128-K
-/// slices) fill the GPU in one wave: 128 x 2112 x 7168 runs 33 tiles x 4. Session 3 H200 tune
-/// (bench/results/logs/fp8-v2-tune-large-m-h200.log): 128 x 128 won 256x7168x2048 (112 tiles,
-/// 34.8 us against 39.0 for 128 x 64) and every M >= 1024 shape; 128 x 64 won 256x3072x1536
-/// (48 tiles, 20.2 against 27.4) and 256x2880x512 (13.3 against 16.3); 64-row tiles and the
-/// 2-CTA pair (block_m 256) never won. A 128 x 128 tile runs as four 64 x 64 consumer
-/// warpgroups (20 warps; session 4: twice the warps per scheduler to hide the promotion chain).
+/// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048), persistent (one CTA per SM walks
+/// the tiles): 128 x 128 tiles as four 64 x 64 consumer warpgroups (20 warps), or, for
+/// M > 128, 128 x 64 tiles (12 warps) when fewer than half the SMs would get a 128 x 128 tile.
+/// For M <= 128 with that few tiles, split-K clusters of 128 x 128 tiles (2, 4 or 8 CTAs per
+/// tile, each at least two 128-K slices, one wave) instead. H200 tunes
+/// (bench/results/logs/fp8-v2-tune-large-m-h200.log, fp8-v5-tune-h200.log,
+/// fp8-split-tune-mid-m-h200.log):
+///   - 128 x 128 won 256x7168x2048 (112 tiles) and every M >= 1024 shape; four warpgroups
+///     beat two 64 x 128 ones by 3-4% (1024x7168x2048 82.5 against 85.4 us);
+///   - 128 x 64 won 256x3072x1536 (48 tiles of 128 x 128: 18.7 against 22.2 us) and
+///     256x2880x512 (11.2 against 12.9);
+///   - 128x2112x7168 (17 tiles): 128 x 128 split 4 28.1 us, 128 x 64 split 2 30.2, the
+///     small-M kernel 32.2; 128 x 64 split 4 (33 clusters of 4, more than fit at once) 34.7;
+///   - 128x2880x512: the small-M kernel 9.4 us, the best fp8 tile 9.6: short K stays there.
+/// 64-row tiles and the 2-CTA pair (block_m 256) never won.
 GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
-  const int bn = 2 * ceil_div(M, 128) * ceil_div(N, 128) >= sms ? 128 : 64;
-  const int64_t tiles = ceil_div(M, 128) * ceil_div(N, bn), slices = ceil_div(K, 128);
+  const int64_t tiles = ceil_div(M, 128) * ceil_div(N, 128), slices = ceil_div(K, 128);
+  if (2 * tiles >= sms) return GemmConfig{GemmPath::fp8, 128, 128, 1, 20};
+  if (M > 128) return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};
   int split = 1;
   while (split < 8 && tiles * split * 2 <= sms && slices >= 4 * split) split *= 2;
-  return GemmConfig{GemmPath::fp8, bn, 128, split, bn == 128 ? 20 : 12};
+  return GemmConfig{GemmPath::fp8, 128, 128, split, 20};
 }
+
+/// Path fp8 pays off at 64 < M <= 128 only for long K (see fp8_config).
+constexpr int64_t kFp8MinK = 2048;
+
 void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
   constexpr int64_t kMax = int64_t(1) << 40;  // far beyond any matrix that fits a GPU
   if (M < 1 || N < 1 || K < 1 || M > kMax || N > kMax || K > kMax) {
@@ -93,11 +104,13 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 }
 }  // namespace
 
-/// M <= 64: the small-M kernel (small_m_config above); M > 64: the FP8 wgmma path
-/// (fp8_config; gemm() runs config_without_fp8 instead when the weights have no FP8 image).
+/// M <= 64, and 64 < M <= 128 with K < 2048: the small-M kernel (small_m_config above); else
+/// the FP8 wgmma path (fp8_config; gemm() runs config_without_fp8 instead when the weights
+/// have no FP8 image).
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   check_shape(M, N, K, "choose_gemm_config");
-  return M > 64 ? fp8_config(M, N, K, dev) : small_m_config(M, N, K, dev);
+  const bool fp8 = M > 128 || (M > 64 && K >= kFp8MinK);
+  return fp8 ? fp8_config(M, N, K, dev) : small_m_config(M, N, K, dev);
 }
 
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
