@@ -39,7 +39,8 @@ class MXFP4Linear(nn.Module):
     ``[fp8_weights_bytes(N, K)]``, about 1.03 more bytes per weight, on the weights' device;
     ``None`` without the option), built at construction and rebuilt after
     ``load_state_dict``; with it the CUDA GEMM takes path fp8 (e4m3 tensor cores) for more
-    than 128 tokens, without it those shapes run the tiled bf16 path. It is not part of the
+    more than 128 tokens (more than 64 with K >= 2048), without it those shapes run a bf16
+    path. It is not part of the
     state dict (it is derived from ``weight_packed``); after writing ``weight_packed`` in
     place, call :meth:`refresh_fp8`. CPU results are identical with and without it.
 
@@ -224,7 +225,8 @@ class MXFP4Linear(nn.Module):
         except (RuntimeError, ValueError) as e:
             return f"unavailable ({e})"
         if cfg.path == _core._C.GemmPath.fp8 and self.weight_fp8 is None:
-            return f"{cfg} (no FP8 image: runs path=tiled)"
+            # gemm() then runs config_without_fp8: the small-M kernel (splitk) up to M = 128.
+            return f"{cfg} (no FP8 image: runs path={'splitk' if M <= 128 else 'tiled'})"
         return str(cfg)
 
     def extra_repr(self) -> str:
