@@ -99,8 +99,8 @@ __device__ __forceinline__ float4 ld_shared_cluster_f4(const float* local, uint3
 }
 
 /// Cluster barrier whose arrival releases this thread's prior shared-memory writes to the
-/// cluster and whose wait acquires the other CTAs' (PTX "barrier.cluster"; cluster scope only,
-/// no GPU-wide fence).
+/// cluster and whose wait acquires the other CTAs' (PTX "barrier.cluster" .release /
+/// .acquire; the compiler may emit stronger fences).
 __device__ __forceinline__ void cluster_sync_acq_rel() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }

@@ -321,6 +321,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       const int64_t m_base = (int64_t(mt) * kCtas + rank) * P::kBM + row0;
       if (split) {
         // Every consumer warpgroup is past its last read of the ring (named barrier 1).
+        __syncwarp();
         asm volatile("bar.sync 1, %0;" ::"r"(kCons * 128) : "memory");
         float* red = reinterpret_cast<float*>(tiles);
 #pragma unroll
@@ -354,13 +355,14 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       const int rows = P::kBM / p.split, quads = rows * (BN / 4);
       for (int q = int(threadIdx.x); q < quads; q += kCons * 128) {
         const int ml = int(krank) * rows + q / (BN / 4), nl = 4 * (q % (BN / 4));
+        const int64_t m = int64_t(mt) * P::kBM + ml, n = int64_t(nt) * BN + nl;
+        if (m >= p.M) continue;  // no remote load may still be in flight at the closing barrier
         float4 sum = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, 0);
         for (int r = 1; r < p.split; ++r) {
           const float4 v = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, uint32_t(r));
           sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
         }
-        const int64_t m = int64_t(mt) * P::kBM + ml, n = int64_t(nt) * BN + nl;
-        if (m < p.M) store_pair(p, m, n, sum.x, sum.y), store_pair(p, m, n + 2, sum.z, sum.w);
+        store_pair(p, m, n, sum.x, sum.y), store_pair(p, m, n + 2, sum.z, sum.w);
       }
     }
     cluster_sync_relaxed();  // keep shared memory alive until every rank has read it
