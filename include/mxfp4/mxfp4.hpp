@@ -189,10 +189,12 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec&
 ///           thread-block cluster (split_k > 1) with a deterministic DSMEM reduction;
 ///   splitk: small M, A quantized once by its own kernel, then the same cluster split-K GEMM;
 ///   tiled:  large M, A quantized once by its own kernel, then a tiled tensor-core GEMM.
-///   fp8:    large M on the e4m3 tensor cores (docs/fp8-path.md): A's FP8 image built per
-///           call, wgmma against the weights' FP8 image (PackedWeights::fp8, from
-///           prepack_fp8), then an exact fix-up of rows/columns with flagged groups. Without
-///           B.fp8 a dispatcher choice of fp8 runs tiled instead; a forced one throws.
+///   fp8:    M > 128, and 64 < M <= 128 with K >= 2048, on the e4m3 tensor cores
+///           (docs/fp8-path.md): A's FP8 image built per call, wgmma against the weights'
+///           FP8 image (PackedWeights::fp8, from prepack_fp8), optionally split-K clusters,
+///           then an exact fix-up of rows/columns with flagged groups. Without B.fp8 a
+///           dispatcher or tune-cache choice of fp8 runs a bf16 path instead (the small-M
+///           rule for M <= 128, tiled beyond); a forced one throws.
 /// Token CTAs run along grid.y (at most 65535), so fused/splitk take M <= 64 * 65535 and
 /// tiled M <= 128 * 65535 = 8388480; a larger M throws InvalidArgument on Backend::cuda.
 enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2, fp8 = 3 };
@@ -205,7 +207,7 @@ struct GemmConfig {
   int block_m = 16;   ///< tokens (M) per CTA; multiple of 8 (fused/splitk: informational, the
                       ///< kernel always takes up to 64 tokens per CTA, larger M in CTAs along
                       ///< grid.y; the dispatcher reports min(M, 64) rounded up to 8; tiled: 128;
-                      ///< fp8: 64 or 128, one consumer warpgroup per 64; or 256 with
+                      ///< fp8: 64 or 128 (see warps for the consumer warpgroups); or 256 with
                       ///< block_n 128: a cluster of two 128-row CTAs sharing B's tile)
   int split_k = 1;    ///< CTAs of a cluster sharing one output tile, each a share of K (1..8;
                       ///< fp8: 1, 2, 4 or 8, and 1 for block_m 256)
@@ -229,7 +231,8 @@ struct DeviceInfo {
 struct GemmOptions {
   ScaleRule rule = ScaleRule::aiter;  ///< rule used to quantize A
   const GemmConfig* config = nullptr; ///< force a configuration (nullptr: dispatcher/tune cache)
-  void* workspace = nullptr;          ///< device scratch for the tiled path (nullptr: cached)
+  void* workspace = nullptr;          ///< device scratch of paths splitk, tiled and fp8
+                                      ///< (gemm_workspace_bytes; nullptr: cached)
   size_t workspace_bytes = 0;
 };
 
@@ -242,7 +245,8 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
 std::string describe(const GemmConfig& cfg);
 
 /// Device scratch bytes the GEMM needs for (M, K) with `cfg` (0 for fused; for fp8 also
-/// enough for the tiled path that runs when the weights have no FP8 image).
+/// enough for the bf16 path that runs when the weights have no FP8 image: splitk for
+/// M <= 128, tiled beyond, both needing A's bf16 fragments).
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg);
 
 /// The configuration gemm() would use for this shape on exec's device (tune cache first,
