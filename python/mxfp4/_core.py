@@ -358,7 +358,7 @@ def _gemm_impl(a, data, N, K, version, rule, out_dtype=None, fp8=None):
     if M > 0:
         ws = None
         if _is_cuda(av):
-            # For path fp8 this also covers the tiled fallback of weights without an image.
+            # For path fp8 this also covers the bf16 fallback (splitk / tiled) of weights without an image.
             cfg = _C.explain_gemm(M, N, K, _C.Backend.cuda, av.device.index)
             nbytes = int(_C.gemm_workspace_bytes(M, K, cfg))
             if nbytes > 0:

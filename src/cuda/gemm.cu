@@ -1,5 +1,5 @@
 // CUDA GEMM entry: configuration lookup (tune cache, then the dispatcher), the cached
-// workspace of the tiled path, and the launch of the chosen kernel.
+// workspace of the splitk, tiled and fp8 paths, and the launch of the chosen kernel.
 //
 // Hot path: after the first call for a given device/stream and shape class nothing is
 // allocated, nothing is copied between host and device and the host never waits; every

@@ -180,8 +180,8 @@ std::string describe(const GemmConfig& cfg) {
 }
 
 /// splitk and tiled paths: activation fragments, round_up(M, 8) x round_up(K, 64) bf16 values;
-/// fp8: A's FP8 image (core/fp8_layout.hpp, about 1.03 * M * K bytes), or the tiled path's
-/// fragments when larger: gemm() runs tiled instead when the weights have no FP8 image, and
+/// fp8: A's FP8 image (core/fp8_layout.hpp, about 1.03 * M * K bytes), or the fragments when
+/// larger: gemm() runs config_without_fp8 (splitk or tiled) when the weights have no FP8 image, and
 /// the workspace sized for the chosen config must serve that call too.
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
   if (cfg.path == GemmPath::fused) return 0;
