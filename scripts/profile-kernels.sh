@@ -3,7 +3,8 @@
 # built build-device): for each "M N K" line of SHAPES, `ncu` records gpu__time_duration of the
 # GEMM-side kernels (A quantizer or FP8 image, GEMM, fix-up) of the benchmark's first calls
 # (caches flushed before each kernel, clocks left alone), and the script prints the median per
-# kernel name. The ncu CSV goes to $OUT/kernels-<M>x<N>x<K>.csv when OUT is set.
+# kernel name (us). The ncu CSV goes to $OUT/kernels-<M>x<N>x<K>.csv when OUT is set (the device
+# returns at most 8 files: tar them).
 # Usage: scripts/profile-kernels.sh SHAPES [EXTRA_BENCH_ARGS...]
 set -uo pipefail
 shapes=$1; shift
@@ -23,7 +24,8 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 by = {}
 for r in rows:
     name = re.sub(r'\(.*', '', r['Kernel Name'])[:60]
-    by.setdefault(name, []).append(float(r['Metric Value']) / (1000.0 if r['Metric Unit'] == 'nsecond' else 1.0))
+    value = float(r['Metric Value'].replace(',', ''))  # ncu prints thousands separators
+    by.setdefault(name, []).append(value / 1000.0 if r['Metric Unit'] in ('ns', 'nsecond') else value)
 parts = [f"{n} {statistics.median(v):.2f}us(x{len(v)})" for n, v in by.items()]
 print(f"{sys.argv[2]}x{sys.argv[3]}x{sys.argv[4]}: " + "; ".join(parts))
 PY
