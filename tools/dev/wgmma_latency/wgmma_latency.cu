@@ -1,7 +1,11 @@
 // Latency and throughput of e4m3 wgmma m64n64k32 on one SM (a measurement aid, not built by
 // CMake): one CTA of W warpgroups; each warpgroup runs R rounds of D in-flight MMAs (D
 // scratch accumulators issued back to back, then wait_group 0) on zeroed 128B-swizzled shared
-// tiles. Prints cycles per round and MACs per cycle for the SM. Usage (GPU machine):
+// tiles. Prints cycles per round and MACs per cycle for the SM. A second probe runs the
+// consumer side of gemm_fp8's 128 x 128 four-warpgroup step without a producer: per 128-K
+// slice it walks a ring of 6 resident stages (as the kernel's shared-memory addresses do),
+// optionally reloads the 32 scale products from shared memory (2 LDS + 8 LDS.64 + 32 FMUL),
+// and promotes every k32 block with 32 FFMA. Usage (GPU machine):
 //   nvcc -std=c++17 -gencode arch=compute_90a,code=sm_90a -O3 -Isrc tools/dev/wgmma_latency/wgmma_latency.cu -o /tmp/wl && /tmp/wl
 #include <cuda_runtime.h>
 
@@ -55,6 +59,75 @@ __global__ void __launch_bounds__(128 * WGS, 1) probe(long long* out, int rounds
   if (sink == 1.f) out[7] = 1;  // keep the results alive
 }
 
+/// gemm_fp8's consumer loop for one 128 x 128 tile (four 64 x 64 warpgroups), stages resident.
+template <bool RELOAD>
+__global__ void __launch_bounds__(512, 1) slice_probe(long long* out, int slices) {
+  extern __shared__ __align__(1024) uint8_t smem[];
+  constexpr int kStages = 6, kStage = 32768;  // A 128 x 128 + B 128 x 128 e4m3
+  float* scales = reinterpret_cast<float*>(smem + kStages * kStage);
+  for (int i = threadIdx.x; i < kStages * kStage / 4; i += blockDim.x) reinterpret_cast<float*>(smem)[i] = 0.f;
+  for (int i = threadIdx.x; i < kStages * 256; i += blockDim.x) scales[i] = 1.f;
+  __syncthreads();
+  const int wg = threadIdx.x / 128, tb = wg / 2, wb = wg % 2, lane = threadIdx.x % 32;
+  const int row0 = tb * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4;
+  float acc[32], t[32], ab[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) acc[i] = 0.f, t[i] = 0.f, ab[i] = 1.f;
+  __syncthreads();
+  const long long c0 = clock64();
+  for (int j = 0; j < slices; ++j) {
+    const int s = j % kStages;
+    const uint8_t* stage = smem + s * kStage;
+    const uint64_t da = smem_desc_sw128(stage + tb * 8192), db = smem_desc_sw128(stage + 16384 + wb * 8192);
+    if (RELOAD) {
+      const float* sa = scales + s * 256;
+      const float* sb = sa + 128 + wb * 64;
+      const float a0 = sa[row0], a1 = sa[row0 + 8];
+#pragma unroll
+      for (int jn = 0; jn < 8; ++jn) {
+        const float2 b = *reinterpret_cast<const float2*>(sb + 8 * jn + 2 * (lane % 4));
+        ab[4 * jn + 0] = a0 * b.x, ab[4 * jn + 1] = a0 * b.y, ab[4 * jn + 2] = a1 * b.x, ab[4 * jn + 3] = a1 * b.y;
+      }
+    }
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+      for (int i = 0; i < 32; ++i) fence_operand(t[i]);
+      wgmma_fence();
+      wgmma_e4m3<64>(t, da + 2 * kk, db + 2 * kk, 0);
+      wgmma_commit();
+      wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < 32; ++i) fence_operand(t[i]);
+#pragma unroll
+      for (int i = 0; i < 32; ++i) acc[i] = fmaf(t[i], ab[i], acc[i]);
+    }
+  }
+  const long long c1 = clock64();
+  float sink = 0.f;
+#pragma unroll
+  for (int i = 0; i < 32; ++i) sink += acc[i];
+  if (threadIdx.x == 0) out[0] = c1 - c0;
+  if (sink == 1.f) out[7] = 1;
+}
+
+template <bool RELOAD>
+void run_slices() {
+  long long* d_out;
+  cudaMalloc(&d_out, 8 * sizeof(long long));
+  const int smem = 6 * 32768 + 6 * 256 * 4, slices = 600;
+  cudaFuncSetAttribute(slice_probe<RELOAD>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  slice_probe<RELOAD><<<1, 512, smem>>>(d_out, 12);
+  slice_probe<RELOAD><<<1, 512, smem>>>(d_out, slices);
+  long long h[8] = {};
+  cudaMemcpy(h, d_out, sizeof(h), cudaMemcpyDeviceToHost);
+  const double step = double(h[0]) / slices / 4;
+  printf("gemm_fp8 consumer step, 4 warpgroups, 6 resident stages, scale reload %d: %.1f cycles per k32 step, "
+         "%.0f MAC/cycle per SM (%s)\n",
+         int(RELOAD), step, 128.0 * 128 * 32 / step, cudaGetErrorString(cudaGetLastError()));
+  cudaFree(d_out);
+}
+
 template <int D, int WGS>
 void run() {
   const int wgs = WGS;
@@ -76,5 +149,6 @@ int main() {
   run<1, 1>(), run<2, 1>(), run<4, 1>();
   run<1, 2>(), run<2, 2>(), run<4, 2>();
   run<1, 4>(), run<2, 4>();
+  run_slices<false>(), run_slices<true>();
   return 0;
 }
