@@ -6,7 +6,7 @@
 // slice it walks a ring of 6 resident stages (as the kernel's shared-memory addresses do),
 // optionally reloads the 32 scale products from shared memory (2 LDS + 8 LDS.64 + 32 FMUL),
 // and promotes every k32 block with 32 FFMA. Usage (GPU machine):
-//   nvcc -std=c++17 -gencode arch=compute_90a,code=sm_90a -O3 -Isrc tools/dev/wgmma_latency/wgmma_latency.cu -o /tmp/wl && /tmp/wl
+//   nvcc -std=c++17 -gencode arch=compute_90a,code=sm_90a -O3 -Isrc tools/dev/probes/wgmma_latency.cu -o /tmp/wl && /tmp/wl
 #include <cuda_runtime.h>
 
 #include <cstdio>
