@@ -93,6 +93,14 @@ __device__ __forceinline__ void store_pair(const Fp8Params& p, int64_t m, int64_
   }
 }
 
+/// PDL in both directions: waits for the A image kernel (complete, writes visible), then lets
+/// the fix-up start; the fix-up reads A's flags before its own wait, so no thread may signal
+/// before its wait.
+__device__ __forceinline__ void wait_then_release_dependents() {
+  grid_dependency_wait();
+  grid_dependents_launch();
+}
+
 /// Persistent kernel: CTAs (PAIR: clusters of 2 CTAs) take tiles id = cluster, cluster +
 /// clusters, ...; the stage ring and its mbarrier phases run on across tiles, so the producer
 /// loads the next tile while the consumers store the last. PAIR: the two CTAs of a cluster
@@ -192,8 +200,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       Cursor c0 = c;
       int pre = 0;
       for (; pre < P::kStages && c.id < tiles_total; ++pre, advance(c)) issue_b(pre, c);
-      grid_dependency_wait();
-      grid_dependents_launch();  // the fix-up's flag scan may start: both images are complete
+      wait_then_release_dependents();
       for (int it = 0; it < pre; ++it, advance(c0)) issue_a(it, c0);
       for (int it = pre; c.id < tiles_total; ++it, advance(c)) {
         const int s = it % P::kStages;
@@ -202,15 +209,13 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         issue_a(s, c);
       }
     } else {
-      grid_dependency_wait();
-      grid_dependents_launch();
+      wait_then_release_dependents();
     }
   } else {
     // Consumer warpgroup `wg`: tokens tb*64 .. tb*64+63 of the CTA's tile, weight rows
     // wb*WN .. wb*WN+WN-1.
     if constexpr (kRebalance) setmaxnreg_inc<kConsumerRegs>();
-    grid_dependency_wait();  // C is written below; the previous kernels are complete
-    grid_dependents_launch();
+    wait_then_release_dependents();  // C is written below
     const int tb = wg / P::kWeightBlocks, wb = wg % P::kWeightBlocks;
     const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
     const int row0 = tb * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
