@@ -37,12 +37,18 @@ def test_quantize_dequantize_round_trip(cli, tmp_path):
     np.testing.assert_array_equal(s2, s)
 
 
-def run_gemm(cli, tmp_path, a_bits, q, s, *extra):
-    np.save(tmp_path / "a.npy", a_bits)
+def gemm_args(tmp_path, a, q, s):
+    """Saves A, B's codes and scales as .npy files; the `mxfp4 gemm` arguments that read them
+    and write C to c.npy."""
+    np.save(tmp_path / "a.npy", a)
     np.save(tmp_path / "bq.npy", q)
     np.save(tmp_path / "bs.npy", s)
-    r = cli.ok("gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales",
-               tmp_path / "bs.npy", "--out", tmp_path / "c.npy", *extra)
+    return ["gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales", tmp_path / "bs.npy",
+            "--out", tmp_path / "c.npy"]
+
+
+def run_gemm(cli, tmp_path, a_bits, q, s, *extra):
+    r = cli.ok(*gemm_args(tmp_path, a_bits, q, s), *extra)
     c = np.load(tmp_path / "c.npy")
     assert c.dtype == np.uint16 and c.shape == (a_bits.shape[0], q.shape[0])
     return bf16_to_f32(c), r
@@ -102,22 +108,14 @@ def test_gemm_explain(cli, tmp_path):
 
 
 def test_gemm_shape_mismatch(cli, tmp_path):
-    np.save(tmp_path / "a.npy", bf16_bits(np.ones((3, 64), dtype=np.float32)))
     q, s = quantize_ref(np.ones((4, 96), dtype=np.float32))
-    np.save(tmp_path / "bq.npy", q)
-    np.save(tmp_path / "bs.npy", s)
-    line = cli.fails("gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales",
-                     tmp_path / "bs.npy", "--out", tmp_path / "c.npy")
+    line = cli.fails(*gemm_args(tmp_path, bf16_bits(np.ones((3, 64), dtype=np.float32)), q, s))
     assert "K" in line
 
 
 def test_gemm_a_must_be_bf16_bits(cli, tmp_path):
-    np.save(tmp_path / "a.npy", np.ones((3, 64), dtype=np.float32))
     q, s = quantize_ref(np.ones((4, 64), dtype=np.float32))
-    np.save(tmp_path / "bq.npy", q)
-    np.save(tmp_path / "bs.npy", s)
-    line = cli.fails("gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales",
-                     tmp_path / "bs.npy", "--out", tmp_path / "c.npy")
+    line = cli.fails(*gemm_args(tmp_path, np.ones((3, 64), dtype=np.float32), q, s))
     assert "<f4" in line and "<u2" in line
 
 
@@ -144,11 +142,7 @@ def test_gemm_cuda_backend(cli, tmp_path):
     a_bits = bf16_bits(rng.standard_normal((M, K)))
     q, s = quantize_ref(rng.standard_normal((N, K)).astype(np.float32))
     if cuda_devices(cli) == 0:
-        np.save(tmp_path / "a.npy", a_bits)
-        np.save(tmp_path / "bq.npy", q)
-        np.save(tmp_path / "bs.npy", s)
-        line = cli.fails("gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales",
-                         tmp_path / "bs.npy", "--out", tmp_path / "c.npy", "--backend", "cuda")
+        line = cli.fails(*gemm_args(tmp_path, a_bits, q, s), "--backend", "cuda")
         assert "cuda" in line.lower()
         return
     c, r = run_gemm(cli, tmp_path, a_bits, q, s, "--backend", "cuda", "--explain")
@@ -191,12 +185,8 @@ def test_gemm_fp32_output(cli, tmp_path, backend):
 
 
 def test_gemm_out_dtype_rejects_other_types(cli, tmp_path):
-    np.save(tmp_path / "a.npy", bf16_bits(np.ones((2, 64), dtype=np.float32)))
     q, s = quantize_ref(np.ones((4, 64), dtype=np.float32))
-    np.save(tmp_path / "bq.npy", q)
-    np.save(tmp_path / "bs.npy", s)
-    line = cli.fails("gemm", "--a", tmp_path / "a.npy", "--b-codes", tmp_path / "bq.npy", "--b-scales",
-                     tmp_path / "bs.npy", "--out", tmp_path / "c.npy", "--out-dtype", "f16")
+    line = cli.fails(*gemm_args(tmp_path, bf16_bits(np.ones((2, 64), dtype=np.float32)), q, s), "--out-dtype", "f16")
     assert "out-dtype" in line
 
 

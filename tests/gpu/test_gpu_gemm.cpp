@@ -16,9 +16,11 @@
 namespace mxfp4::test {
 namespace {
 
-/// Every configuration that can run M: fused (in-kernel quantization) and splitk (pre-quantized
-/// A) variants with and without cluster split, 4 or 8 slabs, 1, 2 or 4 warps per slab, and
-/// tiled for M > 64.
+/// The configurations every GEMM test sweeps (any M): fused (in-kernel quantization) and
+/// splitk (pre-quantized A) variants with and without cluster split, 4 or 8 slabs, 1, 2 or 4
+/// warps per slab; tiled; every fp8 tile (two- and four-warpgroup 128 x 128, 64 x 128, 128 x 64,
+/// 64 x 64, the 256 x 128 pair) and two split-K clusters. The canary, concurrency and 64-bit
+/// tests use the shorter gpu_cases.hpp path_configs.
 std::vector<GemmConfig> configs_for(int64_t M) {
   std::vector<GemmConfig> v;
   v.push_back(forced_cfg(GemmPath::fused, 1, 4, 1));
