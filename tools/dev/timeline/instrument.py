@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Adds a per-CTA globaltimer timeline to src/cuda/gemm_fused.cu (a measurement aid, never
 committed instrumented): thread 0 of every CTA records kernel start, the return of
-griddepcontrol.wait, the arrival of the first stage, the end of the K loop and the end of the
-kernel, plus its SM id, into a __device__ array that trace.cu reads back.
+griddepcontrol.wait, the arrival of the first and of the last stage, the end of the K loop,
+the return of the split-K cluster barrier (= end of the K loop without split-K) and the end of
+the kernel, plus its SM id, into a __device__ array that trace.cu reads back.
 
 Usage (on the GPU machine, in a scratch copy or with `git stash` afterwards):
     python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused.cu
@@ -16,7 +17,7 @@ import sys
 
 EDITS = [
     ("struct FusedArgs {",
-     "__device__ unsigned long long g_trace[8192][6];\n"
+     "__device__ unsigned long long g_trace[8192][8];\n"
      "__device__ __forceinline__ unsigned long long gtime() {\n"
      "  unsigned long long t;\n  asm volatile(\"mov.u64 %0, %globaltimer;\" : \"=l\"(t));\n  return t;\n}\n"
      "struct FusedArgs {"),
@@ -25,21 +26,23 @@ EDITS = [
      "  const int cta = blockIdx.y * gridDim.x + blockIdx.x;\n"
      "  const int prologue = min(nstages, p.stages);\n"),
     ("  grid_dependency_wait();\n",
-     "  grid_dependency_wait();\n  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0;\n"),
+     "  grid_dependency_wait();\n  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0, tl = 0;\n"),
     ("    mbarrier_wait(&full[slot], uint32_t(s / p.stages) & 1u);\n",
-     "    mbarrier_wait(&full[slot], uint32_t(s / p.stages) & 1u);\n    if (s == 0) t2 = gtime();\n"),
+     "    mbarrier_wait(&full[slot], uint32_t(s / p.stages) & 1u);\n    if (s == 0) t2 = gtime();\n    tl = gtime();\n"),
     ("  // Epilogue: the KW warps",
-     "  const unsigned long long t3 = gtime();\n  // Epilogue: the KW warps"),
+     "  const unsigned long long t3 = gtime();\n  unsigned long long tc = t3;\n  // Epilogue: the KW warps"),
+    ("    cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory\n",
+     "    cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory\n    tc = gtime();\n"),
     ("    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it\n  }\n}\n",
      "    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it\n  }\n"
      "  if (threadIdx.x == 0 && cta < 8192) {\n"
      "    unsigned smid;\n    asm volatile(\"mov.u32 %0, %smid;\" : \"=r\"(smid));\n"
-     "    g_trace[cta][0] = t0, g_trace[cta][1] = t1, g_trace[cta][2] = t2, g_trace[cta][3] = t3;\n"
-     "    g_trace[cta][4] = gtime(), g_trace[cta][5] = smid;\n  }\n}\n"),
+     "    g_trace[cta][0] = t0, g_trace[cta][1] = t1, g_trace[cta][2] = t2, g_trace[cta][3] = tl;\n"
+     "    g_trace[cta][4] = t3, g_trace[cta][5] = tc, g_trace[cta][6] = gtime(), g_trace[cta][7] = smid;\n  }\n}\n"),
     ("void gemm_fused(const uint16_t* A,",
      "void debug_read_trace(unsigned long long* host, int n) {\n"
-     "  cudaMemcpyFromSymbol(host, g_trace, size_t(n) * 6 * 8);\n}\n"
-     "void debug_clear_trace() {\n  static unsigned long long z[8192][6];\n"
+     "  cudaMemcpyFromSymbol(host, g_trace, size_t(n) * 8 * 8);\n}\n"
+     "void debug_clear_trace() {\n  static unsigned long long z[8192][8];\n"
      "  cudaMemcpyToSymbol(g_trace, z, sizeof(z));\n}\n\n"
      "void gemm_fused(const uint16_t* A,"),
 ]

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# One kernel launch under `ncu --set full` (GPU machine, after device-check.sh built
+# build-device; a measurement aid): the 4th launch of kernels matching REGEX in `mxfp4 bench`
+# of one shape, clocks left alone. Writes PREFIX.ncu-rep, PREFIX-details.txt (every section)
+# and PREFIX-source.csv (SASS with per-instruction stall samples).
+# Usage: tools/dev/ncu-kernel.sh "M N K" REGEX PREFIX [EXTRA_BENCH_ARGS...]
+set -uo pipefail
+shape=$1 regex=$2 prefix=$3; shift 3
+one=$(mktemp); echo "$shape" > "$one"
+ncu --clock-control none --set full --import-source yes -k "regex:$regex" --launch-skip 3 --launch-count 1 \
+    -f -o "$prefix" build-device/mxfp4 bench --shapes "$one" --no-baselines --replays 3 --out-dir "$(mktemp -d)" "$@" \
+    > "$prefix-run.log" 2>&1
+ncu --import "$prefix.ncu-rep" --page details > "$prefix-details.txt" 2>&1
+ncu --import "$prefix.ncu-rep" --page source --csv --print-source sass > "$prefix-source.csv" 2>&1
+tail -n 3 "$prefix-run.log"
+grep -E 'Duration|Throughput|Pipe|Issue Slots|Warp Cycles Per Issued|Active Warps|Registers|Hit Rate' "$prefix-details.txt" | head -40

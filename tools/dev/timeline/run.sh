@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Small-M kernel timelines (GPU machine; a measurement aid): copies the work tree to a scratch
+# directory, instruments src/cuda/gemm_fused.cu there (instrument.py), builds the library and
+# trace.cu, then runs /tmp/trace for every line of CASES ("M N K" for the dispatcher's choice,
+# or "M N K splitk(0|1) block_n warps split_k"). The repository itself is never modified.
+# Usage: tools/dev/timeline/run.sh CASES_FILE [SCRATCH_DIR]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+cases=$(realpath "$1")
+scratch=${2:-/tmp/mxfp4-timeline}
+rm -rf "$scratch" && mkdir -p "$scratch"
+(cd "$root" && tar --exclude='./build*' --exclude='./.git' -cf - .) | tar -C "$scratch" -xf -
+cd "$scratch"
+python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused.cu
+cmake -S . -B build-tl -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DMXFP4_CUDA=ON \
+  -DMXFP4_BUILD_TESTS=OFF -DMXFP4_BUILD_CLI=OFF >/dev/null
+cmake --build build-tl -j "$(nproc)" --target mxfp4 >/dev/null
+blas=$(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' build-tl/CMakeCache.txt)
+nvcc -std=c++17 -arch=sm_90a -Iinclude tools/dev/timeline/trace.cu build-tl/libmxfp4.a -lcublas -lcublasLt \
+  ${blas:+"$blas"} -o /tmp/trace
+grep -v '^#' "$cases" | while read -r line; do
+  [ -z "$line" ] && continue
+  echo "== $line"
+  /tmp/trace $line
+done
