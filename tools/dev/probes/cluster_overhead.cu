@@ -41,8 +41,10 @@ float time_graph(int ctas, int cluster, int spin_ns, int* sink) {
   cudaGraphExec_t ge;
   cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
   for (int i = 0; i < 200; ++i) cudaLaunchKernelEx(&cfg, work, spin_ns, int(cluster > 1), sink);
-  cudaStreamEndCapture(s, &g);
-  cudaGraphInstantiate(&ge, g, 0);
+  if (cudaStreamEndCapture(s, &g) != cudaSuccess || cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) {
+    cudaStreamDestroy(s);
+    return -1.f;  // e.g. a grid that is not a multiple of the cluster size
+  }
   cudaGraphLaunch(ge, s);
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
@@ -65,6 +67,7 @@ int main() {
   for (int ctas : {132, 264, 360, 448})
     for (int spin : {0, 2000})
       for (int cluster : {1, 2, 4, 8})
+        if (ctas % cluster == 0)
         printf("%4d CTAs, spin %4d ns, cluster %d: %.2f us per launch (%s)\n", ctas, spin, cluster,
                time_graph(ctas, cluster, spin, sink), cudaGetErrorString(cudaGetLastError()));
   return 0;

@@ -3,7 +3,9 @@
 # directory, instruments src/cuda/gemm_fused.cu there (instrument.py), builds the library and
 # trace.cu, then runs /tmp/trace for every line of CASES ("M N K" for the dispatcher's choice,
 # or "M N K splitk(0|1) block_n warps split_k"). The repository itself is never modified.
-# Usage: tools/dev/timeline/run.sh CASES_FILE [SCRATCH_DIR]
+# NOCOMPUTE=1 also removes the MMA loop's body (the CTAs only wait for their stages): the
+# timeline of the data alone.
+# Usage: [NOCOMPUTE=1] tools/dev/timeline/run.sh CASES_FILE [SCRATCH_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cases=$(realpath "$1")
@@ -12,6 +14,10 @@ rm -rf "$scratch" && mkdir -p "$scratch"
 (cd "$root" && tar --exclude='./build*' --exclude='./.git' -cf - .) | tar -C "$scratch" -xf -
 cd "$scratch"
 python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused.cu
+if [ "${NOCOMPUTE:-0}" = 1 ]; then
+  grep -q '    if (ls < active_slabs) {' src/cuda/gemm_fused.cu
+  sed -i 's/    if (ls < active_slabs) {/    if (ls < active_slabs \&\& p.M < 0) {/' src/cuda/gemm_fused.cu
+fi
 cmake -S . -B build-tl -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DMXFP4_CUDA=ON \
   -DMXFP4_BUILD_TESTS=OFF -DMXFP4_BUILD_CLI=OFF >/dev/null
 cmake --build build-tl -j "$(nproc)" --target mxfp4 >/dev/null
