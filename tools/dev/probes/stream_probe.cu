@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <functional>
 
 #include "cuda/bulk_copy.cuh"
@@ -115,7 +116,8 @@ int main() {
         const int ctas = sms * per_sm;
         const int64_t per_cta = total / ctas / chunk * chunk;
         if (per_cta < chunk) continue;
-        const int slots = int(std::min<int64_t>(per_cta / chunk, (96 * 1024 / per_sm) / chunk));
+        // At most 64 slots: their mbarriers must fit in the 1024-byte header.
+        const int slots = int(std::min<int64_t>({per_cta / chunk, (96 * 1024 / per_sm) / chunk, 64}));
         const int smem = 1024 + slots * chunk;
         const double us = time_launches(s, [&](int i) {
           bulk_stream<<<ctas, 32, smem, s>>>(src + i * region_max, per_cta, chunk, slots, sink);
