@@ -24,6 +24,7 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "cuda/bulk_copy.cuh"
 #include "cuda/common.cuh"
@@ -159,12 +160,25 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     for (int s = 0; s < prologue; ++s) issue_frags(s);
   __syncthreads();  // barriers initialised before anyone waits on them
 
-  float acc[N8][4];
+  // N8 <= 2: even and odd K16 steps accumulate into separate registers (two independent HMMA
+  // chains per token tile instead of one, which the latency of each HMMA would serialise),
+  // added in a fixed order after the loop.
+  constexpr int kChains = N8 <= 2 ? 2 : 1;
+  float acc[kChains][N8][4];
 #pragma unroll
-  for (int j = 0; j < N8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+  for (int h = 0; h < kChains; ++h)
+#pragma unroll
+    for (int j = 0; j < N8; ++j) acc[h][j][0] = acc[h][j][1] = acc[h][j][2] = acc[h][j][3] = 0.f;
 
+  // The end-of-stage barrier guards ring slots that are refilled and path "fused"'s A batches
+  // that are overwritten. Without either (every stage has its own slot, A is quantized once)
+  // the warps run through their stages independently, and one barrier after the loop keeps
+  // the ring alive until every warp has read it (the epilogue's reduction tile reuses it).
+  const bool stage_barrier = nstages > p.stages || (!PREQUANT && p.a_chunks < nstages * kG);
+  int slot = 0;         // s % p.stages
+  uint32_t phase = 0u;  // (s / p.stages) & 1
   for (int s = 0; s < nstages; ++s) {
-    const int slot = s % p.stages, chunks = stage_chunks(s);
+    const int chunks = stage_chunks(s);
     const uint8_t* slot_base = ring + slot * R::kSlot;
     const uint32_t* a_frag;  // fragments of this stage's first chunk, K16-step pitch ks_pitch
     int ks_pitch;
@@ -181,7 +195,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       a_frag = abuf + in_batch * 4 * 64;
       ks_pitch = 4 * p.a_chunks;
     }
-    mbarrier_wait(&full[slot], uint32_t(s / p.stages) & 1u);
+    mbarrier_wait(&full[slot], phase);
 
     if (ls < active_slabs) {
       const uint8_t* codes = slot_base + ls * kG * 512 + lane * 16;
@@ -192,25 +206,44 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
         const int c = cc * KW + kw;
         if (c >= chunks) break;
         const uint4 wc = *reinterpret_cast<const uint4*>(codes + c * 512);
-        const ChunkScales cs = chunk_scales(*reinterpret_cast<const uint32_t*>(scales + c * 32));
+        const uint32_t sc = *reinterpret_cast<const uint32_t*>(scales + c * 32);
         const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
+        // One warp-uniform branch per chunk on the scale case (common.cuh chunk_scales).
+        auto mma_chunk = [&](auto fused) {
+          constexpr bool kFused = decltype(fused)::value;
+          uint32_t f[2][2];
+          chunk_scale_factors<kFused>(sc, f);
 #pragma unroll
-        for (int step = 0; step < 4; ++step) {
-          uint32_t a[4];
-          decode_weight_fragment(words[step], cs, step, a);
+          for (int step = 0; step < 4; ++step) {
+            uint32_t a[4];
+            decode_weight_fragment<kFused>(words[step], f, step, a);
 #pragma unroll
-          for (int j = 0; j < N8; ++j) {  // tiles past M hold don't-care values: never stored
-            const uint2 b = *reinterpret_cast<const uint2*>(a_lane + (j * ks_pitch + 4 * c + step) * 64);
-            mma_bf16_16816(acc[j], a, b.x, b.y);
+            for (int j = 0; j < N8; ++j) {  // tiles past M hold don't-care values: never stored
+              const uint2 b = *reinterpret_cast<const uint2*>(a_lane + (j * ks_pitch + 4 * c + step) * 64);
+              mma_bf16_16816(acc[step % kChains][j], a, b.x, b.y);
+            }
           }
+        };
+        if (chunk_scales_fuse(sc)) {
+          mma_chunk(std::true_type{});
+        } else {
+          mma_chunk(std::false_type{});
         }
       }
     }
-    __syncthreads();  // slot (and abuf) consumed by every warp
+    if (stage_barrier) __syncthreads();  // slot (and abuf) consumed by every warp
     if (threadIdx.x == 0 && s + p.stages < nstages) {
       issue_weights(s + p.stages);
       if constexpr (PREQUANT) issue_frags(s + p.stages);
     }
+    if (++slot == p.stages) slot = 0, phase ^= 1u;
+  }
+  if (!stage_barrier) __syncthreads();
+  if constexpr (kChains == 2) {
+#pragma unroll
+    for (int j = 0; j < N8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[0][j][e] += acc[1][j][e];
   }
 
   // Epilogue: the KW warps of a slab add their accumulators into red[m][n_local] in order
@@ -227,7 +260,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           float& dst = red[(8 * j + 2 * t + e % 2) * kP + ls * 16 + g + 8 * (e / 2)];
-          dst = group == 0 ? acc[j][e] : dst + acc[j][e];
+          dst = group == 0 ? acc[0][j][e] : dst + acc[0][j][e];
         }
     }
     if (KW > 1) __syncthreads();
