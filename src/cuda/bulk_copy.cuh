@@ -98,44 +98,6 @@ __device__ __forceinline__ float4 ld_shared_cluster_f4(const float* local, uint3
   return v;
 }
 
-/// Stores 16 bytes at `local`'s offset in the shared memory of cluster CTA `rank` (PTX "mapa",
-/// "st.shared::cluster"; order it before the owner's reads with a release, e.g.
-/// fence_acq_rel_cluster then mbarrier_arrive_cluster).
-__device__ __forceinline__ void st_shared_cluster_f4(float* local, uint32_t rank, float4 v) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(local)), "r"(rank));
-  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(remote), "f"(v.x), "f"(v.y), "f"(v.z),
-               "f"(v.w)
-               : "memory");
-}
-
-/// Orders this thread's prior memory accesses (shared::cluster stores included) before its
-/// later ones at cluster scope (PTX "fence.acq_rel.cluster").
-__device__ __forceinline__ void fence_acq_rel_cluster() { asm volatile("fence.acq_rel.cluster;" ::: "memory"); }
-
-/// mbarrier_wait with acquire semantics at cluster scope: after it returns, this thread sees
-/// the writes that other CTAs of the cluster released with their arrivals on `bar`.
-__device__ __forceinline__ void mbarrier_wait_cluster(uint64_t* bar, uint32_t parity) {
-  const uint32_t addr = smem_addr(bar);
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(addr), "r"(parity)
-        : "memory");
-  }
-}
-
-/// The two halves of a cluster barrier, for work in between: every thread of every CTA of the
-/// cluster arrives once (no memory ordering; pair it with fence_mbarrier_init to publish
-/// mbarriers) and later waits (acquire) until all have arrived.
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
-
 /// Cluster barrier whose arrival releases this thread's prior shared-memory writes to the
 /// cluster and whose wait acquires the other CTAs' (PTX "barrier.cluster" .release /
 /// .acquire; the compiler may emit stronger fences).

@@ -20,9 +20,7 @@
 //   - Weights are decoded in registers to bf16 e2m1 * 2^s (exact) and both operands carry
 //     their block scale, so the fp32 accumulator sums exact products.
 // Split-K: the CTAs of a cluster reduce their partial tiles through distributed shared memory
-// in rank order 0..S-1 (deterministic, no workspace): for up to 16 tokens per CTA the other
-// ranks push their tiles to rank 0, which sums and stores them all; for more, every rank pulls
-// and sums its share of the tile's rows.
+// in rank order 0..S-1 (deterministic, no workspace).
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -62,8 +60,7 @@ struct FusedArgs {
 
 /// Shared-memory layout for a CTA of SLABS slabs and N8 token tiles: mbarriers, a ring of
 /// `stages` slots (weights, plus A's fragments on path "splitk"), path "fused"'s A buffer; the
-/// split-K reduction tile reuses the ring after the K loop. With kPush (N8 <= 2) and split-K,
-/// rank 0 also holds split - 1 partial tiles pushed by the other ranks, after the ring.
+/// split-K reduction tile reuses the ring after the K loop.
 template <int N8, int SLABS, bool PREQUANT>
 struct Ring {
   static constexpr int kCodes = SLABS * kG * 512;       // [slab][chunk][512]
@@ -72,16 +69,12 @@ struct Ring {
   static constexpr int kSlot = kCodes + kScales + (PREQUANT ? kFrags : 0);
   static constexpr int kRedPitch = 16 * SLABS + 4;      // floats per token row of the tile
   static constexpr int kRed = 8 * N8 * kRedPitch * 4;   // [8*N8 tokens][kRedPitch] fp32
-  static constexpr int kHeader = 128;                   // mbarriers: kMaxStages ring slots, the push reduction
-  static constexpr bool kPush = N8 <= 2;                // split-K reduction by push (small tiles) or pull
-  __host__ __device__ static int abuf_bytes(int a_chunks) { return PREQUANT ? 0 : N8 * a_chunks * 1024; }
-  static int push_bytes(int split) { return kPush && split > 1 ? (split - 1) * kRed : 0; }
-  /// Start of the pushed partial tiles (16-byte aligned), also the bytes before them.
-  __host__ __device__ static int push_offset(int stages, int a_chunks) {
+  static constexpr int kHeader = 128;                   // mbarriers
+  static int abuf_bytes(int a_chunks) { return PREQUANT ? 0 : N8 * a_chunks * 1024; }
+  static int bytes(int stages, int a_chunks) {
     const int ring = stages * kSlot + abuf_bytes(a_chunks);
     return kHeader + (ring > kRed ? ring : kRed);
   }
-  static int bytes(int stages, int a_chunks, int split) { return push_offset(stages, a_chunks) + push_bytes(split); }
 };
 
 /// One CTA: SLABS 16-row weight slabs x KW warps per slab (the KW warps of a slab take
@@ -156,19 +149,10 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   };
 
   const int prologue = min(nstages, p.stages);
-  // Push reduction (R::kPush, split-K): ranks 1..split-1 store their partial tiles into rank
-  // 0's shared memory and arrive on its `pushed` mbarrier; rank 0 sums all in rank order.
-  const bool push = R::kPush && p.split > 1;
-  uint64_t* pushed = full + kMaxStages;
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], 1);
-    if (push && rank == 0) mbarrier_init(pushed, uint32_t(p.split - 1));
     fence_mbarrier_init();
     for (int s = 0; s < prologue; ++s) issue_weights(s);  // weights never depend on the previous kernel
-  }
-  if (push) {  // rank 0's `pushed` is published (waited for before the first remote access)
-    __syncwarp();
-    cluster_arrive_relaxed();
   }
   // Everything below may read A (or its fragments) and writes C: wait for the previous kernel.
   grid_dependency_wait();
@@ -314,35 +298,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       const int m = q / kQuads, nl = 4 * (q % kQuads);
       store4(m, nl, *reinterpret_cast<const float4*>(red + m * kP + nl));
     }
-  } else if (push) {
-    // Push: rank r > 0 stores tokens [0, rows) of its partial tile into slot r - 1 of rank 0's
-    // shared memory (a region of its own: rank 0 may still be in its K loop) and arrives on
-    // rank 0's `pushed` (release: every thread fences its remote stores before the CTA
-    // barrier); rank 0 waits (acquire) and sums the tiles in rank order 0, 1, ... as the pull
-    // below does, so both give the same bits. No barrier waits for rank 0's reads.
-    __syncthreads();  // this CTA's partial tile is complete in `red`
-    cluster_wait();   // rank 0's `pushed` is initialised
-    float* slots = reinterpret_cast<float*>(smem_raw + R::push_offset(p.stages, p.a_chunks));
-    constexpr int kSlotFloats = R::kRed / 4;
-    if (rank != 0) {
-      float* dst = slots + (rank - 1) * kSlotFloats;
-      for (int i = threadIdx.x; i < rows * kP / 4; i += kThreads)
-        st_shared_cluster_f4(dst + 4 * i, 0, *reinterpret_cast<const float4*>(red + 4 * i));
-      fence_acq_rel_cluster();
-      __syncthreads();
-      if (threadIdx.x == 0) mbarrier_arrive_cluster(pushed, 0);
-    } else {
-      mbarrier_wait_cluster(pushed, 0);
-      for (int q = threadIdx.x; q < quads; q += kThreads) {
-        const int m = q / kQuads, nl = 4 * (q % kQuads);
-        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int r = 0; r < p.split; ++r) {
-          const float4 v = *reinterpret_cast<const float4*>((r == 0 ? red : slots + (r - 1) * kSlotFloats) + m * kP + nl);
-          sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-        }
-        store4(m, nl, sum);
-      }
-    }
   } else {
     // Pull: rank r sums its share of the tile from every rank's shared memory, all remote
     // loads of a thread issued before the (rank-ordered, deterministic) sum.
@@ -374,17 +329,15 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   using R = Ring<N8, SLABS, PREQUANT>;
   const int64_t chunks_per_rank = ceil_div(args.geo.k_chunks, args.split);
   const int nstages = int(ceil_div(chunks_per_rank, kG));
-  // Path "fused" quantizes all of the rank's A at once when it fits in half the budget left
-  // beside the pushed partial tiles (at most 7 * 8.25 KB: one stage always fits).
+  // Path "fused" quantizes all of the rank's A at once when it fits in half the budget.
   const int all_chunks = nstages * kG;
-  const int budget = kSmemBudget - R::push_bytes(args.split);
-  args.a_chunks = R::abuf_bytes(all_chunks) <= budget / 2 ? all_chunks : kG;
-  const int fit = (budget - R::abuf_bytes(args.a_chunks)) / R::kSlot;
+  args.a_chunks = R::abuf_bytes(all_chunks) <= kSmemBudget / 2 ? all_chunks : kG;
+  const int fit = (kSmemBudget - R::abuf_bytes(args.a_chunks)) / R::kSlot;
   args.stages = std::max(1, std::min({nstages, kMaxStages, fit}));
-  const int smem = R::bytes(args.stages, args.a_chunks, args.split);
+  const int smem = R::bytes(args.stages, args.a_chunks);
   auto kernel = gemm_fused_kernel<N8, SLABS, KW, PREQUANT>;
-  // The limit is the instantiation's largest need (stages * slot + A buffer + pushed tiles
-  // never exceed the budget), the same for every shape: host threads launching different shapes concurrently
+  // The limit is the instantiation's largest need (stages * slot + A buffer never exceeds the
+  // budget), the same for every shape: host threads launching different shapes concurrently
   // can never lower it under another's launch. Per device and cheap; not a stream operation,
   // so also legal during graph capture.
   constexpr int kSmemMax = R::kHeader + (kSmemBudget > R::kRed ? kSmemBudget : R::kRed);
