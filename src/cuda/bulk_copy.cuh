@@ -111,9 +111,6 @@ __device__ __forceinline__ void cluster_sync_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;" ::: "memory");
 }
 
-/// Asks L2 to fetch the 128-byte line holding `p` (PTX "prefetch.global.L2"); no data returns.
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-
 /// Programmatic dependent launch: wait until the preceding kernel of the stream has completed
 /// and its writes are visible (a no-op when the kernel was launched without the attribute).
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }

@@ -149,17 +149,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   };
 
   const int prologue = min(nstages, p.stages);
-  if constexpr (!PREQUANT) {
-    // Path "fused" reads its rows of A right after issuing the weight stream, and those loads
-    // would queue behind it: ask L2 for A's bytes first, one prefetch per 128-byte line
-    // (plus one for a row that starts mid-line), spread over the CTA's threads.
-    const int64_t k_lo = kc0 * 64, k_hi = min(kc1 * 64, p.K);
-    const int lines = k_hi > k_lo ? int((k_hi - k_lo + 63) / 64) + 1 : 0;  // 64 bf16 = 128 bytes
-    for (int i = threadIdx.x; i < rows * lines; i += kThreads) {
-      const int64_t k = min(k_lo + int64_t(i % lines) * 64, k_hi - 1);
-      prefetch_l2(p.A + (m0 + i / lines) * p.lda + k);
-    }
-  }
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], 1);
     fence_mbarrier_init();
