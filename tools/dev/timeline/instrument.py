@@ -2,8 +2,9 @@
 """Adds a per-CTA globaltimer timeline to src/cuda/gemm_fused.cu (a measurement aid, never
 committed instrumented): thread 0 of every CTA records kernel start, the return of
 griddepcontrol.wait, the arrival of the first and of the last stage, the end of the K loop,
-the return of the split-K cluster barrier (= end of the K loop without split-K) and the end of
-the kernel, plus its SM id, into a __device__ array that trace.cu reads back.
+the return of the split-K cluster barrier (= end of the K loop without split-K), the end of
+the kernel and, on path fused, the end of its in-kernel quantization of A (= the wait's return
+on path splitk), plus its SM id, into a __device__ array that trace.cu reads back.
 
 Usage (on the GPU machine, in a scratch copy or with `git stash` afterwards):
     python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused.cu
@@ -17,7 +18,7 @@ import sys
 
 EDITS = [
     ("struct FusedArgs {",
-     "__device__ unsigned long long g_trace[8192][8];\n"
+     "__device__ unsigned long long g_trace[8192][9];\n"
      "__device__ __forceinline__ unsigned long long gtime() {\n"
      "  unsigned long long t;\n  asm volatile(\"mov.u64 %0, %globaltimer;\" : \"=l\"(t));\n  return t;\n}\n"
      "struct FusedArgs {"),
@@ -26,7 +27,10 @@ EDITS = [
      "  const int cta = blockIdx.y * gridDim.x + blockIdx.x;\n"
      "  const int prologue = min(nstages, p.stages);\n"),
     ("  grid_dependency_wait();\n",
-     "  grid_dependency_wait();\n  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0, tl = 0;\n"),
+     "  grid_dependency_wait();\n  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0, tl = 0, tq = t1;\n"),
+    ("        quantize_a(int64_t(s) * kG, left < p.a_chunks ? int(left) : p.a_chunks);\n        __syncthreads();\n",
+     "        quantize_a(int64_t(s) * kG, left < p.a_chunks ? int(left) : p.a_chunks);\n        __syncthreads();\n"
+     "        if (s == 0) tq = gtime();\n"),
     ("    mbarrier_wait(&full[slot], phase);\n",
      "    mbarrier_wait(&full[slot], phase);\n    if (s == 0) t2 = gtime();\n    tl = gtime();\n"),
     ("  // Epilogue: the KW warps",
@@ -38,11 +42,12 @@ EDITS = [
      "  if (threadIdx.x == 0 && cta < 8192) {\n"
      "    unsigned smid;\n    asm volatile(\"mov.u32 %0, %smid;\" : \"=r\"(smid));\n"
      "    g_trace[cta][0] = t0, g_trace[cta][1] = t1, g_trace[cta][2] = t2, g_trace[cta][3] = tl;\n"
-     "    g_trace[cta][4] = t3, g_trace[cta][5] = tc, g_trace[cta][6] = gtime(), g_trace[cta][7] = smid;\n  }\n}\n"),
+     "    g_trace[cta][4] = t3, g_trace[cta][5] = tc, g_trace[cta][6] = gtime(), g_trace[cta][7] = smid;\n"
+     "    g_trace[cta][8] = tq;\n  }\n}\n"),
     ("void gemm_fused(const uint16_t* A,",
      "void debug_read_trace(unsigned long long* host, int n) {\n"
-     "  cudaMemcpyFromSymbol(host, g_trace, size_t(n) * 8 * 8);\n}\n"
-     "void debug_clear_trace() {\n  static unsigned long long z[8192][8];\n"
+     "  cudaMemcpyFromSymbol(host, g_trace, size_t(n) * 9 * 8);\n}\n"
+     "void debug_clear_trace() {\n  static unsigned long long z[8192][9];\n"
      "  cudaMemcpyToSymbol(g_trace, z, sizeof(z));\n}\n\n"
      "void gemm_fused(const uint16_t* A,"),
 ]
