@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
     --bench-args) bench_args=$2; shift ;;
     --tune) tune=$2; shift ;;
     --jobs) jobs=$2; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "device-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
