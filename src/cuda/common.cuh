@@ -99,25 +99,42 @@ struct ChunkScales {
   bool fused;
 };
 
+/// True when every scale byte of the warp's chunk words `sc` is <= 128 (sb <= 1, all real
+/// weights): ChunkScales' `fused` case. Warp-collective.
+__device__ __forceinline__ bool chunk_scales_fuse(uint32_t sc) {
+  return __all_sync(0xFFFFFFFFu, __vcmpleu4(sc, 0x80808080u) == 0xFFFFFFFFu);
+}
+
+/// The bf16x2 factor of scale byte b: 2^(b - 127 + 126) in the fused case (b <= 128), else
+/// scale_bf16x2(b).
+template <bool FUSED>
+__device__ __forceinline__ uint32_t chunk_scale_factor(uint32_t b) {
+  if constexpr (FUSED) {
+    const uint32_t h = (b + 126u) << 7;  // bf16 bits of 2^(b - 127 + 126)
+    return h | (h << 16);
+  } else {
+    return scale_bf16x2(b);
+  }
+}
+
+/// Scale byte of K block `blk` and row half `half` in a lane's chunk word.
+__device__ __forceinline__ uint32_t chunk_scale_byte(uint32_t sc, int blk, int half) {
+  return (sc >> (8 * (2 * half + blk))) & 0xFFu;
+}
+
 __device__ __forceinline__ ChunkScales chunk_scales(uint32_t sc) {
   ChunkScales cs;
-  cs.fused = __all_sync(0xFFFFFFFFu, __vcmpleu4(sc, 0x80808080u) == 0xFFFFFFFFu);
+  cs.fused = chunk_scales_fuse(sc);
 #pragma unroll
   for (int blk = 0; blk < 2; ++blk)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const uint32_t b = (sc >> (8 * (2 * half + blk))) & 0xFFu;
-      const uint32_t h = (b + 126u) << 7;  // bf16 bits of 2^(b - 127 + 126), b <= 128
+      const uint32_t b = chunk_scale_byte(sc, blk, half);
+      // chunk_scale_factor<true>(b) spelled out: calling it here changes gemm_tiled's SASS.
+      const uint32_t h = (b + 126u) << 7;
       cs.f[blk][half] = cs.fused ? (h | (h << 16)) : scale_bf16x2(b);
     }
   return cs;
-}
-
-/// True when every scale byte of the warp's chunk words `sc` is <= 128 (sb <= 1, all real
-/// weights): chunk_scales' `fused` case, where one bf16x2 multiply per register by
-/// 2^(sb + 126) turns the scaled-down decode into e2m1 * 2^sb. Warp-collective.
-__device__ __forceinline__ bool chunk_scales_fuse(uint32_t sc) {
-  return __all_sync(0xFFFFFFFFu, __vcmpleu4(sc, 0x80808080u) == 0xFFFFFFFFu);
 }
 
 /// chunk_scales for a caller that branches once per chunk on chunk_scales_fuse (FUSED known at
@@ -127,44 +144,28 @@ __device__ __forceinline__ void chunk_scale_factors(uint32_t sc, uint32_t (&f)[2
 #pragma unroll
   for (int blk = 0; blk < 2; ++blk)
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const uint32_t b = (sc >> (8 * (2 * half + blk))) & 0xFFu;
-      if constexpr (FUSED) {
-        const uint32_t h = (b + 126u) << 7;  // bf16 bits of 2^(b - 127 + 126), b <= 128
-        f[blk][half] = h | (h << 16);
-      } else {
-        f[blk][half] = scale_bf16x2(b);
-      }
-    }
-}
-
-/// decode_weight_fragment with the chunk's factors from chunk_scale_factors<FUSED>.
-template <bool FUSED>
-__device__ __forceinline__ void decode_weight_fragment(uint32_t word, const uint32_t (&f)[2][2], int step,
-                                                       uint32_t (&a)[4]) {
-  e2m1x8_to_bf16x8_scaled_down(word, a);
-  if constexpr (!FUSED) {
-    const uint32_t up = pow2_bf16x2(126);
-#pragma unroll
-    for (int q = 0; q < 4; ++q) a[q] = bf16x2_mul(a[q], up);
-  }
-#pragma unroll
-  for (int q = 0; q < 4; ++q) a[q] = bf16x2_mul(a[q], f[step >> 1][q & 1]);
+    for (int half = 0; half < 2; ++half) f[blk][half] = chunk_scale_factor<FUSED>(chunk_scale_byte(sc, blk, half));
 }
 
 /// Decodes one lane's code word for K16 step `step` (0..3 of a chunk) into the m16n8k16 A
-/// fragment e2m1 * 2^s (exact: representable in bf16 unless |value| >= 2^128).
-__device__ __forceinline__ void decode_weight_fragment(uint32_t word, const ChunkScales& cs, int step,
+/// fragment e2m1 * 2^s (exact: representable in bf16 unless |value| >= 2^128), with the
+/// chunk's factors f[blk][half]; outside the fused case the scaled-down decode is first
+/// multiplied by 2^126.
+__device__ __forceinline__ void decode_weight_fragment(uint32_t word, const uint32_t (&f)[2][2], bool fused, int step,
                                                        uint32_t (&a)[4]) {
   e2m1x8_to_bf16x8_scaled_down(word, a);
   const int blk = step >> 1;  // K16 steps 0,1 -> block 0; 2,3 -> block 1
-  if (!cs.fused) {
+  if (!fused) {
     const uint32_t up = pow2_bf16x2(126);
 #pragma unroll
     for (int q = 0; q < 4; ++q) a[q] = bf16x2_mul(a[q], up);
   }
 #pragma unroll
-  for (int q = 0; q < 4; ++q) a[q] = bf16x2_mul(a[q], cs.f[blk][q & 1]);
+  for (int q = 0; q < 4; ++q) a[q] = bf16x2_mul(a[q], f[blk][q & 1]);
+}
+__device__ __forceinline__ void decode_weight_fragment(uint32_t word, const ChunkScales& cs, int step,
+                                                       uint32_t (&a)[4]) {
+  decode_weight_fragment(word, cs.f, cs.fused, step, a);
 }
 
 #endif  // __CUDACC__
