@@ -1,6 +1,7 @@
 // Timeline harness for the small-M kernel (see instrument.py): warms up 40 calls over 32 weight
-// copies, clears the trace, times one more call (on copy 8, last read 31 calls earlier: not in L2) and prints percentiles of each timestamp
-// relative to the first CTA start. A measurement aid: not built by CMake.
+// copies, clears the trace, times one more call (on copy 8, last read 31 calls earlier: not in
+// L2) and prints percentiles of each timestamp relative to the first CTA start. A measurement
+// aid: not built by CMake.
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <vector>
