@@ -86,7 +86,14 @@ __global__ void quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_
   const int64_t blk = task / 4;
   const int64_t r = blk / kblocks, c = blk % kblocks;
   uint32_t words[4];
-  quantize_quarter_to_fragment_words(A, M, K, lda, r, c, q, rule, words);  // all lanes, padding included
+  // A warp whose blocks all lie in padding rows (r >= M) writes zeros, the quantizer's result
+  // for them, without running it (at M = 1, 7 of the 8 rows).
+  if (__all_sync(0xFFFFFFFFu, r >= M)) {
+#pragma unroll
+    for (int t = 0; t < 4; ++t) words[t] = 0u;
+  } else {
+    quantize_quarter_to_fragment_words(A, M, K, lda, r, c, q, rule, words);  // all lanes, padding included
+  }
   if (r >= m_padded) return;
   const int64_t j = r / 8;
   const int g = int(r % 8), step = int(2 * c + q / 2), reg = q % 2;
