@@ -83,5 +83,31 @@ TEST(Qdq, RandomBlocksAreFixedPointsAiterAndFloor) {
   EXPECT_EQ(c[0] & 15, 5);
 }
 
+// fmt::e2m1_round_value (the GPU activation quantizers' rounding) against the threshold
+// definition fmt::e2m1_round_magnitude: every finite bf16 magnitude divided by every power
+// of two a block scale can take (the quantizers' y = |x| * 2^-s, s in [-127, 127]), plus the
+// grid points, the ties between them and their float neighbours.
+TEST(Qdq, E2m1RoundValueMatchesTheThresholdsForEveryBf16AndScale) {
+  auto check = [](float a) {
+    const float want = fmt::e2m1_to_f32(uint8_t(fmt::e2m1_round_magnitude(a)));
+    const float got = fmt::e2m1_round_value(a);
+    return fmt::f32_bits(got) == fmt::f32_bits(want);
+  };
+  int64_t bad = 0;
+  float first_bad = 0.0f;
+  for (uint32_t h = 0; h < 0x7F80u; ++h) {  // finite non-negative bf16
+    const float x = fmt::bf16_to_f32(uint16_t(h));
+    for (int s = -127; s <= 127; ++s) {
+      const float a = x * fmt::exp2i(-s);
+      if (!check(a) && bad++ == 0) first_bad = a;
+    }
+  }
+  for (float g : {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f,
+                  1e30f, 3.4e38f})
+    for (float a : {g, std::nextafter(g, 0.0f), std::nextafter(g, 1e38f)})
+      if (!check(a) && bad++ == 0) first_bad = a;
+  EXPECT_EQ(bad, 0) << "first mismatch at " << first_bad;
+}
+
 }  // namespace
 }  // namespace mxfp4::test
