@@ -1,6 +1,7 @@
-// Hopper asynchronous-copy primitives used by the small-M GEMM: mbarriers, the 1-D bulk copy
-// global -> shared (TMA engine, no tensor map) and programmatic dependent launch.
-// Source: PTX ISA 8.x, sections "mbarrier", "cp.async.bulk" and "griddepcontrol".
+// Hopper asynchronous-copy primitives used by the small-M and tiled GEMMs: mbarriers, the 1-D
+// bulk copy global -> shared (TMA engine, no tensor map), the per-thread 16-byte cp.async
+// and its mbarrier completion, and programmatic dependent launch.
+// Source: PTX ISA 8.x, sections "mbarrier", "cp.async", "cp.async.bulk" and "griddepcontrol".
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,19 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
         : "r"(addr), "r"(parity)
         : "memory");
   }
+}
+
+/// 16-byte asynchronous copy global -> shared by this thread (PTX "cp.async", .cg: cached in
+/// L2 only); both addresses 16-byte aligned.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
+}
+
+/// Arrives on `bar` once every cp.async this thread has issued so far has completed, without
+/// adding an expected arrival (PTX "cp.async.mbarrier.arrive.noinc": the mbarrier's count
+/// must include this arrival).
+__device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
 
 /// Bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this

@@ -38,7 +38,6 @@ namespace {
 
 constexpr int kG = 4;                    // 64-wide K chunks per stage (K256)
 constexpr int kMaxStages = 8;            // ring slots
-constexpr int kTileBytes = 512 + 32;     // codes + scales of one 16x64 weight tile
 constexpr int kSmemBudget = 112 * 1024;  // ring + A bytes per CTA: two CTAs per SM
 constexpr int kBlockM = 64;              // tokens per CTA (grid.y covers larger M)
 
@@ -104,47 +103,50 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const int tiles_m = (rows + 7) / 8;
   const uint32_t* frags = PREQUANT ? p.frags + (m0 / 8) * ks_total * 64 : nullptr;
 
-  // Producer: the bytes of stage s into ring slot s % stages, as copies of one slab's codes,
-  // one slab's scales or (path "splitk") one token tile's fragments. Thread 0 arms the slot's
-  // mbarrier with the stage's byte count; lane 0 of every warp issues every kWarps-th copy.
-  // A single thread issuing all of them serialised ~120 ns per copy (stream_probe,
-  // docs/perf-notes.md session 6). A copy may complete before the slot is armed: the
-  // transaction count then goes negative, and the phase still waits for thread 0's arrival.
-  constexpr int kWarps = kThreads / 32;
+  // Producer: the bytes of stage s into ring slot s % stages. The weights (codes and scales of
+  // every slab) go by 16-byte cp.async from every thread, which then arrives on the slot's
+  // mbarrier when its copies have landed (cp.async.mbarrier.arrive.noinc). 1-D bulk copies of a
+  // slab's 2 KB and 128 bytes cost ~120-200 ns each per CTA, however many threads issue them
+  // (docs/perf-notes.md, session 6). Path "splitk"'s fragments (one bulk copy per token tile)
+  // stay on the TMA engine: thread 0's arrival adds their bytes to the transaction count.
+  // The slot's mbarrier expects kThreads + 1 arrivals per phase.
   auto stage_chunks = [&](int s) {
     const int64_t left = kc1 - kc0 - int64_t(s) * kG;
     return left < kG ? int(left) : kG;
   };
-  auto arm_stage = [&](int s) {
-    const int chunks = stage_chunks(s);
-    const uint32_t frag_bytes = PREQUANT ? uint32_t(tiles_m * chunks * 1024) : 0u;
-    mbarrier_arrive_expect_tx(&full[s % p.stages], uint32_t(active_slabs * chunks * kTileBytes) + frag_bytes);
-  };
-  // Copies 0 .. 2 * active_slabs - 1 are weights (even: codes, odd: scales of slab q / 2),
-  // the next tiles_m are fragments; this warp issues those of `weights` / `fragments` kind.
-  auto issue_copies = [&](int s, bool weights, bool fragments) {
+  // Codes: 128 pieces of 16 bytes per slab and full stage, thread t taking pieces t + kThreads j
+  // (slab p / 128, chunk p % 128 / 32); scales: 8 pieces per slab, threads 0 .. 8 * SLABS - 1.
+  constexpr int kCodePieces = SLABS * kG * 32 / kThreads;  // 4 / KW
+  auto issue_weights = [&](int s) {
     const int slot = s % p.stages, chunks = stage_chunks(s);
     uint8_t* dst = ring + slot * R::kSlot;
     const int64_t kc = kc0 + int64_t(s) * kG;
-    const int n_weights = 2 * active_slabs, n = n_weights + (PREQUANT ? tiles_m : 0);
-    for (int q = warp; q < n; q += kWarps) {
-      if (q < n_weights) {
-        if (!weights) continue;
-        const int i = q / 2;
-        const int64_t tile = (slab0 + i) * kc_total + kc;
-        if (q % 2 == 0) {
-          bulk_copy_g2s(dst + i * kG * 512, p.packed + tile * 512, uint32_t(chunks * 512), &full[slot]);
-        } else {
-          bulk_copy_g2s(dst + R::kCodes + i * kG * 32, p.packed + p.geo.code_bytes + tile * 32, uint32_t(chunks * 32),
-                        &full[slot]);
-        }
-      } else if (fragments) {
-        const int j = q - n_weights;
-        const int64_t ks = 4 * kc;
-        bulk_copy_g2s(dst + R::kCodes + R::kScales + j * kG * 1024, frags + (j * ks_total + ks) * 64,
-                      uint32_t(chunks * 1024), &full[slot]);
-      }
+#pragma unroll
+    for (int j = 0; j < kCodePieces; ++j) {
+      const int piece = int(threadIdx.x) + kThreads * j, i = piece / (kG * 32), o = piece % (kG * 32);
+      if (i < active_slabs && o < chunks * 32)
+        cp_async16(dst + i * kG * 512 + o * 16, p.packed + ((slab0 + i) * kc_total + kc) * 512 + o * 16);
     }
+    if (threadIdx.x < SLABS * 2 * kG) {
+      const int i = threadIdx.x / (2 * kG), o = threadIdx.x % (2 * kG);
+      if (i < active_slabs && o < 2 * chunks)
+        cp_async16(dst + R::kCodes + i * kG * 32 + o * 16,
+                   p.packed + p.geo.code_bytes + ((slab0 + i) * kc_total + kc) * 32 + o * 16);
+    }
+    cp_async_mbarrier_arrive_noinc(&full[slot]);
+  };
+  // Thread 0: the slot's transaction arrival, with path "splitk"'s fragment copies.
+  auto issue_frags = [&](int s) {
+    const int slot = s % p.stages, chunks = stage_chunks(s);
+    if (!PREQUANT) {
+      mbarrier_arrive(&full[slot]);
+      return;
+    }
+    mbarrier_arrive_expect_tx(&full[slot], uint32_t(tiles_m * chunks * 1024));
+    uint8_t* dst = ring + slot * R::kSlot + R::kCodes + R::kScales;
+    const int64_t ks = 4 * (kc0 + int64_t(s) * kG);
+    for (int j = 0; j < tiles_m; ++j)
+      bulk_copy_g2s(dst + j * kG * 1024, frags + (j * ks_total + ks) * 64, uint32_t(chunks * 1024), &full[slot]);
   };
   // Path "fused": A[m0 + 0..rows, chunks c0 .. c0+n of this rank] -> abuf as fragments (zeros
   // past M and K), 4 lanes per 32-element block. Every lane joins every round (the block
@@ -177,17 +179,15 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
 
   const int prologue = min(nstages, p.stages);
   if (threadIdx.x == 0) {
-    for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], 1);
+    for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], kThreads + 1);
     fence_mbarrier_init();
-    for (int s = 0; s < prologue; ++s) arm_stage(s);
   }
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
-  if (lane == 0)
-    for (int s = 0; s < prologue; ++s) issue_copies(s, true, false);  // weights never depend on the previous kernel
+  for (int s = 0; s < prologue; ++s) issue_weights(s);  // weights never depend on the previous kernel
   // Everything below may read A (or its fragments) and writes C: wait for the previous kernel.
   grid_dependency_wait();
-  if (PREQUANT && lane == 0)
-    for (int s = 0; s < prologue; ++s) issue_copies(s, false, true);
+  if (threadIdx.x == 0)
+    for (int s = 0; s < prologue; ++s) issue_frags(s);
 
   // N8 <= 2: even and odd K16 steps accumulate into separate registers (two independent HMMA
   // chains per token tile instead of one, which the latency of each HMMA would serialise),
@@ -262,8 +262,8 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     }
     if (stage_barrier) __syncthreads();  // slot (and abuf) consumed by every warp
     if (s + p.stages < nstages) {
-      if (threadIdx.x == 0) arm_stage(s + p.stages);
-      if (lane == 0) issue_copies(s + p.stages, true, true);
+      issue_weights(s + p.stages);
+      if (threadIdx.x == 0) issue_frags(s + p.stages);
     }
     if (++slot == p.stages) slot = 0, phase ^= 1u;
   }

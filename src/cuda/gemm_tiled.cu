@@ -5,6 +5,7 @@
 // fragments through a kStages-deep cp.async ring in shared memory, decodes the weights to
 // bf16 e2m1 * 2^s in registers and runs mma.sync.m16n8k16 (C^T = B * A^T, fp32 accumulate).
 // CTA tile: 128 weight rows x 128 tokens, 8 warps as 4 (N) x 2 (M), warp tile 32 x 64.
+#include "cuda/bulk_copy.cuh"
 #include "cuda/common.cuh"
 #include "cuda/gemm_kernels.hpp"
 #include "cuda/quantize_kernels.cuh"
@@ -38,10 +39,6 @@ struct TiledArgs {
   int64_t ldc;
 };
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-}
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
