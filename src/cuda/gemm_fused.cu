@@ -54,6 +54,7 @@ struct FusedArgs {
   int split;
   int stages;             // ring slots in use (1..kMaxStages)
   int a_chunks;           // path "fused": K chunks of A quantized per batch (a multiple of kG)
+  int a_stage_rows;       // path "fused": token rows of A staged in shared memory (0: none)
   const uint32_t* frags;  // path "splitk": A as activation fragments (quantize_fragments layout)
 };
 
@@ -68,10 +69,11 @@ struct Ring {
   static constexpr int kSlot = kCodes + kScales + (PREQUANT ? kFrags : 0);
   static constexpr int kRedPitch = 16 * SLABS + 4;      // floats per token row of the tile
   static constexpr int kRed = 8 * N8 * kRedPitch * 4;   // [8*N8 tokens][kRedPitch] fp32
-  static constexpr int kHeader = 128;                   // mbarriers
-  static int abuf_bytes(int a_chunks) { return PREQUANT ? 0 : N8 * a_chunks * 1024; }
-  static int bytes(int stages, int a_chunks) {
-    const int ring = stages * kSlot + abuf_bytes(a_chunks);
+  static constexpr int kHeader = 128;                   // mbarriers: kMaxStages slots + A's
+  __host__ __device__ static int abuf_bytes(int a_chunks) { return PREQUANT ? 0 : N8 * a_chunks * 1024; }
+  static int astage_bytes(int a_chunks, int rows) { return PREQUANT ? 0 : rows * a_chunks * 128; }
+  static int bytes(int stages, int a_chunks, int stage_rows) {
+    const int ring = stages * kSlot + abuf_bytes(a_chunks) + astage_bytes(a_chunks, stage_rows);
     return kHeader + (ring > kRed ? ring : kRed);
   }
 };
@@ -87,6 +89,8 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw);
   uint8_t* ring = smem_raw + R::kHeader;
   uint32_t* abuf = reinterpret_cast<uint32_t*>(ring + p.stages * R::kSlot);  // path "fused"
+  uint32_t* astage = abuf + R::abuf_bytes(p.a_chunks) / 4;                    // path "fused", staged A
+  uint64_t* abar = full + kMaxStages;                                          // astage landed
   float* red = reinterpret_cast<float*>(ring);                                // after the K loop
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -169,23 +173,51 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
         continue;
       }
       uint32_t words[4];
-      quantize_quarter_to_fragment_words(p.A + m0 * p.lda, task < tasks ? rows : 0, p.K, p.lda, r,
-                                         2 * (kc0 + c0) + b, q, p.rule, words);
+      if (p.a_stage_rows > 0) {  // the batch is the rank's whole range, staged as [row][a_chunks * 64]
+        uint32_t w[4] = {0u, 0u, 0u, 0u};
+        if (task < tasks && r < rows && (2 * kc0 + b) * 32 < p.K) {
+          const uint4 u = *reinterpret_cast<const uint4*>(astage + r * p.a_chunks * 32 + b * 16 + 4 * q);
+          w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
+        }
+        quantize_quarter_words(w, p.rule, words);
+      } else {
+        quantize_quarter_to_fragment_words(p.A + m0 * p.lda, task < tasks ? rows : 0, p.K, p.lda, r,
+                                           2 * (kc0 + c0) + b, q, p.rule, words);
+      }
       if (task >= tasks) continue;
 #pragma unroll
       for (int t = 0; t < 4; ++t) abuf[a_fragment_index(r / 8, 2 * b + q / 2, ks_buf, 4 * (r % 8) + t, q % 2)] = words[t];
     }
   };
 
+  // Path "fused", whole range quantized at once: the CTA's rows of A over the rank's K range
+  // go to shared memory by cp.async *before* the weights. Loaded after them, A waited behind
+  // the SM's whole weight stream (quantization ended 3.8 us into 1x7168x2048, session 6).
+  auto stage_a = [&]() {
+    const int64_t col0 = kc0 * 64, cols = min(kc1 * 64, p.K) - col0;  // K % 32 == 0: whole 16-byte pieces
+    const int per_row = int(cols / 8), pieces = rows * per_row;
+    for (int piece = threadIdx.x; piece < pieces; piece += kThreads) {
+      const int r = piece / per_row, o = piece % per_row;
+      cp_async16(astage + r * p.a_chunks * 32 + 4 * o, p.A + (m0 + r) * p.lda + col0 + 8 * o);
+    }
+    cp_async_mbarrier_arrive_noinc(abar);
+  };
+
   const int prologue = min(nstages, p.stages);
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], kThreads + 1);
+    mbarrier_init(abar, kThreads);
     fence_mbarrier_init();
   }
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
-  for (int s = 0; s < prologue; ++s) issue_weights(s);  // weights never depend on the previous kernel
-  // Everything below may read A (or its fragments) and writes C: wait for the previous kernel.
-  grid_dependency_wait();
+  // Everything that reads A (or its fragments) or writes C waits for the previous kernel; the
+  // weights never depend on it (path "splitk" is launched with programmatic dependent launch).
+  if constexpr (!PREQUANT) {
+    grid_dependency_wait();
+    if (p.a_stage_rows > 0) stage_a();
+  }
+  for (int s = 0; s < prologue; ++s) issue_weights(s);
+  if constexpr (PREQUANT) grid_dependency_wait();
   if (threadIdx.x == 0)
     for (int s = 0; s < prologue; ++s) issue_frags(s);
 
@@ -217,6 +249,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     } else {
       const int in_batch = (s * kG) % p.a_chunks;
       if (in_batch == 0) {  // the previous batch is consumed (end-of-stage barrier)
+        if (p.a_stage_rows > 0) mbarrier_wait(abar, 0u);  // staged A has landed (one batch)
         const int64_t left = kc1 - kc0 - int64_t(s) * kG;
         quantize_a(int64_t(s) * kG, left < p.a_chunks ? int(left) : p.a_chunks);
         __syncthreads();
@@ -361,9 +394,16 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   // Path "fused" quantizes all of the rank's A at once when it fits in half the budget.
   const int all_chunks = nstages * kG;
   args.a_chunks = R::abuf_bytes(all_chunks) <= kSmemBudget / 2 ? all_chunks : kG;
-  const int fit = (kSmemBudget - R::abuf_bytes(args.a_chunks)) / R::kSlot;
+  // ... and then stages A's raw rows when they fit too and A's rows are 16-byte aligned.
+  const int stage_rows = int(std::min<int64_t>(args.M, 8 * N8));
+  const bool aligned = reinterpret_cast<uintptr_t>(args.A) % 16 == 0 && args.lda % 8 == 0;
+  args.a_stage_rows = !PREQUANT && args.a_chunks == all_chunks && aligned &&
+                              R::abuf_bytes(all_chunks) + R::astage_bytes(all_chunks, stage_rows) <= kSmemBudget / 2
+                          ? stage_rows
+                          : 0;
+  const int fit = (kSmemBudget - R::abuf_bytes(args.a_chunks) - R::astage_bytes(args.a_chunks, args.a_stage_rows)) / R::kSlot;
   args.stages = std::max(1, std::min({nstages, kMaxStages, fit}));
-  const int smem = R::bytes(args.stages, args.a_chunks);
+  const int smem = R::bytes(args.stages, args.a_chunks, args.a_stage_rows);
   auto kernel = gemm_fused_kernel<N8, SLABS, KW, PREQUANT>;
   // The limit is the instantiation's largest need (stages * slot + A buffer never exceeds the
   // budget), the same for every shape: host threads launching different shapes concurrently
@@ -426,7 +466,7 @@ void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Pack
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, cudaStream_t stream) {
   const FusedArgs args{A,     M,    K,     lda,          B.data,
                        PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule, cfg.split_k, /*stages=*/1,
-                       /*a_chunks=*/kG, frags};
+                       /*a_chunks=*/kG, /*a_stage_rows=*/0, frags};
   if (frags != nullptr) {
     dispatch_fused<true>(args, cfg, stream);
   } else {

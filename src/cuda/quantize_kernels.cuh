@@ -102,18 +102,33 @@ __device__ __forceinline__ void quantize_quarter_block_to_bf16(const float (&v)[
   }
 }
 
+/// Quantizes the quarter block held as 4 bf16 pairs `w` (element 2i in the low half of w[i])
+/// with the 3 lanes holding its other quarters (quantize_quarter_block_to_bf16; all 32 lanes
+/// must call this together) and returns the 4 fragment words of those 8 values: word t holds
+/// elements 2t, 2t + 1 (the same pairing as `w`).
+__device__ __forceinline__ void quantize_quarter_words(const uint32_t (&w)[4], ScaleRule rule, uint32_t (&words)[4]) {
+  float v[8];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    v[2 * i] = fmt::bf16_to_f32(uint16_t(w[i] & 0xFFFFu));
+    v[2 * i + 1] = fmt::bf16_to_f32(uint16_t(w[i] >> 16));
+  }
+  uint16_t deq[8];
+  quantize_quarter_block_to_bf16(v, rule, deq);
+#pragma unroll
+  for (int t = 0; t < 4; ++t) words[t] = uint32_t(deq[2 * t]) | (uint32_t(deq[2 * t + 1]) << 16);
+}
+
 /// Loads elements 8q .. 8q+7 of the 32-element block (row r, K block c) of the bf16 matrix
-/// A [M, K] (row stride lda; zeros outside [M, K]), quantizes the block with the 3 lanes
-/// holding its other quarters (quantize_quarter_block_to_bf16; all 32 lanes must call this
-/// together) and returns the 4 fragment words of those 8 values: word t belongs at
+/// A [M, K] (row stride lda; zeros outside [M, K]) and quantizes them (quantize_quarter_words;
+/// all 32 lanes must call this together): word t belongs at
 /// a_fragment_index(r / 8, 2c + q / 2, KS, 4 * (r % 8) + t, q % 2).
 __device__ __forceinline__ void quantize_quarter_to_fragment_words(const uint16_t* A, int64_t M, int64_t K,
                                                                    int64_t lda, int64_t r, int64_t c, int q,
                                                                    ScaleRule rule, uint32_t (&words)[4]) {
-  float v[8];
+  uint32_t w[4] = {0u, 0u, 0u, 0u};
   if (r < M && c * 32 < K) {
     const uint16_t* src = A + r * lda + c * 32 + 8 * q;
-    uint32_t w[4];
     if ((reinterpret_cast<uintptr_t>(src) & 15) == 0) {
       const uint4 u = __ldg(reinterpret_cast<const uint4*>(src));
       w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
@@ -121,19 +136,8 @@ __device__ __forceinline__ void quantize_quarter_to_fragment_words(const uint16_
 #pragma unroll
       for (int i = 0; i < 4; ++i) w[i] = uint32_t(src[2 * i]) | (uint32_t(src[2 * i + 1]) << 16);
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      v[2 * i] = fmt::bf16_to_f32(uint16_t(w[i] & 0xFFFFu));
-      v[2 * i + 1] = fmt::bf16_to_f32(uint16_t(w[i] >> 16));
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = 0.f;
   }
-  uint16_t deq[8];
-  quantize_quarter_block_to_bf16(v, rule, deq);
-#pragma unroll
-  for (int t = 0; t < 4; ++t) words[t] = uint32_t(deq[2 * t]) | (uint32_t(deq[2 * t + 1]) << 16);
+  quantize_quarter_words(w, rule, words);
 }
 
 /// Quantizes A [M, K] (bf16, row stride lda) under `rule` into the activation fragment layout

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Adds a per-CTA globaltimer timeline to src/cuda/gemm_fused.cu (a measurement aid, never
 committed instrumented): thread 0 of every CTA records kernel start, the return of
-griddepcontrol.wait, the arrival of the first and of the last stage, the end of the K loop,
+griddepcontrol.wait and the prologue's copy issue, the arrival of the first and of the last stage, the end of the K loop,
 the return of the split-K cluster barrier (= end of the K loop without split-K), the end of
 the kernel and, on path fused, the end of its in-kernel quantization of A (= the wait's return
 on path splitk), plus its SM id, into a __device__ array that trace.cu reads back.
@@ -26,8 +26,9 @@ EDITS = [
      "  const unsigned long long t0 = gtime();\n"
      "  const int cta = blockIdx.y * gridDim.x + blockIdx.x;\n"
      "  const int prologue = min(nstages, p.stages);\n"),
-    ("  grid_dependency_wait();\n",
-     "  grid_dependency_wait();\n  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0, tl = 0, tq = t1;\n"),
+    ("    for (int s = 0; s < prologue; ++s) issue_frags(s);\n",
+     "    for (int s = 0; s < prologue; ++s) issue_frags(s);\n"
+     "  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0, tl = 0, tq = t1;\n"),
     ("        quantize_a(int64_t(s) * kG, left < p.a_chunks ? int(left) : p.a_chunks);\n        __syncthreads();\n",
      "        quantize_a(int64_t(s) * kG, left < p.a_chunks ? int(left) : p.a_chunks);\n        __syncthreads();\n"
      "        if (s == 0) tq = gtime();\n"),
