@@ -52,16 +52,16 @@ void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
 /// Small and medium M (<= 128): the weight-streaming kernel (src/cuda/gemm_fused.cu), tokens
 /// in CTAs of 64 along grid.y. It is bound by latency (docs/perf-notes.md), so the grid should
 /// hold one to two CTAs per SM and every SM many warps, in one wave:
-///   - M <= 64: block_n 128 (8 slabs) when M > 32 and N is wide enough to fill the GPU (more
-///     weight rows share one copy of A), else 64; split_k doubles up to 8 (at most one per
-///     64-wide K chunk) until the grid reaches two CTAs per SM for M <= 16, one CTA per SM for
-///     M > 16 (the cluster reduction of a 32- or 64-token tile costs more than the extra CTAs
-///     gain); 2 (or, with 4 slabs, 4) warps per slab when each CTA still has >= 8 (>= 16) K
-///     chunks, halved while the grid's warps exceed 16 per SM (launch bounds cap a thread at
-///     128 registers, so 16 warps per SM always fit: more would run a second, mostly idle wave);
+///   - M <= 64: block_n 128 (8 slabs) when M <= 8 and N is wide enough to fill the GPU, else
+///     64; split_k doubles up to 8 (at most one per 64-wide K chunk) until the grid reaches
+///     two 4-slab CTAs per SM (one 8-slab CTA) for M <= 16, half that for M > 16 (the cluster
+///     reduction of a 32- or 64-token tile costs more than the extra CTAs gain); 2 (or, with
+///     4 slabs, 4) warps per slab when each CTA still has >= 8 (>= 16) K chunks, halved while
+///     the grid's warps exceed 16 per SM (launch bounds cap a thread at 128 registers, so 16
+///     warps per SM always fit: more would run a second, mostly idle wave);
 ///   - 64 < M <= 128: 64-row CTAs of 16 warps, split_k until about one CTA per SM.
-/// M <= 8 with one K256 stage per CTA quantizes A inside the GEMM (fused, one launch); else A
-/// is quantized once first (splitk).
+/// Path fused (A quantized inside the GEMM, one launch) when M <= 8 and a CTA quantizes at
+/// most 16 row-chunks of A (M x K chunks per CTA); else A is quantized once first (splitk).
 GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   GemmConfig cfg;
   const int64_t chunks = ceil_div(K, 64);
@@ -87,8 +87,11 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     //     two per SM (16x3072x1536: split 8 7.80, split 4 8.16-8.52);
     //   - at most 16 warps per SM: 1x7168x2048 (448 CTAs) 8 -> 4 warps: 14.13 -> 10.82 us,
     //     64x7168x2048 (224 CTAs of 8 slabs, 8 chunks each) 16 -> 8 warps: 23.95 -> 17.86.
-    const int64_t target = M > 16 ? sms : 2 * sms;
-    cfg.block_n = M > 32 && ceil_div(N, 128) * max_split >= 2 * sms ? 128 : 64;
+    // Session 6 (cp.async weights, tune-small-m-session6-h200.log): 8 slabs only for M <= 8
+    // (1x7168x2048 fused 128 s4 w8 9.69 us against 64 s4 w4 10.76; 64x7168x2048 64 s2 w8
+    // 15.42 against 128 s4 w8 16.40), and their split target is half the CTAs (same warps).
+    cfg.block_n = M <= 8 && ceil_div(N, 128) * max_split >= 2 * sms ? 128 : 64;
+    const int64_t target = (M > 16 ? sms : 2 * sms) * 64 / cfg.block_n;
     const int64_t n_tiles = ceil_div(N, cfg.block_n);
     cfg.split_k = split_for(n_tiles, target);
     const int64_t chunks_per_cta = ceil_div(chunks, cfg.split_k);
@@ -98,10 +101,11 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     cfg.warps = slabs * per_slab;
   }
   cfg.block_m = int(std::min<int64_t>(64, ceil_div(M, 8) * 8));
-  // In-kernel quantization only when each CTA's K range is one K256 stage: otherwise the
-  // separate quantizer (overlapped with the weight stream by PDL) measured faster
-  // (1 x 7168 x 2048: 10.5 us against 12.8-20 us fused).
-  cfg.path = M <= 8 && ceil_div(chunks, cfg.split_k) <= 4 ? GemmPath::fused : GemmPath::splitk;
+  // In-kernel quantization only while it is a small share of each CTA's work: otherwise the
+  // separate quantizer (overlapped with the weight stream by PDL) measured faster. Session 6
+  // tune: 1x7168x2048 (8 chunks per CTA) fused 9.69 us against splitk 10.10, 1x2880x2880 (6)
+  // 7.87 against 7.89, 4x2880x512 (1) 5.23 against 5.98; 8x2112x7168 (14) 15.87 against 12.21.
+  cfg.path = M <= 8 && M * ceil_div(chunks, cfg.split_k) <= 16 ? GemmPath::fused : GemmPath::splitk;
   return cfg;
 }
 }  // namespace
