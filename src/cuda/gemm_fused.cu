@@ -263,35 +263,18 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       const uint8_t* codes = slot_base + ls * kG * 512 + lane * 16;
       const uint8_t* scales = slot_base + R::kCodes + ls * kG * 32 + 4 * (lane / 4);
       const uint32_t* a_lane = a_frag + 2 * lane;
-      // The warp's chunks of this stage (kG / KW of them) are loaded first and take one
-      // warp-uniform branch on the scale case for all of them together (common.cuh
-      // chunk_scales_fuse), and a full stage one straight-line block, so the compiler can
-      // overlap one chunk's decode with another's HMMAs (the loop is latency-bound: ~0.45
-      // instructions per cycle per scheduler, docs/perf-notes.md session 6).
-      constexpr int kC = kG / KW;
-      uint4 wc[kC];
-      uint32_t sc[kC];
-      bool fusable = true;
 #pragma unroll
-      for (int cc = 0; cc < kC; ++cc) {
+      for (int cc = 0; cc < kG / KW; ++cc) {
         const int c = cc * KW + kw;
-        if (c < chunks) {
-          wc[cc] = *reinterpret_cast<const uint4*>(codes + c * 512);
-          sc[cc] = *reinterpret_cast<const uint32_t*>(scales + c * 32);
-          fusable = fusable && __vcmpleu4(sc[cc], 0x80808080u) == 0xFFFFFFFFu;
-        } else {
-          wc[cc] = make_uint4(0u, 0u, 0u, 0u), sc[cc] = 0u;
-        }
-      }
-      auto mma_chunks = [&](auto fused, auto full) {
-        constexpr bool kFused = decltype(fused)::value;
-#pragma unroll
-        for (int cc = 0; cc < kC; ++cc) {
-          const int c = cc * KW + kw;
-          if (!decltype(full)::value && c >= chunks) break;
-          const uint32_t words[4] = {wc[cc].x, wc[cc].y, wc[cc].z, wc[cc].w};
+        if (c >= chunks) break;
+        const uint4 wc = *reinterpret_cast<const uint4*>(codes + c * 512);
+        const uint32_t sc = *reinterpret_cast<const uint32_t*>(scales + c * 32);
+        const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
+        // One warp-uniform branch per chunk on the scale case (common.cuh chunk_scales).
+        auto mma_chunk = [&](auto fused) {
+          constexpr bool kFused = decltype(fused)::value;
           uint32_t f[2][2];
-          chunk_scale_factors<kFused>(sc[cc], f);
+          chunk_scale_factors<kFused>(sc, f);
 #pragma unroll
           for (int step = 0; step < 4; ++step) {
             uint32_t a[4];
@@ -302,16 +285,12 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
               mma_bf16_16816(acc[step % kChains][j], a, b.x, b.y);
             }
           }
-        }
-      };
-      if (__all_sync(0xFFFFFFFFu, fusable)) {
-        if (chunks == kG) {
-          mma_chunks(std::true_type{}, std::true_type{});
+        };
+        if (chunk_scales_fuse(sc)) {
+          mma_chunk(std::true_type{});
         } else {
-          mma_chunks(std::true_type{}, std::false_type{});
+          mma_chunk(std::false_type{});
         }
-      } else {
-        mma_chunks(std::false_type{}, std::false_type{});
       }
     }
     if (stage_barrier) __syncthreads();  // slot (and abuf) consumed by every warp
