@@ -142,6 +142,23 @@ MXFP4_HD float e2m1_round_value(float a) {
 #endif
 }
 
+/// bf16 bit pattern of element v quantized with the block's shared exponent s and
+/// dequantized, given inv = 2^-s and scale = 2^s (exp2i): the value of
+/// f32_to_bf16(dequant_f32(e2m1_encode(v * inv), s + 127)) for finite v, without the code. The
+/// rounded magnitude times 2^s is one exact product (Inf past the fp32 range, as in
+/// dequant_f32) with v's sign (-0 for negatives that round to 0); it has at most two
+/// significant bits, so its bf16 pattern is the upper half, exact. Checked against that
+/// composition for every bf16 v and every s (tests/cpu/test_qdq.cpp).
+MXFP4_HD uint16_t e2m1_quantize_dequantize_bf16(float v, float inv, float scale) {
+#if defined(__CUDA_ARCH__)
+  const float a = fabsf(v);
+#else
+  const float a = f32_from_bits(f32_bits(v) & 0x7FFFFFFFu);
+#endif
+  const float q = e2m1_round_value(a * inv) * scale;
+  return uint16_t((f32_bits(q) | (f32_bits(v) & 0x80000000u)) >> 16);
+}
+
 /// e2m1 code of y (sign bit from y's sign bit, including -0 and negatives that round to 0).
 MXFP4_HD uint8_t e2m1_encode(float y) {
   const uint32_t u = f32_bits(y);

@@ -7,16 +7,17 @@
 // alternate K chunks of every stage), 64 tokens and one K range (its rank in a cluster of
 // split_k CTAs). The weight stream is the whole design:
 //   - A ring of up to kMaxStages stages (K256 each: kG 64-wide chunks) in shared memory is
-//     filled by 1-D bulk copies (TMA engine; per slab and stage one copy of its codes and one
-//     of its scales, since a slab's tiles are contiguous along K in the packed layout), so
-//     every stage of the ring is in flight at once, issued by one thread with no register
-//     cost; an mbarrier per ring slot counts the bytes in.
+//     filled by 16-byte cp.async from every thread (a slab's tiles are contiguous along K in
+//     the packed layout), so every stage of the ring is in flight at once; each thread arrives
+//     on the slot's mbarrier once its copies have landed (cp.async.mbarrier.arrive.noinc).
 //   - Path "splitk": A arrives pre-quantized as fragments (quantize_fragments, launched just
 //     before with programmatic dependent launch): the weight copies start before the
-//     quantizer has finished, the fragment copies after griddepcontrol.wait.
+//     quantizer has finished, the fragments' bulk copies (TMA engine, thread 0) after
+//     griddepcontrol.wait.
 //   - Path "fused": the CTA quantizes its tokens of A over its K range (spec §2, shared block
-//     quantizer) into shared memory itself, all at once when that fits in half the budget,
-//     else one stage at a time, while the ring fills (one launch, no workspace).
+//     quantizer) into shared memory itself, all at once when that fits in half the budget
+//     (A's rows first staged in shared memory by cp.async, issued before the weights), else
+//     one stage at a time, while the ring fills (one launch, no workspace).
 //   - Weights are decoded in registers to bf16 e2m1 * 2^s (exact) and both operands carry
 //     their block scale, so the fp32 accumulator sums exact products.
 // Split-K: the CTAs of a cluster reduce their partial tiles through distributed shared memory
@@ -70,6 +71,7 @@ struct Ring {
   static constexpr int kRedPitch = 16 * SLABS + 4;      // floats per token row of the tile
   static constexpr int kRed = 8 * N8 * kRedPitch * 4;   // [8*N8 tokens][kRedPitch] fp32
   static constexpr int kHeader = 128;                   // mbarriers: kMaxStages slots + A's
+  static_assert((kMaxStages + 1) * 8 <= kHeader, "the mbarriers overlap the ring");
   __host__ __device__ static int abuf_bytes(int a_chunks) { return PREQUANT ? 0 : N8 * a_chunks * 1024; }
   static int astage_bytes(int a_chunks, int rows) { return PREQUANT ? 0 : rows * a_chunks * 128; }
   static int bytes(int stages, int a_chunks, int stage_rows) {

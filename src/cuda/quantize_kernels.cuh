@@ -66,9 +66,10 @@ __device__ __forceinline__ int64_t a_fragment_index(int64_t j, int64_t i, int64_
 /// Quantizes 8 consecutive elements `v` of a 32-element block whose other 24 elements are held
 /// by the 3 neighbouring lanes (lanes 4i..4i+3 hold one block, in element order) and returns
 /// their dequantized bf16 values e2m1 * 2^s in `deq`. Same block rule as fmt::quantize_block
-/// (max and the non-finite flag are order-free) and the same rounding
-/// (fmt::e2m1_round_value, tested equal to e2m1_encode's thresholds for every input), so the
-/// result is bit-identical to it. All 32 lanes of the warp must call this together.
+/// (max and the non-finite flag are order-free) and the same element result
+/// (fmt::e2m1_quantize_dequantize_bf16, checked against e2m1_encode + dequant_f32 for every
+/// bf16 input and scale on the CPU), so the result is bit-identical to it. All 32 lanes of the
+/// warp must call this together.
 __device__ __forceinline__ void quantize_quarter_block_to_bf16(const float (&v)[8], ScaleRule rule,
                                                                uint16_t (&deq)[8]) {
   float amax = 0.f;
@@ -91,15 +92,8 @@ __device__ __forceinline__ void quantize_quarter_block_to_bf16(const float (&v)[
   }
   const int s = fmt::shared_exponent(amax, rule);
   const float inv = fmt::exp2i(-s), scale = fmt::exp2i(s);
-  // fmt::dequant_f32(fmt::e2m1_encode(v * inv), s + 127) without the code: the rounded
-  // magnitude times 2^s (one exact product, as in dequant_f32: Inf past the fp32 range), with
-  // v's sign (so -0 for negatives that round to 0). The value has at most 2 significant bits,
-  // so bf16 is its upper half, exact (or the Inf pattern).
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const float q = fmt::e2m1_round_value(fabsf(v[i]) * inv) * scale;
-    deq[i] = uint16_t((fmt::f32_bits(q) | (fmt::f32_bits(v[i]) & 0x80000000u)) >> 16);
-  }
+  for (int i = 0; i < 8; ++i) deq[i] = fmt::e2m1_quantize_dequantize_bf16(v[i], inv, scale);
 }
 
 /// Quantizes the quarter block held as 4 bf16 pairs `w` (element 2i in the low half of w[i])

@@ -109,5 +109,25 @@ TEST(Qdq, E2m1RoundValueMatchesTheThresholdsForEveryBf16AndScale) {
   EXPECT_EQ(bad, 0) << "first mismatch at " << first_bad;
 }
 
+// The GPU quantizers' element result fmt::e2m1_quantize_dequantize_bf16 against the
+// composition it replaces, f32_to_bf16(dequant_f32(e2m1_encode(v * 2^-s), s + 127)), bit for
+// bit: every finite bf16 v of both signs and every s in [-127, 127] (so the subnormal 2^-127,
+// the Inf of byte 254 with |code| >= 4, -0 and negatives that round to 0).
+TEST(Qdq, E2m1QuantizeDequantizeBf16MatchesEncodeThenDequantize) {
+  int64_t bad = 0;
+  uint16_t first_v = 0;
+  int first_s = 0;
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    if ((h & 0x7F80u) == 0x7F80u) continue;  // Inf and NaN: whole-block policy, not per element
+    const float v = fmt::bf16_to_f32(uint16_t(h));
+    for (int s = -127; s <= 127; ++s) {
+      const float inv = fmt::exp2i(-s), scale = fmt::exp2i(s);
+      const uint16_t want = fmt::f32_to_bf16(fmt::dequant_f32(fmt::e2m1_encode(v * inv), uint8_t(s + 127)));
+      if (fmt::e2m1_quantize_dequantize_bf16(v, inv, scale) != want && bad++ == 0) first_v = uint16_t(h), first_s = s;
+    }
+  }
+  EXPECT_EQ(bad, 0) << "first mismatch at bf16 0x" << std::hex << first_v << std::dec << ", s = " << first_s;
+}
+
 }  // namespace
 }  // namespace mxfp4::test

@@ -177,9 +177,11 @@ void expect_exact(const std::vector<uint16_t>& C, int64_t M, int64_t N, int64_t 
 /// Bit-exact activation quantization (spec §2) on every path and scale rule. B is the
 /// identity (N = K, 1.0 on the diagonal, exact in MXFP4), so C[m, n] is the dequantized
 /// A_q[m, n], which has at most two significant bits and is exact in bf16: C must equal the
-/// CPU quantizer's result value for value. Each 32-element block holds a maximum of
-/// +-6 * 2^e (so that its scale is 2^e under every rule), the ties of the e2m1 grid times 2^e,
-/// their bf16 neighbours and random values, for e from -130 to 120; some blocks are zero.
+/// CPU quantizer's result value for value. Each 32-element block holds +-6 * 2^e (which makes
+/// its scale 2^e under every rule unless a random element exceeds it or e < -127), the ties of
+/// the e2m1 grid times 2^e, their bf16 neighbours and random values, for e from -130 to 120;
+/// some blocks are zero. The reference recomputes every scale, so those exceptions only change
+/// which values are ties.
 TEST(GpuGemm, ActivationQuantizationIsBitExactOnEveryPath) {
   MXFP4_REQUIRE_GPU();
   const int64_t K = 1024, N = K;

@@ -161,6 +161,8 @@ int run_bench(const BenchArgs& a) {
 
   std::printf("mxfp4 %s bench on %s (%s), %zu shapes from %s\n", backend.c_str(), meta.device.c_str(),
               meta.version.c_str(), shapes.size(), a.shapes.c_str());
+  std::printf("floor_us, TB/s and TFLOP/s are against the H200's ceilings (%s)\n",
+              cuda ? "docs/perf-notes.md" : "on the CPU they only show the shape's size");
   bench::print_table_header();
   std::vector<bench::Row> rows;
   for (const bench::Shape& s : shapes) {
