@@ -11,8 +11,8 @@
 #                                           install only when the cheap check finds something
 #                                           missing (what scripts/build.sh and test.sh call);
 #                                           --build-only skips the Python test packages.
-#        ... --torch                        also torch (pip), for the torch and tensor-parallel
-#                                           Python tests (CI passes it). PyPI's Linux wheel
+#        ... --torch                        also torch and safetensors (pip), for the torch, tensor-parallel
+#                                           and safetensors-interop Python tests (CI passes it). PyPI's Linux wheel
 #                                           brings the CUDA libraries (~3 GB, about 2 minutes
 #                                           here) and runs on the CPU as well; set
 #                                           MXFP4_TORCH_INDEX to a CPU-only wheel index to get
@@ -57,6 +57,7 @@ missing() {
       >/dev/null 2>&1 || m+=("python: nanobind and the Python headers (python3-dev)")
   fi
   if [ $torch = 1 ]; then python3 -c 'import torch.distributed' >/dev/null 2>&1 || m+=("python: torch"); fi
+  if [ $torch = 1 ]; then python3 -c 'import safetensors.numpy' >/dev/null 2>&1 || m+=("python: safetensors"); fi
   if [ $fuzz = 1 ]; then fuzzer_link_ok || m+=("clang with libFuzzer/ASan/UBSan runtimes"); fi
   echo "${m[*]:-}"
 }
@@ -109,6 +110,8 @@ if [ $torch = 1 ] && ! python3 -c 'import torch.distributed' >/dev/null 2>&1; th
     pip_install torch
   fi
 fi
+# The safetensors package: only for the loaders' interop test (tests/python/test_py_loaders.py).
+if [ $torch = 1 ] && ! python3 -c 'import safetensors.numpy' >/dev/null 2>&1; then pip_install safetensors; fi
 hash -r
 m=$(missing)
 if [ -n "$m" ]; then echo "install-deps.sh: still missing after installing: $m" >&2; exit 1; fi
