@@ -99,6 +99,41 @@ HostMx random_mx(int64_t rows, int64_t K, uint64_t seed, float stddev, ScaleRule
   return quantize_bf16(randn_bf16(size_t(rows * K), seed, stddev), rows, K, rule);
 }
 
+std::vector<uint16_t> quantizer_probe_bf16(int64_t M, int64_t K, int64_t lda, uint64_t seed) {
+  const float ties[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 0.5f, 3.0f};
+  Rng rng(seed);
+  std::vector<uint16_t> a(size_t(M * lda), uint16_t(0x7FC0));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t c = 0; c < K / 32; ++c) {
+      const int e = int(rng.uniform_int(-130, 125));
+      const bool zero = rng.uniform() < 0.05;
+      const int64_t at_max = (m + c) % 32;
+      for (int64_t i = 0; i < 32; ++i) {
+        const double r = rng.uniform();
+        float v = i == at_max ? 6.0f : r < 0.4 ? ties[rng.uniform_int(0, 8)] : float(rng.normal() * 2.0);
+        v = std::ldexp(rng.uniform() < 0.5 ? -v : v, e);
+        uint16_t h = f32_to_bf16(zero ? 0.0f : v);
+        if (r >= 0.25 && r < 0.4 && i != at_max && (h & 0x7FFF) != 0)  // a bf16 neighbour (never NaN)
+          h = uint16_t(h + (rng.uniform() < 0.5 ? 1 : -1));
+        a[size_t(m * lda + c * 32 + i)] = h;
+      }
+    }
+  return a;
+}
+
+std::vector<uint16_t> dense_rows(const std::vector<uint16_t>& a, int64_t M, int64_t K, int64_t lda) {
+  std::vector<uint16_t> d(size_t(M * K));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k) d[size_t(m * K + k)] = a[size_t(m * lda + k)];
+  return d;
+}
+
+HostMx identity_mx(int64_t K) {
+  std::vector<uint16_t> eye(size_t(K * K), 0);
+  for (int64_t n = 0; n < K; ++n) eye[size_t(n * K + n)] = f32_to_bf16(1.0f);
+  return quantize_bf16(eye, K, K);
+}
+
 std::string ContractReport::str() const {
   std::ostringstream os;
   os.precision(9);

@@ -243,6 +243,31 @@ TEST(Gemm, StridesCanariesAndThreads) {
   }
 }
 
+// C = A * I^T is A's quantized value, exact in bf16: the CPU GEMM (which quantizes A with
+// the same fmt primitives) must return the dequantized A_q value for value, under every rule,
+// with a K tail in the last 64-wide chunk and an odd row stride. The GPU runs the same check on
+// every path (GpuGemm.ActivationQuantizationIsBitExactOnEveryPath).
+TEST(Gemm, ActivationQuantizationIsBitExact) {
+  for (auto [K, lda] : {std::pair<int64_t, int64_t>{1024, 1024}, {1056, 1057}}) {
+    const HostMx eye = identity_mx(K);
+    for (int64_t M : {1, 5}) {
+      const std::vector<uint16_t> a = quantizer_probe_bf16(M, K, lda, uint64_t(1000 + M + K));
+      for (ScaleRule rule : {ScaleRule::aiter, ScaleRule::floor, ScaleRule::rceil}) {
+        const HostMx aq = quantize_bf16(dense_rows(a, M, K, lda), M, K, rule);
+        std::vector<float> want(size_t(M * K));
+        dequantize(aq.view(), want.data(), DType::fp32, K);
+        std::vector<uint16_t> c(size_t(M * K), 0xFFFF);
+        GemmOptions opt;
+        opt.rule = rule;
+        gemm(a.data(), M, K, lda, eye.view(), c.data(), K, opt);
+        for (int64_t i = 0; i < M * K; ++i)
+          ASSERT_EQ(bf16_to_f32(c[size_t(i)]), want[size_t(i)])
+              << "K " << K << " rule " << int(rule) << " at (" << i / K << ", " << i % K << ")";
+      }
+    }
+  }
+}
+
 TEST(Gemm, BlockedFallbackKernel) {
   for (auto [M, N, K] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {5, 33, 300}, {70, 17, 513}, {64, 64, 256}}) {
     const auto a = randn_f32(size_t(M * K), uint64_t(M + N));
