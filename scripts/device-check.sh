@@ -9,7 +9,7 @@
 # Usage: scripts/device-check.sh [--no-tests] [--no-bench] [--filter GTEST_FILTER]
 #          [--sanitizer | --sanitizers memcheck,racecheck,initcheck,synccheck | --sanitizers all]
 #          [--sanitizer-filter GTEST_FILTER] [--sanitizer-timeout SECONDS] [--bench-args "ARGS"]
-#          [--tune SHAPES_FILE] [--jobs N]
+#          [--tune SHAPES_FILE] [--timeline CASES_FILE] [--jobs N]
 #   --filter            gtest filter for the test step (default: all of ctest; one process, 480 s at
 #                       most: --filter 'Gpu*' takes ~280 s on an H200); not the sanitizers
 #   --sanitizer         memcheck only (same as --sanitizers memcheck)
@@ -20,12 +20,15 @@
 #   --tune              runs `mxfp4 tune --verbose` on SHAPES_FILE after the bench (cache in
 #                       build-device/, every candidate's time in tune.log); the bench itself
 #                       always uses the dispatcher
+#   --timeline          last, the small-M kernel's per-CTA timelines of CASES_FILE
+#                       (tools/dev/timeline/run.sh), with and without the MMA loop:
+#                       timeline.log and timeline-data.log
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 out=${OUT:-$root/device-out}
 mkdir -p "$out"
-tests=1 bench=1 sanitizers='' san_filter='' san_timeout=240 filter='' bench_args='' tune='' jobs=$(nproc)
+tests=1 bench=1 sanitizers='' san_filter='' san_timeout=240 filter='' bench_args='' tune='' timeline='' jobs=$(nproc)
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-tests) tests=0 ;;
@@ -37,8 +40,9 @@ while [ $# -gt 0 ]; do
     --filter) filter=$2; shift ;;
     --bench-args) bench_args=$2; shift ;;
     --tune) tune=$2; shift ;;
+    --timeline) timeline=$2; shift ;;
     --jobs) jobs=$2; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "device-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -128,5 +132,9 @@ if [ $bench = 1 ]; then
 fi
 if [ -n "$tune" ]; then
   step tune timeout 240 env MXFP4_TUNE_CACHE="$root/build-device/tune.json" build-device/mxfp4 tune --verbose --shapes "$tune"
+fi
+if [ -n "$timeline" ]; then
+  step timeline timeout 200 bash tools/dev/timeline/run.sh "$timeline"
+  step timeline-data timeout 200 env NOCOMPUTE=1 bash tools/dev/timeline/run.sh "$timeline"
 fi
 finish
