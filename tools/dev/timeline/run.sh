@@ -14,9 +14,9 @@ rm -rf "$scratch" && mkdir -p "$scratch"
 (cd "$root" && tar --exclude='./build*' --exclude='./.git' -cf - .) | tar -C "$scratch" -xf -
 cd "$scratch"
 python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused.cu
-if [ "${NOCOMPUTE:-0}" = 1 ]; then
-  grep -q '    if (ls < active_slabs) {' src/cuda/gemm_fused.cu
-  sed -i 's/    if (ls < active_slabs) {/    if (ls < active_slabs \&\& p.M < 0) {/' src/cuda/gemm_fused.cu
+if [ "${NOCOMPUTE:-0}" = 1 ]; then  # every chunk loop of the K loop (mma.sync and wgmma) stops at once
+  grep -q '        if (c >= chunks) break;' src/cuda/gemm_fused.cu
+  sed -i 's/        if (c >= chunks) break;/        if (c >= chunks || p.M > 0) break;/' src/cuda/gemm_fused.cu
 fi
 cmake -S . -B build-tl -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DMXFP4_CUDA=ON \
   -DMXFP4_BUILD_TESTS=OFF -DMXFP4_BUILD_CLI=OFF >/dev/null
