@@ -252,8 +252,9 @@ TEST(Gemm, ActivationQuantizationIsBitExact) {
     const HostMx eye = identity_mx(K);
     for (int64_t M : {1, 5}) {
       const std::vector<uint16_t> a = quantizer_probe_bf16(M, K, lda, uint64_t(1000 + M + K));
+      const std::vector<uint16_t> dense = dense_rows(a, M, K, lda);
       for (ScaleRule rule : {ScaleRule::aiter, ScaleRule::floor, ScaleRule::rceil}) {
-        const HostMx aq = quantize_bf16(dense_rows(a, M, K, lda), M, K, rule);
+        const HostMx aq = quantize_bf16(dense, M, K, rule);
         std::vector<float> want(size_t(M * K));
         dequantize(aq.view(), want.data(), DType::fp32, K);
         std::vector<uint16_t> c(size_t(M * K), 0xFFFF);

@@ -185,12 +185,14 @@ TEST(GpuGemm, ActivationQuantizationIsBitExactOnEveryPath) {
   MXFP4_REQUIRE_GPU();
   for (auto [K, lda] : {std::pair<int64_t, int64_t>{1024, 1024}, {1056, 1057}}) {
     const int64_t N = K;
+    const HostMx eye = identity_mx(K);
     for (int64_t M : {1, 5, 40, 130}) {
       const std::vector<uint16_t> a = quantizer_probe_bf16(M, K, lda, uint64_t(1000 + M + K));
-      const Problem p(M, dense_rows(a, M, K, lda), identity_mx(K));
+      const std::vector<uint16_t> dense = dense_rows(a, M, K, lda);
+      const Problem p(M, dense, eye);
       const DeviceBuf da(a);
       for (ScaleRule rule : {ScaleRule::aiter, ScaleRule::floor, ScaleRule::rceil}) {
-        const HostMx aq = quantize_bf16(dense_rows(a, M, K, lda), M, K, rule);
+        const HostMx aq = quantize_bf16(dense, M, K, rule);
         std::vector<float> want(size_t(M * K));
         dequantize(aq.view(), want.data(), DType::fp32, K);
         for (const GemmConfig& cfg : configs_for(M)) {
