@@ -250,7 +250,7 @@ TEST(Gemm, StridesCanariesAndThreads) {
 TEST(Gemm, ActivationQuantizationIsBitExact) {
   for (auto [K, lda] : {std::pair<int64_t, int64_t>{1024, 1024}, {1056, 1057}}) {
     const HostMx eye = identity_mx(K);
-    for (int64_t M : {1, 5}) {
+    for (int64_t M : {1, 5, 130}) {
       const std::vector<uint16_t> a = quantizer_probe_bf16(M, K, lda, uint64_t(1000 + M + K));
       const std::vector<uint16_t> dense = dense_rows(a, M, K, lda);
       for (ScaleRule rule : {ScaleRule::aiter, ScaleRule::floor, ScaleRule::rceil}) {
