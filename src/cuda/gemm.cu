@@ -97,7 +97,9 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
       fp8_fixup(A, M, K, lda, rule, a_img, B, C, c_f32, ldc, s);
       return;
     }
-    quantize_fragments(A, M, K, lda, static_cast<uint32_t*>(ws), rule, s);
+    const bool wgmma_order = cfg.path == GemmPath::splitk && splitk_uses_wgmma(M);
+    quantize_fragments(A, M, K, lda, static_cast<uint32_t*>(ws), rule, s,
+                       wgmma_order ? FragOrder::wgmma : FragOrder::mma);
     frags = static_cast<const uint32_t*>(ws);
   }
   if (cfg.path == GemmPath::tiled) {

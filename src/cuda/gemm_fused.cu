@@ -31,6 +31,7 @@
 #include "cuda/common.cuh"
 #include "cuda/gemm_kernels.hpp"
 #include "cuda/quantize_kernels.cuh"
+#include "cuda/wgmma.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -41,6 +42,9 @@ constexpr int kG = 4;                    // 64-wide K chunks per stage (K256)
 constexpr int kMaxStages = 8;            // ring slots
 constexpr int kSmemBudget = 112 * 1024;  // ring + A bytes per CTA: two CTAs per SM
 constexpr int kBlockM = 64;              // tokens per CTA (grid.y covers larger M)
+// Path "splitk" with 32 or 64 tokens per CTA (N8 >= 4) runs its K loop on register-A wgmma
+// instead of mma.sync (docs/perf-notes.md, plan after session 6).
+constexpr bool kSmallMWgmma = true;
 
 struct FusedArgs {
   const uint16_t* A;
@@ -227,6 +231,8 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // chains per token tile instead of one, which the latency of each HMMA would serialise),
   // added in a fixed order after the loop.
   constexpr int kChains = N8 <= 2 ? 2 : 1;
+  // Path "splitk" with 32 or 64 tokens: the K loop on register-A wgmma (FragOrder::wgmma).
+  constexpr bool kWgmma = kSmallMWgmma && PREQUANT && N8 >= 4;
   float acc[kChains][N8][4];
 #pragma unroll
   for (int h = 0; h < kChains; ++h)
@@ -261,7 +267,45 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     }
     mbarrier_wait(&full[slot], phase);
 
-    if (ls < active_slabs) {
+    if constexpr (kWgmma) {
+      // Each warpgroup (4 slabs at one kw) issues one m64n(8*N8)k16 wgmma per K16 step: A is
+      // every warp's decoded fragment of its slab (warps past the last slab decode zeros),
+      // B the stage's token tiles in wgmma word order (FragOrder::wgmma), D the accumulators in
+      // the m16n8 C-fragment order the epilogue reads.
+      const bool live = ls < active_slabs;
+      const uint8_t* codes = slot_base + ls * kG * 512 + lane * 16;
+      const uint8_t* scales = slot_base + R::kCodes + ls * kG * 32 + 4 * (lane / 4);
+      const uint8_t* tiles = slot_base + R::kCodes + R::kScales;  // [tile][K16 step][256 bytes]
+      float(&d)[4 * N8] = reinterpret_cast<float(&)[4 * N8]>(acc[0]);
+#pragma unroll
+      for (int cc = 0; cc < kG / KW; ++cc) {
+        const int c = cc * KW + kw;  // the same for the 4 warps of a warpgroup
+        if (c >= chunks) break;
+        const uint4 wc = live ? *reinterpret_cast<const uint4*>(codes + c * 512) : make_uint4(0u, 0u, 0u, 0u);
+        const uint32_t sc = live ? *reinterpret_cast<const uint32_t*>(scales + c * 32) : 0x7F7F7F7Fu;
+        const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
+        const bool fused = chunk_scales_fuse(sc);
+        uint32_t f[2][2];
+        if (fused) {
+          chunk_scale_factors<true>(sc, f);
+        } else {
+          chunk_scale_factors<false>(sc, f);
+        }
+#pragma unroll
+        for (int step = 0; step < 4; ++step) {
+          uint32_t a[4];
+          decode_weight_fragment(words[step], f, fused, step, a);
+          wgmma_fence();
+          wgmma_bf16_rs<8 * N8>(d, a, smem_desc_kmajor(tiles + (4 * c + step) * 256, 128, kG * 4 * 256), 1);
+          wgmma_commit();
+          wgmma_wait<0>();
+#pragma unroll
+          for (int q = 0; q < 4; ++q) fence_operand(a[q]);  // a stays allocated until the wgmma is done
+#pragma unroll
+          for (int e = 0; e < 4 * N8; ++e) fence_operand(d[e]);
+        }
+      }
+    } else if (ls < active_slabs) {
       const uint8_t* codes = slot_base + ls * kG * 512 + lane * 16;
       const uint8_t* scales = slot_base + R::kCodes + ls * kG * 32 + 4 * (lane / 4);
       const uint32_t* a_lane = a_frag + 2 * lane;
@@ -463,6 +507,8 @@ void dispatch_fused(const FusedArgs& args, const GemmConfig& cfg, cudaStream_t s
 }
 
 }  // namespace
+
+bool splitk_uses_wgmma(int64_t M) { return kSmallMWgmma && M > 16; }  // N8 >= 4 (dispatch_n8)
 
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, cudaStream_t stream) {

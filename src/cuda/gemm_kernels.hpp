@@ -17,6 +17,10 @@ namespace mxfp4::cuda {
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, cudaStream_t stream);
 
+/// True when path "splitk" runs its K loop on register-A wgmma for this M (then its fragments
+/// must be written in FragOrder::wgmma, quantize_kernels.cuh).
+bool splitk_uses_wgmma(int64_t M);
+
 
 /// Path "tiled": the tiled GEMM on A's fragments (quantize_fragments, M rows).
 /// C is bf16, or fp32 (no final rounding) when c_f32 is set, for every launcher here.

@@ -74,6 +74,7 @@ __global__ void dequantize_kernel(MxMatrix q, Out* __restrict__ out, int64_t str
 /// A [M, K] -> bf16 fragments for the splitk and tiled GEMMs (quantize_kernels.cuh,
 /// a_fragment_index). Four lanes per (row, K block) of the padded [round_up(M,8), k_padded]
 /// grid, 8 elements each; padding -> 0.
+template <FragOrder O>
 __global__ void quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M, int64_t K, int64_t lda,
                                           int64_t m_padded, int64_t k_padded, uint32_t* __restrict__ frags,
                                           ScaleRule rule) {
@@ -98,7 +99,7 @@ __global__ void quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_
   const int64_t j = r / 8;
   const int g = int(r % 8), step = int(2 * c + q / 2), reg = q % 2;
 #pragma unroll
-  for (int t = 0; t < 4; ++t) frags[a_fragment_index(j, step, k_padded / 16, 4 * g + t, reg)] = words[t];
+  for (int t = 0; t < 4; ++t) frags[a_fragment_index<O>(j, step, k_padded / 16, 4 * g + t, reg)] = words[t];
 }
 
 int blocks_for(int64_t n) { return int((n + kThreads - 1) / kThreads); }
@@ -138,10 +139,15 @@ void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_strid
 }
 
 void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, FragOrder order) {
   const int64_t m_padded = round_up(M, 8), k_padded = round_up(K, 64);
   const dim3 grid(blocks_for(m_padded * (k_padded / 32) * 4));
-  quantize_fragments_kernel<<<grid, kThreads, 0, stream>>>(A, M, K, lda, m_padded, k_padded, frags, rule);
+  if (order == FragOrder::wgmma) {
+    quantize_fragments_kernel<FragOrder::wgmma>
+        <<<grid, kThreads, 0, stream>>>(A, M, K, lda, m_padded, k_padded, frags, rule);
+  } else {
+    quantize_fragments_kernel<FragOrder::mma><<<grid, kThreads, 0, stream>>>(A, M, K, lda, m_padded, k_padded, frags, rule);
+  }
   check_launch("quantize_fragments_kernel");
 }
 

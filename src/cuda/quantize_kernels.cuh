@@ -58,9 +58,18 @@ __device__ __forceinline__ void load_block(const void* x, int64_t offset, float 
   }
 }
 
+/// Order of the 64 words inside a 256-byte (token tile, K16 step) chunk.
+///   mma:   lane l's two registers at 2l, 2l + 1 (one uint2 load per lane: the mma.sync B
+///          fragment);
+///   wgmma: register reg of lane l = 4g + t at 32 reg + l, i.e. two 8 x 8 core matrices
+///          (tokens x K8, 16 bytes per token) 128 bytes apart: a K-major wgmma B operand
+///          without swizzle (PTX ISA, "Shared Memory Matrix Layout").
+enum class FragOrder { mma, wgmma };
+
 /// u32 index of lane `lane`'s register `reg` (0: b0b1, 1: b2b3) for token tile j, K16 step i.
+template <FragOrder O = FragOrder::mma>
 __device__ __forceinline__ int64_t a_fragment_index(int64_t j, int64_t i, int64_t ks, int lane, int reg) {
-  return (j * ks + i) * 64 + 2 * lane + reg;
+  return (j * ks + i) * 64 + (O == FragOrder::mma ? 2 * lane + reg : 32 * reg + lane);
 }
 
 /// Quantizes 8 consecutive elements `v` of a 32-element block whose other 24 elements are held
@@ -135,9 +144,9 @@ __device__ __forceinline__ void quantize_quarter_to_fragment_words(const uint16_
 }
 
 /// Quantizes A [M, K] (bf16, row stride lda) under `rule` into the activation fragment layout
-/// with round_up(M, 8) rows and round_up(K, 64) columns (padding zero); `frags` must hold
-/// round_up(M,8) * round_up(K,64) * 2 bytes. Defined in quantize.cu.
+/// with round_up(M, 8) rows and round_up(K, 64) columns (padding zero), chunks in word order
+/// `order`; `frags` must hold round_up(M,8) * round_up(K,64) * 2 bytes. Defined in quantize.cu.
 void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
-                        cudaStream_t stream);
+                        cudaStream_t stream, FragOrder order = FragOrder::mma);
 
 }  // namespace mxfp4::cuda

@@ -87,6 +87,62 @@ __device__ __forceinline__ void wgmma_m64n64k32_e4m3(float (&d)[32], uint64_t de
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+/// Descriptor of a K-major operand in shared memory without swizzle: 8 x 16-byte core
+/// matrices (8 rows of 8 bf16 along K), `lbo` bytes between the two core matrices of a K16
+/// step (leading dimension, along K) and `sbo` bytes between 8-row groups (stride dimension).
+/// Fields as in smem_desc_sw128; swizzle mode 0. Both offsets multiples of 16.
+__device__ __forceinline__ uint64_t smem_desc_kmajor(const void* tile, uint32_t lbo, uint32_t sbo) {
+  const uint64_t addr = smem_addr(tile);
+  return ((addr & 0x3FFFFu) >> 4) | (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32);
+}
+
+/// Keeps the compiler from reusing `r`'s register before an asynchronous reader (a
+/// register-A wgmma) has finished with it: call after the wgmma_wait that covers the reader.
+__device__ __forceinline__ void fence_operand(uint32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
+
+/// D (+)= A * B, m64n32k16, bf16 x bf16 -> f32: A from registers (per warp of the warpgroup
+/// the m16n8k16 A fragment of its 16 rows), B (32 x 16, K-major, no swizzle) from a shared
+/// memory descriptor (smem_desc_kmajor); scale_d = 0 overwrites D (PTX ISA "wgmma.mma_async").
+/// D: 16 registers per thread, d[4j + e] = the m16n8 C fragment of n8 tile j.
+__device__ __forceinline__ void wgmma_m64n32k16_bf16_rs(float (&d)[16], const uint32_t (&a)[4], uint64_t desc_b,
+                                                      int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+      "}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+/// D (+)= A * B, m64n64k16, bf16 x bf16 -> f32: A from registers (per warp of the warpgroup
+/// the m16n8k16 A fragment of its 16 rows), B (64 x 16, K-major, no swizzle) from a shared
+/// memory descriptor (smem_desc_kmajor); scale_d = 0 overwrites D (PTX ISA "wgmma.mma_async").
+/// D: 32 registers per thread, d[4j + e] = the m16n8 C fragment of n8 tile j.
+__device__ __forceinline__ void wgmma_m64n64k16_bf16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b,
+                                                      int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+/// The register-A bf16 m64nNk16 MMA for N = 32 or 64.
+template <int N>
+__device__ __forceinline__ void wgmma_bf16_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+  if constexpr (N == 64) {
+    wgmma_m64n64k16_bf16_rs(d, a, desc_b, scale_d);
+  } else {
+    static_assert(N == 32, "wgmma_bf16_rs: N is 32 or 64");
+    wgmma_m64n32k16_bf16_rs(d, a, desc_b, scale_d);
+  }
+}
+
 /// The m64nNk32 e4m3 MMA for N = 128 or 64.
 template <int N>
 __device__ __forceinline__ void wgmma_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d) {
