@@ -277,6 +277,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       const uint8_t* scales = slot_base + R::kCodes + ls * kG * 32 + 4 * (lane / 4);
       const uint8_t* tiles = slot_base + R::kCodes + R::kScales;  // [tile][K16 step][256 bytes]
       float(&d)[4 * N8] = reinterpret_cast<float(&)[4 * N8]>(acc[0]);
+      uint32_t abuf2[2][4] = {};  // the A fragments of the last two K16 steps (read asynchronously)
 #pragma unroll
       for (int cc = 0; cc < kG / KW; ++cc) {
         const int c = cc * KW + kw;  // the same for the 4 warps of a warpgroup
@@ -291,20 +292,25 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
         } else {
           chunk_scale_factors<false>(sc, f);
         }
+        // Two A buffers by K16 step parity: step s's decode overlaps step s-1's wgmma; the
+        // wait before it (at most one group pending) frees the buffer that step s-2 read.
 #pragma unroll
         for (int step = 0; step < 4; ++step) {
-          uint32_t a[4];
+          uint32_t(&a)[4] = abuf2[step & 1];
           decode_weight_fragment(words[step], f, fused, step, a);
           wgmma_fence();
           wgmma_bf16_rs<8 * N8>(d, a, smem_desc_kmajor(tiles + (4 * c + step) * 256, 128, kG * 4 * 256), 1);
           wgmma_commit();
-          wgmma_wait<0>();
+          wgmma_wait<1>();  // step - 1's wgmma is done: its buffer may be written next
 #pragma unroll
-          for (int q = 0; q < 4; ++q) fence_operand(a[q]);  // a stays allocated until the wgmma is done
-#pragma unroll
-          for (int e = 0; e < 4 * N8; ++e) fence_operand(d[e]);
+          for (int q = 0; q < 4; ++q) fence_operand(abuf2[(step + 1) & 1][q]);
         }
       }
+      wgmma_wait<0>();  // every wgmma of the stage has read its slot (refilled after the barrier)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) fence_operand(abuf2[0][q]), fence_operand(abuf2[1][q]);
+#pragma unroll
+      for (int e = 0; e < 4 * N8; ++e) fence_operand(d[e]);
     } else if (ls < active_slabs) {
       const uint8_t* codes = slot_base + ls * kG * 512 + lane * 16;
       const uint8_t* scales = slot_base + R::kCodes + ls * kG * 32 + 4 * (lane / 4);
