@@ -61,7 +61,8 @@ HostMx random_mx(int64_t rows, int64_t K, uint64_t seed, float stddev = 1.0f, Sc
 /// lda >= K, the columns K .. lda-1 set to NaN (never to be read). Each 32-element block holds
 /// +-6 * 2^e (its scale is 2^e under every rule unless a random element exceeds it or
 /// e < -127), the ties of the e2m1 grid times 2^e, their bf16 neighbours and random values,
-/// for e from -130 to 125, all finite (random values within +-7.5 * 2^e); about one block in
+/// for e from -130 to 125, all finite and no block decoding to 2^128 (random values within
+/// +-7.5 * 2^e, +-6 * 2^e at e = 125); about one block in
 /// 20 is zero. Reproducible for a seed.
 std::vector<uint16_t> quantizer_probe_bf16(int64_t M, int64_t K, int64_t lda, uint64_t seed);
 /// The same rows without the stride padding (dense [M, K]).

@@ -240,6 +240,44 @@ TEST(GpuGemm, K08NanBlockPoisonsOnlyItsRow) {
   }
 }
 
+/// Blocks that decode to 2^128 or more (bf16 max: scale byte 254, code 4; spec bug kind K06)
+/// enter the GPU's bf16 operands as +-Inf, the value `dequantize` returns, and C follows IEEE
+/// arithmetic on the dequantized values: NaN where such an element meets a zero weight or Infs
+/// of both signs meet, +-Inf otherwise; every other row stays within the contract
+/// (docs/hardening.md section 3; the CPU backend's exact path keeps such sums finite).
+TEST(GpuGemm, DecodedOverflowFollowsIeee) {
+  MXFP4_REQUIRE_GPU();
+  const int64_t N = 48, K = 128;
+  for (int64_t M : {3, 40, 300}) {
+    std::vector<uint16_t> a = randn_bf16(size_t(M * K), uint64_t(77 + M));
+    a[size_t(1 * K + 40)] = 0x7F7F;   // row 1: +2^128 at k = 40, the rest of its block rounds to 0
+    a[size_t(2 * K + 3)] = 0x7F7F;    // row 2: +2^128 at k = 3 and -2^128 at k = 100
+    a[size_t(2 * K + 100)] = 0xFF7F;
+    const Problem p(M, a, random_mx(N, K, uint64_t(91 + M)));
+    std::vector<float> da(size_t(M * K)), db(size_t(N * K));
+    dequantize(p.aq.view(), da.data(), DType::fp32, K);
+    dequantize(p.b.view(), db.data(), DType::fp32, K);
+    ASSERT_TRUE(std::isinf(da[size_t(K + 40)]) && std::isinf(da[size_t(2 * K + 100)]));
+    std::vector<int64_t> finite_rows{0};
+    for (int64_t m = 3; m < M; m += 7) finite_rows.push_back(m);
+    for (const GemmConfig& cfg : configs_for(M)) {
+      const auto C = p.run(&cfg, N);
+      for (int64_t m : {1, 2})
+        for (int64_t n = 0; n < N; ++n) {
+          double want = 0;
+          for (int64_t k = 0; k < K; ++k) want += double(da[size_t(m * K + k)]) * double(db[size_t(n * K + k)]);
+          const float got = fmt::bf16_to_f32(C[size_t(m * N + n)]);
+          if (std::isnan(want)) {
+            ASSERT_TRUE(std::isnan(got)) << describe(cfg) << " M " << M << " at (" << m << ", " << n << "): " << got;
+          } else {
+            ASSERT_EQ(double(got), want) << describe(cfg) << " M " << M << " at (" << m << ", " << n << ")";
+          }
+        }
+      p.check(C, N, finite_rows, "overflow rows " + describe(cfg));
+    }
+  }
+}
+
 TEST(GpuGemm, K09KTailsAndScalesThatVaryByRowAndBlock) {
   MXFP4_REQUIRE_GPU();
   for (int64_t K : {32, 64, 96, 160, 1664}) {
