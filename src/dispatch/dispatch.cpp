@@ -56,7 +56,8 @@ void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
 ///     64; split_k doubles up to 8 (at most one per 64-wide K chunk) until the grid reaches
 ///     two 4-slab CTAs per SM (one 8-slab CTA) for M <= 16, half that for M > 16 (the cluster
 ///     reduction of a 32- or 64-token tile costs more than the extra CTAs gain); 2 (or, with
-///     4 slabs, 4) warps per slab when each CTA still has >= 8 (>= 16) K chunks, halved while
+///     4 slabs, 4) warps per slab when each CTA still has >= 8 (>= 16) K chunks (M > 16: at
+///     most one split per 4 K chunks, 2 warps per slab from 4 chunks), halved while
 ///     the grid's warps exceed 16 per SM (launch bounds cap a thread at 128 registers, so 16
 ///     warps per SM always fit: more would run a second, mostly idle wave);
 ///   - 64 < M <= 128: 64-row CTAs of 16 warps, split_k until about one CTA per SM.
@@ -90,13 +91,18 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     // Session 6 (cp.async weights, tune-small-m-session6-h200.log): 8 slabs only for M <= 8
     // (1x7168x2048 fused 128 s4 w8 9.69 us against 64 s4 w4 10.76; 64x7168x2048 64 s2 w8
     // 15.42 against 128 s4 w8 16.40), and their split target is half the CTAs (same warps).
+    // Session 7 (M > 16 on the wgmma K loop, tune-small-m-m64-session7-h200.log): at least 4
+    // K chunks per rank, and 2 warps per slab from 4 chunks per CTA (64x2880x512 s4 w4 7.34 ->
+    // s2 w8 7.00 us, 32x4096x512 s4 w4 7.18 -> s2 w8 7.01; 64x3072x1536 keeps s4).
     cfg.block_n = M <= 8 && ceil_div(N, 128) * max_split >= 2 * sms ? 128 : 64;
     const int64_t target = (M > 16 ? sms : 2 * sms) * 64 / cfg.block_n;
     const int64_t n_tiles = ceil_div(N, cfg.block_n);
     cfg.split_k = split_for(n_tiles, target);
+    if (M > 16) cfg.split_k = int(std::min<int64_t>(cfg.split_k, std::max<int64_t>(1, chunks / 4)));
     const int64_t chunks_per_cta = ceil_div(chunks, cfg.split_k);
     const int slabs = cfg.block_n / 16;
-    int per_slab = chunks_per_cta >= 16 && slabs == 4 ? 4 : chunks_per_cta >= 8 ? 2 : 1;
+    const int64_t two_per_slab = M > 16 ? 4 : 8;  // K chunks per CTA for 2 warps per slab
+    int per_slab = chunks_per_cta >= 16 && slabs == 4 ? 4 : chunks_per_cta >= two_per_slab ? 2 : 1;
     while (per_slab > 1 && n_tiles * cfg.split_k * slabs * per_slab > 16 * sms) per_slab /= 2;
     cfg.warps = slabs * per_slab;
   }

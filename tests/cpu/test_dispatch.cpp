@@ -121,10 +121,15 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
   EXPECT_EQ(c.warps, 8);
   EXPECT_EQ(c.path, GemmPath::fused);
   // M > 16 splits until one CTA per SM, M <= 16 until two (session 3 tune): 64 x 3072 x 1536
-  // and 32 x 4096 x 512 split 4 (48 and 64 CTAs of 64 rows), 16 x 3072 x 1536 split 8.
+  // split 4 (48 CTAs of 64 rows), 16 x 3072 x 1536 split 8. M > 16 keeps >= 4 K chunks per
+  // rank with 2 warps per slab (session 7 tune): K = 512 (8 chunks) splits 2, 8 warps.
   EXPECT_EQ(choose_gemm_config(64, 3072, 1536, dev).split_k, 4);
-  EXPECT_EQ(choose_gemm_config(64, 2880, 512, dev).split_k, 4);
-  EXPECT_EQ(choose_gemm_config(32, 4096, 512, dev).split_k, 4);
+  EXPECT_EQ(choose_gemm_config(64, 3072, 1536, dev).warps, 8);
+  for (auto [M, N] : {std::pair<int64_t, int64_t>{64, 2880}, {32, 4096}}) {
+    c = choose_gemm_config(M, N, 512, dev);
+    EXPECT_EQ(c.split_k, 2) << M;
+    EXPECT_EQ(c.warps, 8) << M;
+  }
   EXPECT_EQ(choose_gemm_config(16, 3072, 1536, dev).split_k, 8);
   // 16 x 2112 x 7168 keeps 2 warps per slab: 264 CTAs x 8 warps is exactly 16 per SM.
   EXPECT_EQ(choose_gemm_config(16, 2112, 7168, dev).warps, 8);
