@@ -126,19 +126,22 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   };
   // Codes: 128 pieces of 16 bytes per slab and full stage, thread t taking pieces t + kThreads j
   // (slab p / 128, chunk p % 128 / 32); scales: 8 pieces per slab, threads 0 .. 8 * SLABS - 1.
-  constexpr int kCodePieces = SLABS * kG * 32 / kThreads;  // 4 / KW
-  auto issue_weights = [&](int s) {
+  // The copies are spread over `nt` threads (kThreads, or path "fused"'s issuing half in the
+  // prologue), t = 0 .. nt-1 being the caller's index among them.
+  auto issue_weights = [&](int s, int t, auto nt_c) {
+    constexpr int nt = decltype(nt_c)::value, kCodePieces = SLABS * kG * 32 / nt;  // (4 / KW) * kThreads / nt
+    static_assert(SLABS * 2 * kG <= nt, "every scale piece needs a thread");
     const int slot = s % p.stages, chunks = stage_chunks(s);
     uint8_t* dst = ring + slot * R::kSlot;
     const int64_t kc = kc0 + int64_t(s) * kG;
 #pragma unroll
     for (int j = 0; j < kCodePieces; ++j) {
-      const int piece = int(threadIdx.x) + kThreads * j, i = piece / (kG * 32), o = piece % (kG * 32);
+      const int piece = t + nt * j, i = piece / (kG * 32), o = piece % (kG * 32);
       if (i < active_slabs && o < chunks * 32)
         cp_async16(dst + i * kG * 512 + o * 16, p.packed + ((slab0 + i) * kc_total + kc) * 512 + o * 16);
     }
-    if (threadIdx.x < SLABS * 2 * kG) {
-      const int i = threadIdx.x / (2 * kG), o = threadIdx.x % (2 * kG);
+    if (t < SLABS * 2 * kG) {
+      const int i = t / (2 * kG), o = t % (2 * kG);
       if (i < active_slabs && o < 2 * chunks)
         cp_async16(dst + R::kCodes + i * kG * 32 + o * 16,
                    p.packed + p.geo.code_bytes + ((slab0 + i) * kc_total + kc) * 32 + o * 16);
@@ -161,11 +164,12 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // Path "fused": A[m0 + 0..rows, chunks c0 .. c0+n of this rank] -> abuf as fragments (zeros
   // past M and K), 4 lanes per 32-element block. Every lane joins every round (the block
   // reductions shuffle across 4 lanes); tasks past the end quantize zeros and store nothing.
-  auto quantize_a = [&](int64_t c0, int n) {
-    const int tasks = 8 * N8 * 2 * n * 4, rounds = (tasks + kThreads - 1) / kThreads;
+  // Spread over `nt` threads (whole warps), t = 0 .. nt-1 being the caller's index among them.
+  auto quantize_a = [&](int64_t c0, int n, int t, int nt) {
+    const int tasks = 8 * N8 * 2 * n * 4, rounds = (tasks + nt - 1) / nt;
     const int64_t ks_buf = 4 * int64_t(p.a_chunks);
     for (int round = 0; round < rounds; ++round) {
-      const int task = round * kThreads + int(threadIdx.x);
+      const int task = round * nt + t;
       const int q = task % 4, blk = task / 4;
       const int r = blk / (2 * n), b = blk % (2 * n);
       // A warp whose tasks are all past the CTA's tokens (padding of the last token tile, or
@@ -199,10 +203,10 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // Path "fused", whole range quantized at once: the CTA's rows of A over the rank's K range
   // go to shared memory by cp.async *before* the weights. Loaded after them, A waited behind
   // the SM's whole weight stream (quantization ended 3.8 us into 1x7168x2048, session 6).
-  auto stage_a = [&]() {
+  auto stage_a = [&](int t, int nt) {
     const int64_t col0 = kc0 * 64, cols = min(kc1 * 64, p.K) - col0;  // K % 32 == 0: whole 16-byte pieces
     const int per_row = int(cols / 8), pieces = rows * per_row;
-    for (int piece = threadIdx.x; piece < pieces; piece += kThreads) {
+    for (int piece = t; piece < pieces; piece += nt) {
       const int r = piece / per_row, o = piece % per_row;
       cp_async16(astage + r * p.a_chunks * 32 + 4 * o, p.A + (m0 + r) * p.lda + col0 + 8 * o);
     }
@@ -210,22 +214,36 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   };
 
   const int prologue = min(nstages, p.stages);
+  // Path "fused": the lower half of the warps issues the prologue's weight copies (and stalls in
+  // that burst, 1.3-1.8 us, docs/perf-notes.md session 6) while the upper half stages and
+  // quantizes A's first batch; the quantizers arrive on the ring's mbarriers without copies.
+  constexpr int kHalf = kThreads / 2;
+  const bool quantizer = !PREQUANT && int(threadIdx.x) >= kHalf;
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], kThreads + 1);
-    mbarrier_init(abar, kThreads);
+    mbarrier_init(abar, kHalf);
     fence_mbarrier_init();
   }
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
   // Everything that reads A (or its fragments) or writes C waits for the previous kernel; the
   // weights never depend on it (path "splitk" is launched with programmatic dependent launch).
-  if constexpr (!PREQUANT) {
+  if constexpr (PREQUANT) {
+    for (int s = 0; s < prologue; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
     grid_dependency_wait();
-    if (p.a_stage_rows > 0) stage_a();
+  } else if (quantizer) {
+    for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);
+    grid_dependency_wait();
+    if (p.a_stage_rows > 0) {
+      stage_a(int(threadIdx.x) - kHalf, kHalf);
+      mbarrier_wait(abar, 0u);  // staged A has landed (one batch)
+    }
+    quantize_a(0, min(int(kc1 - kc0), p.a_chunks), int(threadIdx.x) - kHalf, kHalf);
+  } else {
+    for (int s = 0; s < prologue; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kHalf>{});
   }
-  for (int s = 0; s < prologue; ++s) issue_weights(s);
-  if constexpr (PREQUANT) grid_dependency_wait();
   if (threadIdx.x == 0)
     for (int s = 0; s < prologue; ++s) issue_frags(s);
+  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf
 
   // N8 <= 2: even and odd K16 steps accumulate into separate registers (two independent HMMA
   // chains per token tile instead of one, which the latency of each HMMA would serialise),
@@ -256,10 +274,9 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       ks_pitch = 4 * kG;
     } else {
       const int in_batch = (s * kG) % p.a_chunks;
-      if (in_batch == 0) {  // the previous batch is consumed (end-of-stage barrier)
-        if (p.a_stage_rows > 0) mbarrier_wait(abar, 0u);  // staged A has landed (one batch)
+      if (in_batch == 0 && s > 0) {  // the previous batch is consumed (end-of-stage barrier)
         const int64_t left = kc1 - kc0 - int64_t(s) * kG;
-        quantize_a(int64_t(s) * kG, left < p.a_chunks ? int(left) : p.a_chunks);
+        quantize_a(int64_t(s) * kG, left < p.a_chunks ? int(left) : p.a_chunks, int(threadIdx.x), kThreads);
         __syncthreads();
       }
       a_frag = abuf + in_batch * 4 * 64;
@@ -347,7 +364,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     }
     if (stage_barrier) __syncthreads();  // slot (and abuf) consumed by every warp
     if (s + p.stages < nstages) {
-      issue_weights(s + p.stages);
+      issue_weights(s + p.stages, int(threadIdx.x), std::integral_constant<int, kThreads>{});
       if (threadIdx.x == 0) issue_frags(s + p.stages);
     }
     if (++slot == p.stages) slot = 0, phase ^= 1u;
