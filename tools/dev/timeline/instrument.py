@@ -29,9 +29,9 @@ EDITS = [
     ("    for (int s = 0; s < prologue; ++s) issue_frags(s);\n",
      "    for (int s = 0; s < prologue; ++s) issue_frags(s);\n"
      "  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0, tl = 0, tq = t1;\n"),
-    ("        quantize_a(int64_t(s) * kG, left < p.a_chunks ? int(left) : p.a_chunks);\n        __syncthreads();\n",
-     "        quantize_a(int64_t(s) * kG, left < p.a_chunks ? int(left) : p.a_chunks);\n        __syncthreads();\n"
-     "        if (s == 0) tq = gtime();\n"),
+    ("  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf\n",
+     "  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf\n"
+     "  if (!PREQUANT) tq = gtime();\n"),
     ("    mbarrier_wait(&full[slot], phase);\n",
      "    mbarrier_wait(&full[slot], phase);\n    if (s == 0) t2 = gtime();\n    tl = gtime();\n"),
     ("  // Epilogue: the KW warps",
