@@ -16,10 +16,14 @@
 //     griddepcontrol.wait.
 //   - Path "fused": the CTA quantizes its tokens of A over its K range (spec §2, shared block
 //     quantizer) into shared memory itself, all at once when that fits in half the budget
-//     (A's rows first staged in shared memory by cp.async, issued before the weights), else
-//     one stage at a time, while the ring fills (one launch, no workspace).
-//   - Weights are decoded in registers to bf16 e2m1 * 2^s (exact) and both operands carry
-//     their block scale, so the fp32 accumulator sums exact products.
+//     (the upper half of the warps stages A's rows by cp.async and quantizes them while the
+//     lower half issues the ring's weight copies), else one stage at a time (one launch, no
+//     workspace).
+//   - Weights are decoded in registers to bf16 e2m1 * 2^s (exact below 2^128) and both
+//     operands carry their block scale, so the fp32 accumulator sums exact products.
+//   - Path "splitk" with 32 or 64 tokens (N8 >= 4): the same fragments feed register-A
+//     wgmma m64n(8*N8)k16 (a warpgroup is 4 slabs at one kw), B = the token tiles in shared
+//     memory (FragOrder::wgmma).
 // Split-K: the CTAs of a cluster reduce their partial tiles through distributed shared memory
 // in rank order 0..S-1 (deterministic, no workspace).
 #include <cooperative_groups.h>
