@@ -1,0 +1,71 @@
+// Issue rate of the s32 -> f32 conversion on one SM (a measurement aid for an integer-wgmma
+// variant of path fp8, not built by CMake): every thread of 8 resident 256-thread CTAs per SM
+// runs 8 independent chains of `float(int)` (I2FP.F32.S32 in the SASS), of the magic-number
+// form (IADD3 + FADD: bits(i + 0x4B400000) - 12582912.0f, exact for |i| < 2^22) and of plain
+// FFMA, and the kernel reports operations per clock per SM. Usage (GPU machine):
+//   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/dev/probes/cvt_rate.cu -o /tmp/cvt && /tmp/cvt
+#include <cuda_runtime.h>
+
+#include <cstdio>
+
+constexpr int kIters = 4096, kChains = 8;
+
+template <int MODE>
+__global__ void rate(int seed, float* sink, long long* cycles) {
+  int v[kChains];
+  float f[kChains];
+#pragma unroll
+  for (int c = 0; c < kChains; ++c) v[c] = seed + c * 7 + int(threadIdx.x), f[c] = float(c);
+  __syncthreads();
+  const long long t0 = clock64();
+  for (int i = 0; i < kIters; ++i) {
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) {
+      if constexpr (MODE == 0) {  // s32 -> f32, fed back through an integer add
+        f[c] += __int2float_rn(v[c]);
+        v[c] += 3;
+      } else if constexpr (MODE == 1) {  // magic number: IADD3 then FADD
+        f[c] += __int_as_float(v[c] + 0x4B400000) - 12582912.0f;
+        v[c] += 3;
+      } else {  // FFMA reference
+        f[c] = fmaf(f[c], 0.999f, 1.0f);
+        v[c] += 3;
+      }
+    }
+  }
+  __syncthreads();
+  const long long t1 = clock64();
+  float s = 0.f;
+#pragma unroll
+  for (int c = 0; c < kChains; ++c) s += f[c] + float(v[c] & 1);
+  if (s == 12345.f) sink[threadIdx.x] = s;
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+template <int MODE>
+void run(const char* name, int sms, float* sink, long long* cycles) {
+  const int ctas = 8 * sms, threads = 256;
+  rate<MODE><<<ctas, threads>>>(1, sink, cycles);
+  rate<MODE><<<ctas, threads>>>(1, sink, cycles);
+  cudaDeviceSynchronize();
+  long long h[1];
+  cudaMemcpy(h, cycles, sizeof(h), cudaMemcpyDeviceToHost);
+  // 8 CTAs of 256 threads per SM, each thread kIters * kChains operations (plus the integer add).
+  const double ops = 8.0 * threads * kIters * kChains;
+  std::printf("%-36s %8lld cycles  %6.1f per clock per SM\n", name, h[0], ops / double(h[0]));
+}
+
+int main() {
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  float* sink;
+  long long* cycles;
+  cudaMalloc(&sink, 1024 * sizeof(float));
+  cudaMalloc(&cycles, 8 * sms * sizeof(long long));
+  run<0>("s32 -> f32 (I2FP) + FADD", sms, sink, cycles);
+  run<1>("magic number (IADD3 + FADD + FADD)", sms, sink, cycles);
+  run<2>("FFMA", sms, sink, cycles);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) std::printf("CUDA error: %s\n", cudaGetErrorString(e));
+  return 0;
+}
