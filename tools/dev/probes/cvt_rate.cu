@@ -1,8 +1,10 @@
-// Issue rate of the s32 -> f32 conversion on one SM (a measurement aid for an integer-wgmma
-// variant of path fp8, not built by CMake): every thread of 8 resident 256-thread CTAs per SM
-// runs 8 independent chains of `float(int)` (I2FP.F32.S32 in the SASS), of the magic-number
-// form (IADD3 + FADD: bits(i + 0x4B400000) - 12582912.0f, exact for |i| < 2^22) and of plain
-// FFMA, and the kernel reports operations per clock per SM. Usage (GPU machine):
+// Issue rate of the s32 -> f32 conversion (a measurement aid for an integer-wgmma variant of
+// path fp8, not built by CMake): every thread of 8 x SMs CTAs of 256 threads runs 8
+// independent chains of `float(int)` (I2FP.F32.S32 in the SASS), of the magic-number form
+// (IADD3 + FADD: bits(i + 0x4B400000) - 12582912.0f, exact for |i| < 2^22) and of plain FFMA.
+// Operations per clock per SM come from the whole grid's event time and the SM clock (the
+// first version divided by one CTA's clock64 span, which assumed all 8 CTAs of an SM resident
+// at once and overstated the rates: bench/results/logs/cvt-rate-flawed-h200.txt). Usage:
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/dev/probes/cvt_rate.cu -o /tmp/cvt && /tmp/cvt
 #include <cuda_runtime.h>
 
@@ -45,14 +47,22 @@ __global__ void rate(int seed, float* sink, long long* cycles) {
 template <int MODE>
 void run(const char* name, int sms, float* sink, long long* cycles) {
   const int ctas = 8 * sms, threads = 256;
+  int khz = 0;
+  cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0);
+  rate<MODE><<<ctas, threads>>>(1, sink, cycles);  // warm-up
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  cudaEventRecord(e0);
   rate<MODE><<<ctas, threads>>>(1, sink, cycles);
-  rate<MODE><<<ctas, threads>>>(1, sink, cycles);
-  cudaDeviceSynchronize();
-  long long h[1];
-  cudaMemcpy(h, cycles, sizeof(h), cudaMemcpyDeviceToHost);
-  // 8 CTAs of 256 threads per SM, each thread kIters * kChains operations (plus the integer add).
-  const double ops = 8.0 * threads * kIters * kChains;
-  std::printf("%-36s %8lld cycles  %6.1f per clock per SM\n", name, h[0], ops / double(h[0]));
+  cudaEventRecord(e1);
+  cudaEventSynchronize(e1);
+  float ms = 0.f;
+  cudaEventElapsedTime(&ms, e0, e1);
+  // Every thread runs kIters * kChains operations (plus the integer add).
+  const double ops = double(ctas) * threads * kIters * kChains;
+  const double clocks = double(ms) * 1e-3 * double(khz) * 1e3;  // at the reported (boost) clock
+  std::printf("%-36s %8.1f us  %6.1f per clock per SM\n", name, ms * 1e3, ops / (clocks * sms));
 }
 
 int main() {
