@@ -4,6 +4,7 @@
 // aid: not built by CMake.
 #include <cuda_runtime.h>
 #include <cstdio>
+#include <map>
 #include <vector>
 #include <algorithm>
 #include <random>
@@ -47,5 +48,21 @@ int main(int argc, char** argv) {
     std::vector<double> v; for (int i = 0; i < 8192; ++i) if (t[i * 9]) v.push_back((double(t[i * 9 + k]) - double(base)) / 1000.0);
     std::sort(v.begin(), v.end());
     printf("%-8s min %6.2f p10 %6.2f med %6.2f p90 %6.2f max %6.2f\n", names[k], v[0], v[v.size() / 10], v[v.size() / 2], v[v.size() * 9 / 10], v.back());
+  }
+  // The same CTAs grouped by how many traced CTAs ran on their SM: do SMs with more CTAs (more
+  // weight bytes) get their data later?
+  std::map<unsigned long long, int> per_sm;
+  for (int i = 0; i < 8192; ++i) if (t[i * 9]) ++per_sm[t[i * 9 + 7]];
+  std::map<int, std::vector<int>> groups;
+  for (int i = 0; i < 8192; ++i) if (t[i * 9]) groups[per_sm[t[i * 9 + 7]]].push_back(i);
+  for (const auto& [ctas, members] : groups) {
+    printf("SMs with %d CTA(s): %zu CTAs", ctas, members.size());
+    for (int k : {2, 3, 6}) {
+      std::vector<double> v;
+      for (int i : members) v.push_back((double(t[i * 9 + k]) - double(base)) / 1000.0);
+      std::sort(v.begin(), v.end());
+      printf("  %s med %6.2f max %6.2f", names[k], v[v.size() / 2], v.back());
+    }
+    printf("\n");
   }
 }
