@@ -4,7 +4,8 @@
 # trace.cu, then runs /tmp/trace for every line of CASES ("M N K" for the dispatcher's choice,
 # or "M N K splitk(0|1) block_n warps split_k"). The repository itself is never modified.
 # NOCOMPUTE=1 also removes the MMA loop's body (the CTAs only wait for their stages): the
-# timeline of the data alone.
+# timeline of the data alone. After the percentiles, trace.cu groups the CTAs by how many of
+# them shared an SM (medians and maxima of data0, datalast and end per group).
 # Usage: [NOCOMPUTE=1] tools/dev/timeline/run.sh CASES_FILE [SCRATCH_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
