@@ -221,6 +221,9 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // Path "fused": the lower half of the warps issues the prologue's weight copies (and stalls in
   // that burst, 1.3-1.8 us, docs/perf-notes.md session 6) while the upper half stages and
   // quantizes A's first batch; the quantizers arrive on the ring's mbarriers without copies.
+  // Only the quantizers pass griddepcontrol.wait: path fused is launched without programmatic
+  // dependent launch, so the wait is a no-op there. Were PDL enabled for it, the issuing half
+  // would have to wait too before later batches read A and the epilogue writes C.
   constexpr int kHalf = kThreads / 2;
   const bool quantizer = !PREQUANT && int(threadIdx.x) >= kHalf;
   if (threadIdx.x == 0) {
@@ -255,6 +258,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   constexpr int kChains = N8 <= 2 ? 2 : 1;
   // Path "splitk" with 32 or 64 tokens: the K loop on register-A wgmma (FragOrder::wgmma).
   constexpr bool kWgmma = kSmallMWgmma && PREQUANT && N8 >= 4;
+  static_assert(!kWgmma || SLABS % 4 == 0, "a warpgroup is 4 slabs at one kw");
   float acc[kChains][N8][4];
 #pragma unroll
   for (int h = 0; h < kChains; ++h)

@@ -131,6 +131,13 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
     EXPECT_EQ(c.warps, 8) << M;
   }
   EXPECT_EQ(choose_gemm_config(16, 3072, 1536, dev).split_k, 8);
+  // The M > 16 cap (K chunks / 4) is rounded down to a power of two: K = 768, 1280, 1536, 1792
+  // would otherwise give clusters of 3, 5, 6 or 7 CTAs, which the tune never measured.
+  for (int64_t K : {768, 1280, 1536, 1792, 2048})
+    for (int64_t N : {512, 1024, 4096}) {
+      const int split = choose_gemm_config(32, N, K, dev).split_k;
+      EXPECT_EQ(split & (split - 1), 0) << N << " x " << K << ": split_k " << split;
+    }
   // 16 x 2112 x 7168 keeps 2 warps per slab: 264 CTAs x 8 warps is exactly 16 per SM.
   EXPECT_EQ(choose_gemm_config(16, 2112, 7168, dev).warps, 8);
   // 4 x 2880 x 512: 45 CTAs, split 8 -> one chunk per CTA: fused.

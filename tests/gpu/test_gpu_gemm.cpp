@@ -242,7 +242,8 @@ TEST(GpuGemm, K08NanBlockPoisonsOnlyItsRow) {
 
 /// Blocks that decode to 2^128 or more (bf16 max: scale byte 254, code 4; spec bug kind K06).
 /// Paths fused, splitk and tiled fold scales into bf16 operands, where such elements are +-Inf
-/// (the value `dequantize` returns): C follows IEEE arithmetic on the dequantized values, NaN
+/// (the value `dequantize` returns). This pins down their known deviation from spec §3's exact
+/// reference (docs/hardening.md §3): C follows IEEE arithmetic on the dequantized values, NaN
 /// where such an element meets a zero weight or Infs of both signs meet, +-Inf otherwise. Path
 /// fp8 flags the group and its fix-up combines exponents, so it stays exact like the CPU
 /// backend (2^128 * 0 = 0) while no block's contribution overflows its fp32 sum. Every other
