@@ -101,7 +101,7 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     cfg.split_k = split_for(n_tiles, target);
     if (M > 16) {  // the largest power of two <= chunks / 4 (the splits the tests and tunes cover)
       int cap = 1;
-      while (cap * 2 <= chunks / 4) cap *= 2;
+      while (cap < cfg.split_k && cap * 2 <= chunks / 4) cap *= 2;  // split_k <= 8: no overflow
       cfg.split_k = std::min(cfg.split_k, cap);
     }
     const int64_t chunks_per_cta = ceil_div(chunks, cfg.split_k);

@@ -138,6 +138,11 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
       const int split = choose_gemm_config(32, N, K, dev).split_k;
       EXPECT_EQ(split & (split - 1), 0) << N << " x " << K << ": split_k " << split;
     }
+  // A huge K must not overflow the cap's doubling (fuzz_api_args found it under UBSan).
+  for (int64_t K : {int64_t(1) << 35, int64_t(1) << 40}) {
+    const GemmConfig big = choose_gemm_config(32, 4096, K, dev);
+    EXPECT_TRUE(big.split_k >= 1 && big.split_k <= 8 && (big.split_k & (big.split_k - 1)) == 0) << big.split_k;
+  }
   // 16 x 2112 x 7168 keeps 2 warps per slab: 264 CTAs x 8 warps is exactly 16 per SM.
   EXPECT_EQ(choose_gemm_config(16, 2112, 7168, dev).warps, 8);
   // 4 x 2880 x 512: 45 CTAs, split 8 -> one chunk per CTA: fused.
