@@ -56,9 +56,8 @@ void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
 ///     64; split_k doubles up to 8 (at most one per 64-wide K chunk) until the grid reaches
 ///     two 4-slab CTAs per SM (one 8-slab CTA) for M <= 16, half that for M > 16 (the cluster
 ///     reduction of a 32- or 64-token tile costs more than the extra CTAs gain); 2 (or, with
-///     4 slabs, 4) warps per slab when each CTA still has >= 8 (>= 16) K chunks (M > 16: at
-///     most one split per 4 K chunks, rounded down to a power of two, 2 warps per slab from 4
-///     chunks), halved while
+///     4 slabs, 4) warps per slab when each CTA still has >= 8 (>= 16) K chunks (M > 16: split
+///     halved until each rank has >= 4 K chunks, 2 warps per slab from 4 chunks), halved while
 ///     the grid's warps exceed 16 per SM (launch bounds cap a thread at 128 registers, so 16
 ///     warps per SM always fit: more would run a second, mostly idle wave);
 ///   - 64 < M <= 128: 64-row CTAs of 16 warps, split_k until about one CTA per SM.
@@ -99,11 +98,10 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     const int64_t target = (M > 16 ? sms : 2 * sms) * 64 / cfg.block_n;
     const int64_t n_tiles = ceil_div(N, cfg.block_n);
     cfg.split_k = split_for(n_tiles, target);
-    if (M > 16) {  // the largest power of two <= chunks / 4 (the splits the tests and tunes cover)
-      int cap = 1;
-      while (cap < cfg.split_k && cap * 2 <= chunks / 4) cap *= 2;  // split_k <= 8: no overflow
-      cfg.split_k = std::min(cfg.split_k, cap);
-    }
+    // M > 16: halve until every rank has >= 4 K chunks. The result is a power of two:
+    // split_for doubles from 1 and caps at a non-power of two only for chunks < 8, where this
+    // loop ends at 1.
+    while (M > 16 && cfg.split_k > 1 && 4 * int64_t(cfg.split_k) > chunks) cfg.split_k /= 2;
     const int64_t chunks_per_cta = ceil_div(chunks, cfg.split_k);
     const int slabs = cfg.block_n / 16;
     const int64_t two_per_slab = M > 16 ? 4 : 8;  // K chunks per CTA for 2 warps per slab
