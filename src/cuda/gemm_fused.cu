@@ -46,9 +46,6 @@ constexpr int kG = 4;                    // 64-wide K chunks per stage (K256)
 constexpr int kMaxStages = 8;            // ring slots
 constexpr int kSmemBudget = 112 * 1024;  // ring + A bytes per CTA: two CTAs per SM
 constexpr int kBlockM = 64;              // tokens per CTA (grid.y covers larger M)
-// Path "splitk" with 32 or 64 tokens per CTA (N8 >= 4) runs its K loop on register-A wgmma
-// instead of mma.sync (docs/perf-notes.md, plan after session 6).
-constexpr bool kSmallMWgmma = true;
 
 struct FusedArgs {
   const uint16_t* A;
@@ -168,12 +165,12 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // Path "fused": A[m0 + 0..rows, chunks c0 .. c0+n of this rank] -> abuf as fragments (zeros
   // past M and K), 4 lanes per 32-element block. Every lane joins every round (the block
   // reductions shuffle across 4 lanes); tasks past the end quantize zeros and store nothing.
-  // Spread over `nt` threads (whole warps), t = 0 .. nt-1 being the caller's index among them.
-  auto quantize_a = [&](int64_t c0, int n, int t, int nt) {
+  // Spread over `nt` threads (whole warps), `me` = 0 .. nt-1 being the caller's index among them.
+  auto quantize_a = [&](int64_t c0, int n, int me, int nt) {
     const int tasks = 8 * N8 * 2 * n * 4, rounds = (tasks + nt - 1) / nt;
     const int64_t ks_buf = 4 * int64_t(p.a_chunks);
     for (int round = 0; round < rounds; ++round) {
-      const int task = round * nt + t;
+      const int task = round * nt + me;
       const int q = task % 4, blk = task / 4;
       const int r = blk / (2 * n), b = blk % (2 * n);
       // A warp whose tasks are all past the CTA's tokens (padding of the last token tile, or
@@ -257,7 +254,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // added in a fixed order after the loop.
   constexpr int kChains = N8 <= 2 ? 2 : 1;
   // Path "splitk" with 32 or 64 tokens: the K loop on register-A wgmma (FragOrder::wgmma).
-  constexpr bool kWgmma = kSmallMWgmma && PREQUANT && N8 >= 4;
+  constexpr bool kWgmma = PREQUANT && N8 >= 4;
   static_assert(!kWgmma || SLABS % 4 == 0, "a warpgroup is 4 slabs at one kw");
   float acc[kChains][N8][4];
 #pragma unroll
@@ -539,7 +536,7 @@ void dispatch_fused(const FusedArgs& args, const GemmConfig& cfg, cudaStream_t s
 
 }  // namespace
 
-bool splitk_uses_wgmma(int64_t M) { return kSmallMWgmma && M > 16; }  // N8 >= 4 (dispatch_n8)
+bool splitk_uses_wgmma(int64_t M) { return M > 16; }  // N8 >= 4 (dispatch_n8)
 
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, cudaStream_t stream) {
