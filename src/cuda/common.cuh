@@ -27,6 +27,29 @@ inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel)
 
 inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
+/// Launches `kernel` on `stream` with programmatic dependent launch allowed (CUDA programming
+/// guide, "Programmatic Dependent Launch"): its CTAs may be scheduled while the stream's
+/// previous kernel is still finishing, which hides the launch latency between the two. The
+/// kernel must therefore execute griddepcontrol.wait (grid_dependency_wait, bulk_copy.cuh)
+/// before it touches global memory that an earlier operation of the stream may write, and
+/// should signal its own dependents (grid_dependents_launch) only after that wait, so that a
+/// dependent that reads inputs before its wait still sees every earlier operation complete.
+/// Throws CudaError naming `name` when the launch fails.
+template <class... Params, class... Args>
+void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, const char* name,
+                Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  check(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...), name);
+}
+
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 

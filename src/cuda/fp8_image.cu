@@ -97,7 +97,11 @@ struct PackedSource {
 /// with shuffles, and the CTA on the tile flag.
 template <class Source>
 __global__ void __launch_bounds__(kThreads) fp8_image_kernel(Source src, int64_t rows, int64_t K, uint8_t* __restrict__ out) {
-  grid_dependents_launch();  // the GEMM (PDL) may start and request B; it waits before reading A
+  // Launched with PDL (launch_pdl): wait for the stream's previous kernel, which may write the
+  // source or still read `out`; then the GEMM (PDL) may start and request B, which is final by
+  // then. It waits for this grid before reading A's image.
+  grid_dependency_wait();
+  grid_dependents_launch();
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const int64_t t = blockIdx.x, j = blockIdx.y;
   const int rr = int(threadIdx.x) / 16, i = int(threadIdx.x) % 16;
@@ -146,8 +150,7 @@ void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cuda
   if (g.slices > 65535)  // slices run along grid.y
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 slices of 128");
   const dim3 grid(unsigned(g.rows_padded / fp8::kAtomRows), unsigned(g.slices));
-  fp8_image_kernel<Source><<<grid, kThreads, 0, stream>>>(src, rows, K, out);
-  check_launch(name);
+  launch_pdl(fp8_image_kernel<Source>, grid, dim3(kThreads), stream, name, src, rows, K, out);
 }
 
 }  // namespace

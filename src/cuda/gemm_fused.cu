@@ -11,9 +11,9 @@
 //     the packed layout), so every stage of the ring is in flight at once; each thread arrives
 //     on the slot's mbarrier once its copies have landed (cp.async.mbarrier.arrive.noinc).
 //   - Path "splitk": A arrives pre-quantized as fragments (quantize_fragments, launched just
-//     before with programmatic dependent launch): the weight copies start before the
-//     quantizer has finished, the fragments' bulk copies (TMA engine, thread 0) after
-//     griddepcontrol.wait.
+//     before; both launches use programmatic dependent launch): the weight copies start before
+//     the quantizer has finished, the fragments' bulk copies (TMA engine, thread 0) after
+//     griddepcontrol.wait. Path "fused" waits for the previous kernel before anything else.
 //   - Path "fused": the CTA quantizes its tokens of A over its K range (spec §2, shared block
 //     quantizer) into shared memory itself, all at once when that fits in half the budget
 //     (the upper half of the warps stages A's rows by cp.async and quantizes them while the
@@ -218,9 +218,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // Path "fused": the lower half of the warps issues the prologue's weight copies (and stalls in
   // that burst, 1.3-1.8 us, docs/perf-notes.md session 6) while the upper half stages and
   // quantizes A's first batch; the quantizers arrive on the ring's mbarriers without copies.
-  // Only the quantizers pass griddepcontrol.wait: path fused is launched without programmatic
-  // dependent launch, so the wait is a no-op there. Were PDL enabled for it, the issuing half
-  // would have to wait too before later batches read A and the epilogue writes C.
   constexpr int kHalf = kThreads / 2;
   const bool quantizer = !PREQUANT && int(threadIdx.x) >= kHalf;
   if (threadIdx.x == 0) {
@@ -228,15 +225,18 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     mbarrier_init(abar, kHalf);
     fence_mbarrier_init();
   }
+  // Both paths are launched with programmatic dependent launch. Path "fused" may start while
+  // the stream's previous kernel, which may write A, the weights or C, is finishing, so every
+  // thread waits for it before touching global memory. Path "splitk"'s primary is
+  // quantize_fragments, which lets it start only after its own wait, so the weights are final
+  // and stream at once; A's fragments and C wait below.
+  if constexpr (!PREQUANT) grid_dependency_wait();
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
-  // Everything that reads A (or its fragments) or writes C waits for the previous kernel; the
-  // weights never depend on it (path "splitk" is launched with programmatic dependent launch).
   if constexpr (PREQUANT) {
     for (int s = 0; s < prologue; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
     grid_dependency_wait();
   } else if (quantizer) {
     for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);
-    grid_dependency_wait();
     if (p.a_stage_rows > 0) {
       stage_a(int(threadIdx.x) - kHalf, kHalf);
       mbarrier_wait(abar, 0u);  // staged A has landed (one batch)
@@ -503,11 +503,11 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
     attr[n].val.clusterDim.z = 1;
     ++n;
   }
-  if (PREQUANT) {  // overlap the weight stream with quantize_fragments (bulk_copy.cuh)
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n].val.programmaticStreamSerializationAllowed = 1;
-    ++n;
-  }
+  // Programmatic dependent launch: path "splitk" streams its weights while quantize_fragments
+  // runs; path "fused" hides its launch behind the previous kernel's tail (common.cuh launch_pdl).
+  attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[n].val.programmaticStreamSerializationAllowed = 1;
+  ++n;
   cfg.attrs = attr;
   cfg.numAttrs = n;
   check(cudaLaunchKernelEx(&cfg, kernel, args), "cudaLaunchKernelEx(gemm_fused_kernel)");

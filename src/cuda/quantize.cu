@@ -78,8 +78,12 @@ template <FragOrder O>
 __global__ void quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M, int64_t K, int64_t lda,
                                           int64_t m_padded, int64_t k_padded, uint32_t* __restrict__ frags,
                                           ScaleRule rule) {
-  // The GEMM launched after this kernel (programmatic dependent launch) may start its weight
-  // loads now; it waits for this grid's completion before it reads the fragments.
+  // Launched with programmatic dependent launch (launch_pdl): wait for the stream's previous
+  // kernel (which may write A, or still read `frags` as the previous call's GEMM) first. Then
+  // the GEMM launched after this kernel (PDL too) may start its weight loads: everything
+  // before this grid is complete, so the weights are final. It waits for this grid's
+  // completion before it reads the fragments.
+  grid_dependency_wait();
   grid_dependents_launch();
   const int64_t kblocks = k_padded / 32;
   const int64_t task = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;  // grid is a multiple of 32 lanes
@@ -142,13 +146,10 @@ void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ui
                         cudaStream_t stream, FragOrder order) {
   const int64_t m_padded = round_up(M, 8), k_padded = round_up(K, 64);
   const dim3 grid(blocks_for(m_padded * (k_padded / 32) * 4));
-  if (order == FragOrder::wgmma) {
-    quantize_fragments_kernel<FragOrder::wgmma>
-        <<<grid, kThreads, 0, stream>>>(A, M, K, lda, m_padded, k_padded, frags, rule);
-  } else {
-    quantize_fragments_kernel<FragOrder::mma><<<grid, kThreads, 0, stream>>>(A, M, K, lda, m_padded, k_padded, frags, rule);
-  }
-  check_launch("quantize_fragments_kernel");
+  auto kernel = order == FragOrder::wgmma ? quantize_fragments_kernel<FragOrder::wgmma>
+                                          : quantize_fragments_kernel<FragOrder::mma>;
+  launch_pdl(kernel, grid, dim3(kThreads), stream, "cudaLaunchKernelEx(quantize_fragments_kernel)", A, M, K, lda,
+             m_padded, k_padded, frags, rule);
 }
 
 }  // namespace mxfp4::cuda
