@@ -3,6 +3,8 @@
 // Compiled without fast-math: no flush-to-zero anywhere.
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "cuda/common.cuh"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/bulk_copy.cuh"
@@ -11,7 +13,7 @@
 namespace mxfp4::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 256;  // quantize_fragments_kernel: 8 warps = one token tile
 
 template <DType D>
 __global__ void quantize_kernel(const void* __restrict__ x, int64_t rows, int64_t K, int64_t stride,
@@ -72,12 +74,17 @@ __global__ void dequantize_kernel(MxMatrix q, Out* __restrict__ out, int64_t str
 }
 
 /// A [M, K] -> bf16 fragments for the splitk and tiled GEMMs (quantize_kernels.cuh,
-/// a_fragment_index). Four lanes per (row, K block) of the padded [round_up(M,8), k_padded]
-/// grid, 8 elements each; padding -> 0.
+/// a_fragment_index) over the padded [m_padded = round_up(M, 8), k_padded] grid, padding -> 0.
+/// A CTA of 8 warps covers one token tile (8 rows, warp w = row 8j + w) and 8 K blocks:
+/// lane l quantizes elements 8 (l % 4) .. +7 of block 8 blockIdx.x + l / 4, so a warp reads
+/// 512 contiguous bytes of its row. Token tiles run along grid.y (strided when there are more
+/// than 65535); every index comes from the grid, with no division (the 1-D version's 64-bit
+/// divisions were a third of its instructions, docs/perf-notes.md session 8).
 template <FragOrder O>
-__global__ void quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M, int64_t K, int64_t lda,
-                                          int64_t m_padded, int64_t k_padded, uint32_t* __restrict__ frags,
-                                          ScaleRule rule) {
+__global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M,
+                                                                      int64_t K, int64_t lda, int64_t m_padded,
+                                                                      int64_t k_padded, uint32_t* __restrict__ frags,
+                                                                      ScaleRule rule) {
   // Launched with programmatic dependent launch (launch_pdl): wait for the stream's previous
   // kernel (which may write A, or still read `frags` as the previous call's GEMM) first. Then
   // the GEMM launched after this kernel (PDL too) may start its weight loads: everything
@@ -85,25 +92,18 @@ __global__ void quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_
   // completion before it reads the fragments.
   grid_dependency_wait();
   grid_dependents_launch();
-  const int64_t kblocks = k_padded / 32;
-  const int64_t task = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;  // grid is a multiple of 32 lanes
-  const int q = int(task % 4);
-  const int64_t blk = task / 4;
-  const int64_t r = blk / kblocks, c = blk % kblocks;
-  uint32_t words[4];
-  // A warp whose blocks all lie in padding rows (r >= M) writes zeros, the quantizer's result
-  // for them, without running it (at M = 1, 7 of the 8 rows).
-  if (__all_sync(0xFFFFFFFFu, r >= M)) {
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, q = lane % 4;
+  const int64_t c = int64_t(blockIdx.x) * 8 + lane / 4, kblocks = k_padded / 32, ks = k_padded / 16;
+  for (int64_t j = blockIdx.y; j < m_padded / 8; j += gridDim.y) {
+    const int64_t r = 8 * j + warp;
+    uint32_t words[4] = {0u, 0u, 0u, 0u};
+    // A warp in a padding row (r >= M) writes zeros, the quantizer's result for them, without
+    // running it (at M = 1, 7 of the 8 rows). The row is the warp's, so the test is uniform.
+    if (r < M) quantize_quarter_to_fragment_words(A, M, K, lda, r, c, q, rule, words);  // all lanes of the warp
+    if (c >= kblocks) continue;
 #pragma unroll
-    for (int t = 0; t < 4; ++t) words[t] = 0u;
-  } else {
-    quantize_quarter_to_fragment_words(A, M, K, lda, r, c, q, rule, words);  // all lanes, padding included
+    for (int t = 0; t < 4; ++t) frags[a_fragment_index<O>(j, 2 * c + q / 2, ks, 4 * warp + t, q % 2)] = words[t];
   }
-  if (r >= m_padded) return;
-  const int64_t j = r / 8;
-  const int g = int(r % 8), step = int(2 * c + q / 2), reg = q % 2;
-#pragma unroll
-  for (int t = 0; t < 4; ++t) frags[a_fragment_index<O>(j, step, k_padded / 16, 4 * g + t, reg)] = words[t];
 }
 
 int blocks_for(int64_t n) { return int((n + kThreads - 1) / kThreads); }
@@ -145,7 +145,7 @@ void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_strid
 void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
                         cudaStream_t stream, FragOrder order) {
   const int64_t m_padded = round_up(M, 8), k_padded = round_up(K, 64);
-  const dim3 grid(blocks_for(m_padded * (k_padded / 32) * 4));
+  const dim3 grid(unsigned(ceil_div(k_padded / 32, 8)), unsigned(std::min<int64_t>(m_padded / 8, 65535)));
   auto kernel = order == FragOrder::wgmma ? quantize_fragments_kernel<FragOrder::wgmma>
                                           : quantize_fragments_kernel<FragOrder::mma>;
   launch_pdl(kernel, grid, dim3(kThreads), stream, "cudaLaunchKernelEx(quantize_fragments_kernel)", A, M, K, lda,

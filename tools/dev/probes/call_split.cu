@@ -1,0 +1,94 @@
+// Where a path "splitk" call's time goes in a CUDA graph (a measurement aid, not built by
+// CMake): per-call medians of graphs of `calls` launches of (1) an empty kernel, (2) the A
+// quantizer (quantize_fragments) alone, (3) the GEMM kernel alone on fragments quantized
+// once, (4) both, as the library runs them. Weights rotate over copies past the L2 like
+// `mxfp4 bench`; their codes are arbitrary and every scale byte is 127. Usage (after
+// scripts/device-check.sh has built build-device):
+//   nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -Isrc tools/dev/probes/call_split.cu build-device/libmxfp4.a \
+//        -lcublas -lcublasLt "$(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' build-device/CMakeCache.txt)" -o /tmp/call_split && /tmp/call_split M N K [M N K ...]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#include "cuda/cuda_backend.hpp"
+#include "cuda/gemm_kernels.hpp"
+#include "cuda/quantize_kernels.cuh"
+#include "dispatch/path_name.hpp"
+
+using namespace mxfp4;
+
+__global__ void empty_kernel() {}
+
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+double time_graph(cudaStream_t s, int calls, const std::function<void(int)>& launch) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < calls; ++i) launch(i);
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t a, b;
+  cudaEventCreate(&a), cudaEventCreate(&b);
+  std::vector<double> us;
+  for (int r = 0; r < 22; ++r) {
+    cudaEventRecord(a, s);
+    CK(cudaGraphLaunch(ge, s));
+    cudaEventRecord(b, s);
+    CK(cudaEventSynchronize(b));
+    float ms;
+    cudaEventElapsedTime(&ms, a, b);
+    if (r >= 2) us.push_back(1000.0 * ms / calls);
+  }
+  std::sort(us.begin(), us.end());
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  return us[us.size() / 2];
+}
+
+int main(int argc, char** argv) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (int a = 1; a + 2 < argc; a += 3) {
+    const int64_t M = atoll(argv[a]), N = atoll(argv[a + 1]), K = atoll(argv[a + 2]);
+    const GemmConfig cfg = cuda::config_for(M, N, K);
+    if (cfg.path != GemmPath::splitk) {
+      printf("%lldx%lldx%lld: path %s, not splitk; skipped\n", (long long)M, (long long)N, (long long)K,
+             describe(cfg).c_str());
+      continue;
+    }
+    const int64_t pbytes = packed_bytes(N, K), code_bytes = ((N + 15) / 16 * 16) * ((K + 63) / 64 * 64) / 2;
+    const int copies = int(std::max<int64_t>(1, (256ll << 20) / pbytes + 1));
+    uint8_t* w;
+    uint16_t *A, *C;
+    uint32_t* frags;
+    CK(cudaMalloc(&w, size_t(pbytes) * copies));
+    CK(cudaMemset(w, 0x3A, size_t(pbytes) * copies));
+    for (int c = 0; c < copies; ++c) CK(cudaMemset(w + c * pbytes + code_bytes, 127, size_t(pbytes - code_bytes)));
+    CK(cudaMalloc(&A, size_t(M * K * 2)));
+    CK(cudaMemset(A, 0x3F, size_t(M * K * 2)));  // bf16 0x3F3F ~ 0.75
+    CK(cudaMalloc(&C, size_t(M * N * 2)));
+    CK(cudaMalloc(&frags, size_t(((M + 7) / 8 * 8) * ((K + 63) / 64 * 64) * 2)));
+    const auto order = cuda::splitk_uses_wgmma(M) ? cuda::FragOrder::wgmma : cuda::FragOrder::mma;
+    auto quant = [&](int) { cuda::quantize_fragments(A, M, K, K, frags, ScaleRule::aiter, s, order); };
+    auto gemm = [&](int i) {
+      const PackedWeights pw{w + (i % copies) * pbytes, N, K};
+      cuda::gemm_fused(A, M, K, K, pw, C, false, N, cfg, ScaleRule::aiter, frags, s);
+    };
+    quant(0), gemm(0);
+    CK(cudaStreamSynchronize(s));
+    const int calls = std::max(copies, 40);
+    const double t_empty = time_graph(s, calls, [&](int) { empty_kernel<<<132, 128, 0, s>>>(); });
+    const double t_q = time_graph(s, calls, quant);
+    const double t_g = time_graph(s, calls, gemm);
+    const double t_both = time_graph(s, calls, [&](int i) { quant(i), gemm(i); });
+    printf("%lldx%lldx%lld (%s): empty %.2f  quantizer %.2f  gemm %.2f  both %.2f us per call\n", (long long)M,
+           (long long)N, (long long)K, describe(cfg).c_str(), t_empty, t_q, t_g, t_both);
+    cudaFree(w), cudaFree(A), cudaFree(C), cudaFree(frags);
+  }
+  return 0;
+}
