@@ -77,14 +77,17 @@ __global__ void dequantize_kernel(MxMatrix q, Out* __restrict__ out, int64_t str
 /// a_fragment_index) over the padded [m_padded = round_up(M, 8), k_padded] grid, padding -> 0.
 /// A CTA of 8 warps covers one token tile (8 rows, warp w = row 8j + w) and 8 K blocks:
 /// lane l quantizes elements 8 (l % 4) .. +7 of block 8 blockIdx.x + l / 4, so a warp reads
-/// 512 contiguous bytes of its row. Token tiles run along grid.y (strided when there are more
-/// than 65535); every index comes from the grid, with no division (the 1-D version's 64-bit
-/// divisions were a third of its instructions, docs/perf-notes.md session 8).
+/// 512 contiguous bytes of its row. The CTA's fragments are 16 whole chunks (K16 steps), 4 KB
+/// contiguous in `frags`: they are assembled in shared memory and stored as one 16-byte piece
+/// per thread. Token tiles run along grid.y (strided when there are more than 65535); every
+/// index comes from the grid, with no division (docs/perf-notes.md session 8).
 template <FragOrder O>
 __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M,
                                                                       int64_t K, int64_t lda, int64_t m_padded,
                                                                       int64_t k_padded, uint32_t* __restrict__ frags,
                                                                       ScaleRule rule) {
+  static_assert(kThreads == 256, "8 warps (one token tile) x 32 lanes (8 K blocks)");
+  __shared__ __align__(16) uint32_t tile[16 * 64];  // the CTA's 16 chunks
   // Launched with programmatic dependent launch (launch_pdl): wait for the stream's previous
   // kernel (which may write A, or still read `frags` as the previous call's GEMM) first. Then
   // the GEMM launched after this kernel (PDL too) may start its weight loads: everything
@@ -93,16 +96,23 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
   grid_dependency_wait();
   grid_dependents_launch();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, q = lane % 4;
-  const int64_t c = int64_t(blockIdx.x) * 8 + lane / 4, kblocks = k_padded / 32, ks = k_padded / 16;
+  const int64_t c = int64_t(blockIdx.x) * 8 + lane / 4, ks = k_padded / 16;
+  // Steps 16 blockIdx.x .. +15 that exist (k_padded is a multiple of 64: whole chunk pairs).
+  const int steps = int(min(int64_t(16), ks - 16 * int64_t(blockIdx.x)));
   for (int64_t j = blockIdx.y; j < m_padded / 8; j += gridDim.y) {
     const int64_t r = 8 * j + warp;
     uint32_t words[4] = {0u, 0u, 0u, 0u};
     // A warp in a padding row (r >= M) writes zeros, the quantizer's result for them, without
     // running it (at M = 1, 7 of the 8 rows). The row is the warp's, so the test is uniform.
     if (r < M) quantize_quarter_to_fragment_words(A, M, K, lda, r, c, q, rule, words);  // all lanes of the warp
-    if (c >= kblocks) continue;
 #pragma unroll
-    for (int t = 0; t < 4; ++t) frags[a_fragment_index<O>(j, 2 * c + q / 2, ks, 4 * warp + t, q % 2)] = words[t];
+    for (int t = 0; t < 4; ++t) tile[a_fragment_index<O>(0, 2 * (lane / 4) + q / 2, 0, 4 * warp + t, q % 2)] = words[t];
+    __syncthreads();
+    if (int(threadIdx.x) < steps * 16) {
+      const uint4 piece = reinterpret_cast<const uint4*>(tile)[threadIdx.x];
+      reinterpret_cast<uint4*>(frags + (j * ks + 16 * int64_t(blockIdx.x)) * 64)[threadIdx.x] = piece;
+    }
+    __syncthreads();  // the tile is rewritten by the next token tile
   }
 }
 
