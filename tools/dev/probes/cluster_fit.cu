@@ -1,0 +1,99 @@
+// How many clusters of the small-M kernel's shape are resident at once (a measurement aid for
+// the late clusters of 16x2112x7168 and 8x2112x7168, docs/perf-notes.md session 8; not built
+// by CMake). For each case (threads per CTA, dynamic shared memory, cluster size, CTAs) it
+// prints cudaOccupancyMaxActiveClusters and launches a spin kernel of that shape once (every
+// CTA spins 20 us): how many CTAs started more than 5 us after the first (a second wave),
+// how many SMs ran a CTA, and the most CTAs one SM ran. The spin kernel needs few registers
+// (the real kernel: 78-124, session 8 cuobjdump), so only shared memory, threads and the
+// cluster scheduler limit it; with REGS=80 each thread also keeps 80 registers' worth of
+// live values (check with cuobjdump --dump-resource-usage). Usage (GPU machine):
+//   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a [-DREGS=80] \
+//        tools/dev/probes/cluster_fit.cu -o /tmp/cf && /tmp/cf
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#ifndef REGS
+#define REGS 0
+#endif
+
+__global__ void __launch_bounds__(256, 2) spin(unsigned long long* starts, unsigned* sms, int spin_ns, int* sink) {
+  extern __shared__ int smem[];
+  unsigned long long t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  const unsigned cta = blockIdx.x;
+  if (threadIdx.x == 0) starts[cta] = t0, sms[cta] = smid;
+#if REGS > 0
+  float v[REGS - 16];  // live across the spin: the kernel needs about REGS registers
+#pragma unroll
+  for (int i = 0; i < REGS - 16; ++i) v[i] = float(threadIdx.x * (i + 1));
+#endif
+  for (;;) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (t - t0 >= unsigned(spin_ns)) break;
+#if REGS > 0
+#pragma unroll
+    for (int i = 0; i < REGS - 16; ++i) v[i] = v[i] * 1.0001f + 1.0f;
+#endif
+  }
+#if REGS > 0
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < REGS - 16; ++i) s += v[i];
+  if (s == 12345.f) sink[0] = 1;
+#endif
+  if (spin_ns < 0) sink[cta] = smem[threadIdx.x];
+}
+
+int main() {
+  struct Case {
+    int threads, smem, cluster, ctas;
+  };
+  // 16x2112x7168 as dispatched (N8 = 2, 4 slabs x 2 warps, 4 stages: 67712 bytes), the same
+  // with 4 warps, clusters of 4, and no cluster.
+  const Case cases[] = {{256, 67712, 8, 264}, {128, 67712, 8, 264}, {256, 67712, 4, 264}, {256, 67712, 1, 264},
+                        {256, 110000, 8, 264}};
+  unsigned long long* starts;
+  unsigned* sms;
+  int* sink;
+  cudaMalloc(&starts, 4096 * 8), cudaMalloc(&sms, 4096 * 4), cudaMalloc(&sink, 4096 * 4);
+  cudaFuncSetAttribute(spin, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024);
+  cudaFuncSetAttribute(spin, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  for (const Case& c : cases) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(unsigned(c.ctas));
+    cfg.blockDim = dim3(unsigned(c.threads));
+    cfg.dynamicSmemBytes = size_t(c.smem);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(c.cluster);
+    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = -1;
+    const cudaError_t oe = cudaOccupancyMaxActiveClusters(&clusters, spin, &cfg);
+    const cudaError_t le = cudaLaunchKernelEx(&cfg, spin, starts, sms, 20000, sink);
+    const cudaError_t se = cudaDeviceSynchronize();
+    std::vector<unsigned long long> t(size_t(c.ctas));
+    std::vector<unsigned> sm(size_t(c.ctas));
+    cudaMemcpy(t.data(), starts, t.size() * 8, cudaMemcpyDeviceToHost);
+    cudaMemcpy(sm.data(), sms, sm.size() * 4, cudaMemcpyDeviceToHost);
+    const unsigned long long first = *std::min_element(t.begin(), t.end());
+    int late = 0;
+    for (unsigned long long x : t) late += x - first > 5000;
+    std::vector<int> per_sm(1024, 0);
+    for (unsigned x : sm) ++per_sm[x % 1024];
+    int used = 0, most = 0;
+    for (int n : per_sm) used += n > 0, most = std::max(most, n);
+    printf("threads %3d smem %6d cluster %d CTAs %d (REGS %d): max active clusters %d (%s), launch %s; late CTAs %d, "
+           "SMs used %d, most CTAs on one SM %d\n",
+           c.threads, c.smem, c.cluster, c.ctas, REGS, clusters, cudaGetErrorString(oe),
+           cudaGetErrorString(le == cudaSuccess ? se : le), late, used, most);
+  }
+  return 0;
+}
