@@ -1,7 +1,9 @@
 // Issue rate of the s32 -> f32 conversion (a measurement aid for an integer-wgmma variant of
 // path fp8, not built by CMake): every thread of 8 x SMs CTAs of 256 threads runs 8
 // independent chains of `float(int)` (I2FP.F32.S32 in the SASS), of the magic-number form
-// (IADD3 + FADD: bits(i + 0x4B400000) - 12582912.0f, exact for |i| < 2^22) and of plain FFMA.
+// (IADD3 + FADD: bits(i + 0x4B400000) - 12582912.0f, exact for |i| < 2^22), of plain FFMA, and of
+// the conversion feeding an FFMA (one per-slice promotion of an integer accumulator: does I2F
+// share the FFMA's issue slots? session 8's plan).
 // Operations per clock per SM come from the whole grid's event time and the SM clock (the
 // first version divided by one CTA's clock64 span, which assumed all 8 CTAs of an SM resident
 // at once and overstated the rates: bench/results/logs/cvt-rate-flawed-h200.txt). Usage:
@@ -28,6 +30,9 @@ __global__ void rate(int seed, float* sink, long long* cycles) {
         v[c] += 3;
       } else if constexpr (MODE == 1) {  // magic number: IADD3 then FADD
         f[c] += __int_as_float(v[c] + 0x4B400000) - 12582912.0f;
+        v[c] += 3;
+      } else if constexpr (MODE == 3) {  // a per-slice promotion: convert, then FFMA with the scale
+        f[c] = fmaf(__int2float_rn(v[c]), 0.5f, f[c]);
         v[c] += 3;
       } else {  // FFMA reference
         f[c] = fmaf(f[c], 0.999f, 1.0f);
@@ -75,6 +80,7 @@ int main() {
   run<0>("s32 -> f32 (I2FP) + FADD", sms, sink, cycles);
   run<1>("magic number (IADD3 + FADD + FADD)", sms, sink, cycles);
   run<2>("FFMA", sms, sink, cycles);
+  run<3>("s32 -> f32 (I2FP) + FFMA (promotion)", sms, sink, cycles);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) std::printf("CUDA error: %s\n", cudaGetErrorString(e));
   return 0;
