@@ -31,10 +31,12 @@ inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 /// guide, "Programmatic Dependent Launch"): its CTAs may be scheduled while the stream's
 /// previous kernel is still finishing, which hides the launch latency between the two. The
 /// kernel must therefore execute griddepcontrol.wait (grid_dependency_wait, bulk_copy.cuh)
-/// before it touches global memory that an earlier operation of the stream may write, and
-/// should signal its own dependents (grid_dependents_launch) only after that wait, so that a
-/// dependent that reads inputs before its wait still sees every earlier operation complete.
-/// Throws CudaError naming `name` when the launch fails.
+/// before it reads global memory that an earlier operation of the stream may write, or writes
+/// memory that an earlier kernel may still read (a workspace, C), and should signal its own
+/// dependents (grid_dependents_launch) only after that wait, so that a dependent that reads
+/// inputs before its wait still sees every earlier operation complete. The chain assumes that
+/// the stream's previous kernel was not itself launched with PDL without waiting for its own
+/// predecessor (docs/dispatch.md). Throws CudaError naming `name` when the launch fails.
 template <class... Params, class... Args>
 void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, const char* name,
                 Args... args) {

@@ -77,10 +77,12 @@ __global__ void dequantize_kernel(MxMatrix q, Out* __restrict__ out, int64_t str
 /// a_fragment_index) over the padded [m_padded = round_up(M, 8), k_padded] grid, padding -> 0.
 /// A CTA of 8 warps covers one token tile (8 rows, warp w = row 8j + w) and 8 K blocks:
 /// lane l quantizes elements 8 (l % 4) .. +7 of block 8 blockIdx.x + l / 4, so a warp reads
-/// 512 contiguous bytes of its row. The CTA's fragments are 16 whole chunks (K16 steps), 4 KB
-/// contiguous in `frags`: they are assembled in shared memory and stored as one 16-byte piece
-/// per thread. Token tiles run along grid.y (strided when there are more than 65535); every
-/// index comes from the grid, with no division (docs/perf-notes.md session 8).
+/// 512 contiguous bytes of its row. The CTA's fragments are up to 16 whole chunks (K16 steps;
+/// fewer in the last CTA of a row when K16 steps % 16 != 0), contiguous in `frags`: they are
+/// assembled in shared memory and stored as one 16-byte piece per thread (4-byte stores
+/// scattered over the chunks cost ~1 us per call at M >= 32, docs/perf-notes.md session 8).
+/// Token tiles run along grid.y (strided when there are more than 65535); every index comes
+/// from the grid, with no division by a runtime value.
 template <FragOrder O>
 __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M,
                                                                       int64_t K, int64_t lda, int64_t m_padded,
@@ -158,7 +160,7 @@ void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ui
   const dim3 grid(unsigned(ceil_div(k_padded / 32, 8)), unsigned(std::min<int64_t>(m_padded / 8, 65535)));
   auto kernel = order == FragOrder::wgmma ? quantize_fragments_kernel<FragOrder::wgmma>
                                           : quantize_fragments_kernel<FragOrder::mma>;
-  launch_pdl(kernel, grid, dim3(kThreads), stream, "cudaLaunchKernelEx(quantize_fragments_kernel)", A, M, K, lda,
+  launch_pdl(kernel, grid, dim3(kThreads), stream, "quantize_fragments_kernel", A, M, K, lda,
              m_padded, k_padded, frags, rule);
 }
 

@@ -145,7 +145,10 @@ __device__ __forceinline__ void quantize_quarter_to_fragment_words(const uint16_
 
 /// Quantizes A [M, K] (bf16, row stride lda) under `rule` into the activation fragment layout
 /// with round_up(M, 8) rows and round_up(K, 64) columns (padding zero), chunks in word order
-/// `order`; `frags` must hold round_up(M,8) * round_up(K,64) * 2 bytes. Defined in quantize.cu.
+/// `order`; `frags` must hold round_up(M,8) * round_up(K,64) * 2 bytes and be 16-byte aligned
+/// (16-byte stores). Launched with programmatic dependent launch (common.cuh launch_pdl): the
+/// kernel waits for the stream's previous kernel before it reads A or writes `frags`, then
+/// lets the next kernel start. Throws CudaError when the launch fails. Defined in quantize.cu.
 void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
                         cudaStream_t stream, FragOrder order = FragOrder::mma);
 
