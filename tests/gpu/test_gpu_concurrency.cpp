@@ -216,6 +216,65 @@ TEST(GpuConcurrency, TwoThreadsOneKernelDifferentKMatchSerial) {
   EXPECT_EQ(err[1], "");
 }
 
+// Stream order across programmatic dependent launch (docs/dispatch.md): every call's first
+// kernel may start while the previous kernel finishes, and the weights may be streamed before
+// a kernel's own wait. Library kernels that write A (dequantize), the packed weights (prepack)
+// and their FP8 image (prepack_fp8) are queued right before each GEMM on one stream, with no
+// host synchronization, twice with different inputs over buffers that first held garbage:
+// both results must equal those of the same calls made with every input settled.
+TEST(GpuConcurrency, KernelsWritingInputsRightBeforeTheGemmAreWaitedFor) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t N = 1024, K = 2048;
+  cudaStream_t s;
+  cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  const HostMx b[2] = {random_mx(N, K, 7401), random_mx(N, K, 7402, 4.0f)};
+  std::unique_ptr<DeviceBuf> bc[2], bs[2];
+  for (int i = 0; i < 2; ++i) bc[i] = std::make_unique<DeviceBuf>(b[i].codes), bs[i] = std::make_unique<DeviceBuf>(b[i].scales);
+  for (int64_t M : {1, 16, 64, 300}) {
+    std::vector<std::optional<GemmConfig>> cfgs{std::nullopt};
+    for (const GemmConfig& c : path_configs(M)) cfgs.emplace_back(c);
+    const HostMx a[2] = {random_mx(M, K, 7410 + uint64_t(M)), random_mx(M, K, 7420 + uint64_t(M), 0.25f)};
+    std::unique_ptr<DeviceBuf> ac[2], as[2];
+    for (int i = 0; i < 2; ++i) ac[i] = std::make_unique<DeviceBuf>(a[i].codes), as[i] = std::make_unique<DeviceBuf>(a[i].scales);
+    for (const auto& cfg : cfgs) {
+      const std::string what = "M=" + std::to_string(M) + " " + cfg_name(cfg ? &*cfg : nullptr);
+      GemmOptions opt;
+      opt.config = cfg ? &*cfg : nullptr;
+      // Inputs written by kernels on stream s; the GEMM follows at once.
+      DeviceBuf A(size_t(M * K * 2), NoInit{}), packed(size_t(packed_bytes(N, K)), NoInit{}),
+          image(size_t(fp8_weights_bytes(N, K)), NoInit{});
+      auto queue_inputs = [&](int i) {
+        dequantize(MxMatrix{ac[i]->get(), as[i]->get(), M, K}, A.get(), DType::bf16, K, cuda_exec(s));
+        PackedWeights pw = prepack(MxMatrix{bc[i]->get(), bs[i]->get(), N, K}, packed.get(), cuda_exec(s));
+        return prepack_fp8(pw, image.get(), cuda_exec(s));
+      };
+      std::vector<uint16_t> settled[2], raced[2];
+      for (int i = 0; i < 2; ++i) {  // reference: every input settled before the GEMM
+        const PackedWeights pw = queue_inputs(i);
+        DeviceBuf C(size_t(M * N * 2), 0xFF);  // poisoned on the legacy stream: settle it too
+        cuda_ok(cudaDeviceSynchronize(), "sync");
+        gemm(A.get<uint16_t>(), M, K, K, pw, C.get<uint16_t>(), N, opt, cuda_exec(s));
+        cuda_ok(cudaStreamSynchronize(s), "sync");
+        settled[i] = C.download<uint16_t>();
+      }
+      ASSERT_NE(settled[0], settled[1]) << what << ": the two inputs must give different results";
+      DeviceBuf C0(size_t(M * N * 2), 0xFF), C1(size_t(M * N * 2), 0xFF);
+      DeviceBuf* Cs[2] = {&C0, &C1};
+      for (DeviceBuf* buf : {&A, &packed, &image}) cuda_ok(cudaMemset(buf->get(), 0x7F, buf->bytes()), "poison");
+      cuda_ok(cudaDeviceSynchronize(), "sync");  // garbage in every input, C poisoned, nothing pending
+      for (int i = 0; i < 2; ++i) {
+        const PackedWeights pw = queue_inputs(i);
+        gemm(A.get<uint16_t>(), M, K, K, pw, Cs[i]->get<uint16_t>(), N, opt, cuda_exec(s));
+      }
+      cuda_ok(cudaStreamSynchronize(s), "sync");
+      for (int i = 0; i < 2; ++i) raced[i] = Cs[i]->download<uint16_t>();
+      EXPECT_EQ(raced[0], settled[0]) << what << ": first GEMM saw stale inputs";
+      EXPECT_EQ(raced[1], settled[1]) << what << ": second GEMM saw stale inputs";
+    }
+  }
+  cudaStreamDestroy(s);
+}
+
 }  // namespace
 }  // namespace mxfp4::test
 #else
