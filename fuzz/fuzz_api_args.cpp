@@ -313,6 +313,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         dev.sm_count = int(in.range(1, 1024));
         const GemmConfig d = choose_gemm_config(M, N, K, dev);
         (void)gemm_workspace_bytes(M, K, d);
+        (void)gemm_workspace_bytes(M, N, K, d);
+        (void)gemm_workspace_bytes(M, N, K, c);
         (void)describe(c);
       } catch (const InvalidArgument&) {
       } catch (const Error& err) {

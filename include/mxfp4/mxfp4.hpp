@@ -246,8 +246,20 @@ std::string describe(const GemmConfig& cfg);
 
 /// Device scratch bytes the GEMM needs for (M, K) with `cfg` (0 for fused; for fp8 also
 /// enough for the bf16 path that runs when the weights have no FP8 image: splitk for
-/// M <= 128, tiled beyond, both needing A's bf16 fragments).
+/// M <= 128, tiled beyond, both needing A's bf16 fragments). With a workspace of this size,
+/// path splitk reduces its split-K partial tiles through thread-block clusters; see the
+/// (M, N, K, cfg) overload for the faster reduction through the workspace. Throws
+/// InvalidArgument for M or K outside [1, 2^40] or M * K > 2^60.
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg);
+
+/// Device scratch bytes for (M, N, K) with `cfg`, including, for path splitk with
+/// split_k > 1, the split-K scratch: one counter per output tile and every rank's fp32
+/// partial tile, so that the last rank of a tile to finish sums the partials in rank order
+/// (docs/dispatch.md). The result is bitwise the same as with the cluster reduction that a
+/// workspace of gemm_workspace_bytes(M, K, cfg) bytes gets. Equal to that size for every
+/// other path and for split_k 1. Throws InvalidArgument for M, N or K outside [1, 2^40] or
+/// M * K > 2^60.
+size_t gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, const GemmConfig& cfg);
 
 /// The configuration gemm() would use for this shape on exec's device (tune cache first,
 /// then choose_gemm_config). Backend::cpu answers with the CPU backend's fixed config

@@ -360,7 +360,8 @@ def _gemm_impl(a, data, N, K, version, rule, out_dtype=None, fp8=None):
         if _is_cuda(av):
             # For path fp8 this also covers the bf16 fallback (splitk / tiled) of weights without an image.
             cfg = _C.explain_gemm(M, N, K, _C.Backend.cuda, av.device.index)
-            nbytes = int(_C.gemm_workspace_bytes(M, K, cfg))
+            # With N: path splitk's split-K scratch too (reduction through the workspace).
+            nbytes = int(_C.gemm_workspace_bytes(M, N, K, cfg))
             if nbytes > 0:
                 ws = torch.empty((nbytes,), dtype=torch.uint8, device=av.device)
         _C.gemm(a2, data, N, K, version, out.reshape(M, N), rl, None, ws, _stream(av), fp8)

@@ -401,8 +401,16 @@ NB_MODULE(_C, m) {
   m.def("choose_gemm_config", &mxfp4::choose_gemm_config, "M"_a, "N"_a, "K"_a, "dev"_a,
         "Pure dispatcher: configuration for (M, N, K) on `dev`.");
   m.def("describe", &mxfp4::describe, "config"_a, "One-line description of a configuration.");
-  m.def("gemm_workspace_bytes", &mxfp4::gemm_workspace_bytes, "M"_a, "K"_a, "config"_a,
-        "Device scratch bytes the GEMM needs for (M, K) with `config`.");
+  m.def("gemm_workspace_bytes",
+        static_cast<size_t (*)(int64_t, int64_t, const mxfp4::GemmConfig&)>(&mxfp4::gemm_workspace_bytes), "M"_a,
+        "K"_a, "config"_a,
+        "Device scratch bytes the GEMM needs for (M, K) with `config` (path splitk then reduces split-K through "
+        "clusters).");
+  m.def("gemm_workspace_bytes",
+        static_cast<size_t (*)(int64_t, int64_t, int64_t, const mxfp4::GemmConfig&)>(&mxfp4::gemm_workspace_bytes),
+        "M"_a, "N"_a, "K"_a, "config"_a,
+        "Device scratch bytes for (M, N, K) with `config`, with path splitk's split-K scratch (the faster "
+        "reduction through the workspace; bitwise the same result).");
   m.def("explain_gemm", &explain_gemm, "M"_a, "N"_a, "K"_a, "backend"_a, "device"_a = 0,
         "Configuration gemm() would use for (M, N, K) on `backend` (CUDA: device index `device`).");
 

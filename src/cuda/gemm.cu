@@ -1,5 +1,6 @@
 // CUDA GEMM entry: configuration lookup (tune cache, then the dispatcher), the cached
-// workspace of the splitk, tiled and fp8 paths, and the launch of the chosen kernel.
+// workspace of the splitk, tiled and fp8 paths (with path splitk's split-K scratch), and the
+// launch of the chosen kernel.
 //
 // Hot path: after the first call for a given device/stream and shape class nothing is
 // allocated, nothing is copied between host and device and the host never waits; every
@@ -81,14 +82,29 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     throw InvalidArgument("unsupported GemmConfig " + describe(cfg) + " for M=" + std::to_string(M) + ": " + problem);
   }
   const uint32_t* frags = nullptr;
+  float* partials = nullptr;  // path splitk, split-K through the workspace (null: through clusters)
+  int* counters = nullptr;
+  int64_t n_counters = 0;
   if (cfg.path != GemmPath::fused) {
     const size_t need = gemm_workspace_bytes(M, K, cfg);
+    // Path splitk with split_k > 1 reduces through the workspace when it holds the split-K
+    // scratch (the cached one always does; a caller's when sized by gemm_workspace_bytes with
+    // N), else through clusters: the same bits either way (docs/dispatch.md).
+    const SplitkScratch scratch = splitk_scratch(M, B.N, K, cfg);
     void* ws = workspace;
+    bool through_ws = scratch.needed;
     if (ws == nullptr) {
-      ws = cached_workspace(current_device(), s, need);
+      ws = cached_workspace(current_device(), s, scratch.end);
     } else if (workspace_bytes < need) {
       throw InvalidArgument("GemmOptions::workspace_bytes = " + std::to_string(workspace_bytes) + " but M=" +
                             std::to_string(M) + ", K=" + std::to_string(K) + " needs " + std::to_string(need));
+    } else {
+      through_ws = through_ws && workspace_bytes >= scratch.end;
+    }
+    if (through_ws) {
+      counters = reinterpret_cast<int*>(static_cast<uint8_t*>(ws) + scratch.counters_offset);
+      partials = reinterpret_cast<float*>(static_cast<uint8_t*>(ws) + scratch.partials_offset);
+      n_counters = scratch.tiles;
     }
     if (cfg.path == GemmPath::fp8) {  // A's FP8 image, the wgmma GEMM, the exact fix-up
       uint8_t* a_img = static_cast<uint8_t*>(ws);
@@ -99,13 +115,13 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     }
     const bool wgmma_order = cfg.path == GemmPath::splitk && splitk_uses_wgmma(M);
     quantize_fragments(A, M, K, lda, static_cast<uint32_t*>(ws), rule, s,
-                       wgmma_order ? FragOrder::wgmma : FragOrder::mma);
+                       wgmma_order ? FragOrder::wgmma : FragOrder::mma, counters, n_counters);
     frags = static_cast<const uint32_t*>(ws);
   }
   if (cfg.path == GemmPath::tiled) {
     gemm_tiled(M, B, C, c_f32, ldc, frags, s);
   } else {
-    gemm_fused(A, M, K, lda, B, C, c_f32, ldc, cfg, rule, frags, s);
+    gemm_fused(A, M, K, lda, B, C, c_f32, ldc, cfg, rule, frags, partials, counters, s);
   }
 }
 

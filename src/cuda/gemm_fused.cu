@@ -24,8 +24,12 @@
 //   - Path "splitk" with 32 or 64 tokens (N8 >= 4): the same fragments feed register-A
 //     wgmma m64n(8*N8)k16 (a warpgroup is 4 slabs at one kw), B = the token tiles in shared
 //     memory (FragOrder::wgmma).
-// Split-K: the CTAs of a cluster reduce their partial tiles through distributed shared memory
-// in rank order 0..S-1 (deterministic, no workspace).
+// Split-K, in rank order 0..S-1 either way (deterministic, bitwise the same):
+//   - path "splitk" with the workspace's split-K scratch: every rank stores its partial tile
+//     to the workspace and counts itself on the tile's counter (zeroed by quantize_fragments);
+//     the last rank to arrive sums the partials and stores C. No clusters: the ranks never
+//     wait for each other, and the grid is not bound to clusters' placement;
+//   - otherwise the CTAs of a cluster reduce through distributed shared memory.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -36,6 +40,7 @@
 #include "cuda/gemm_kernels.hpp"
 #include "cuda/quantize_kernels.cuh"
 #include "cuda/wgmma.cuh"
+#include "dispatch/path_name.hpp"
 
 namespace cg = cooperative_groups;
 
@@ -62,6 +67,8 @@ struct FusedArgs {
   int a_chunks;           // path "fused": K chunks of A quantized per batch (a multiple of kG)
   int a_stage_rows;       // path "fused": token rows of A staged in shared memory (0: none)
   const uint32_t* frags;  // path "splitk": A as activation fragments (quantize_fragments layout)
+  float* partials;        // path "splitk", split-K through the workspace: [tile][rank][rows][block_n]
+  int* counters;          // ... and one arrival counter per tile (null: through clusters)
 };
 
 /// Shared-memory layout for a CTA of SLABS slabs and N8 token tiles: mbarriers, a ring of
@@ -102,7 +109,9 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int ls = warp % SLABS, kw = warp / SLABS;
-  const int rank = p.split > 1 ? int(cg::this_cluster().block_rank()) : 0;
+  // Split-K through the workspace (path "splitk" only): no cluster, rank from the grid.
+  const bool ws_split = PREQUANT && p.split > 1 && p.partials != nullptr;
+  const int rank = p.split > 1 ? (ws_split ? int(blockIdx.x % unsigned(p.split)) : int(cg::this_cluster().block_rank())) : 0;
   const int64_t slab0 = (blockIdx.x / p.split) * int64_t(SLABS);
   const int64_t slabs_total = p.geo.rows_padded / 16;
   const int active_slabs = slabs_total - slab0 < SLABS ? int(slabs_total - slab0) : SLABS;
@@ -434,6 +443,49 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       const int m = q / kQuads, nl = 4 * (q % kQuads);
       store4(m, nl, *reinterpret_cast<const float4*>(red + m * kP + nl));
     }
+  } else if (ws_split) {
+    // Every rank stores its partial tile ([rows][kBlockN] fp32) and counts itself on the tile's
+    // counter; the last to arrive sums all ranks' partials in rank order (its own from shared
+    // memory: the same values) and stores C. The fences make each rank's stores visible
+    // GPU-wide before its arrival, and the last rank's loads (L2, .cg) see them all.
+    constexpr int kTileFloats = 8 * N8 * kBlockN;
+    __shared__ int last_rank;
+    const int64_t tile = int64_t(blockIdx.y) * (gridDim.x / unsigned(p.split)) + blockIdx.x / unsigned(p.split);
+    float* tile_partials = p.partials + tile * p.split * kTileFloats;
+    if (KW == 1) __syncthreads();
+    for (int q = threadIdx.x; q < quads; q += kThreads) {
+      const int m = q / kQuads, nl = 4 * (q % kQuads);
+      *reinterpret_cast<float4*>(tile_partials + rank * kTileFloats + m * kBlockN + nl) =
+          *reinterpret_cast<const float4*>(red + m * kP + nl);
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      last_rank = atomicAdd(p.counters + tile, 1) == p.split - 1;
+      // Every rank has counted itself: reset for the next call (quantize_fragments zeroes the
+      // counters too, for a fresh or caller-provided workspace).
+      if (last_rank) p.counters[tile] = 0;
+    }
+    __syncthreads();
+    if (!last_rank) return;
+    __threadfence();
+    for (int q = threadIdx.x; q < quads; q += kThreads) {
+      const int m = q / kQuads, nl = 4 * (q % kQuads);
+      float4 part[8];
+#pragma unroll
+      for (int r = 0; r < 8; ++r)
+        if (r < p.split && r != rank)
+          part[r] = __ldcg(reinterpret_cast<const float4*>(tile_partials + r * kTileFloats + m * kBlockN + nl));
+      const float4 own = *reinterpret_cast<const float4*>(red + m * kP + nl);
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        if (r >= p.split) continue;
+        const float4 v = r == rank ? own : part[r];
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+      store4(m, nl, sum);
+    }
   } else {
     // Pull: rank r sums its share of the tile from every rank's shared memory, all remote
     // loads of a thread issued before the (rank-ordered, deterministic) sum.
@@ -496,7 +548,7 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
   int n = 0;
-  if (args.split > 1) {
+  if (args.split > 1 && !(PREQUANT && args.partials != nullptr)) {  // split-K through a cluster
     attr[n].id = cudaLaunchAttributeClusterDimension;
     attr[n].val.clusterDim.x = unsigned(args.split);
     attr[n].val.clusterDim.y = 1;
@@ -517,11 +569,12 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
 /// per slab) in {(4,1), (4,2), (4,4), (8,1), (8,2)} x path (fused, splitk): 40 kernels.
 template <int SLABS, int KW, bool PREQUANT>
 void dispatch_n8(const FusedArgs& args, cudaStream_t stream) {
-  const int64_t M = args.M;
-  if (M <= 8) return launch_fused<1, SLABS, KW, PREQUANT>(args, stream);
-  if (M <= 16) return launch_fused<2, SLABS, KW, PREQUANT>(args, stream);
-  if (M <= 32) return launch_fused<4, SLABS, KW, PREQUANT>(args, stream);
-  return launch_fused<8, SLABS, KW, PREQUANT>(args, stream);
+  switch (small_m_tile_rows(args.M)) {  // 8 * N8 token rows (the workspace's split-K scratch agrees)
+    case 8: return launch_fused<1, SLABS, KW, PREQUANT>(args, stream);
+    case 16: return launch_fused<2, SLABS, KW, PREQUANT>(args, stream);
+    case 32: return launch_fused<4, SLABS, KW, PREQUANT>(args, stream);
+    default: return launch_fused<8, SLABS, KW, PREQUANT>(args, stream);
+  }
 }
 
 template <bool PREQUANT>
@@ -539,10 +592,13 @@ void dispatch_fused(const FusedArgs& args, const GemmConfig& cfg, cudaStream_t s
 bool splitk_uses_wgmma(int64_t M) { return M > 16; }  // N8 >= 4 (dispatch_n8)
 
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
-                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, cudaStream_t stream) {
+                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, float* partials,
+                int* counters, cudaStream_t stream) {
+  const bool ws_split = frags != nullptr && partials != nullptr && counters != nullptr;
   const FusedArgs args{A,     M,    K,     lda,          B.data,
                        PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule, cfg.split_k, /*stages=*/1,
-                       /*a_chunks=*/kG, /*a_stage_rows=*/0, frags};
+                       /*a_chunks=*/kG, /*a_stage_rows=*/0, frags, ws_split ? partials : nullptr,
+                       ws_split ? counters : nullptr};
   if (frags != nullptr) {
     dispatch_fused<true>(args, cfg, stream);
   } else {

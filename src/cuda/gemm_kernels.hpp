@@ -10,12 +10,16 @@
 
 namespace mxfp4::cuda {
 
-/// The cluster split-K kernel (cfg.split_k CTAs per cluster; 64 tokens per CTA, CTAs along
-/// grid.y for larger M, M <= 64 * 65535). With `frags` null it
-/// quantizes A itself (path "fused"), else it reads A's fragments from `frags` (path
-/// "splitk", filled by quantize_fragments).
+/// The small-M split-K kernel (cfg.split_k CTAs per output tile; 64 tokens per CTA, CTAs
+/// along grid.y for larger M, M <= 64 * 65535). With `frags` null it quantizes A itself (path
+/// "fused"), else it reads A's fragments from `frags` (path "splitk", filled by
+/// quantize_fragments). The split-K ranks of a tile reduce through a thread-block cluster, or,
+/// on path splitk with `partials` and `counters` given (splitk_scratch, counters zeroed by
+/// quantize_fragments), through those: every rank stores its partial tile and the last to
+/// finish sums them in rank order (bitwise the cluster's result).
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
-                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, cudaStream_t stream);
+                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, float* partials,
+                int* counters, cudaStream_t stream);
 
 /// True when path "splitk" runs its K loop on register-A wgmma for this M (then its fragments
 /// must be written in FragOrder::wgmma, quantize_kernels.cuh).

@@ -87,7 +87,8 @@ template <FragOrder O>
 __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M,
                                                                       int64_t K, int64_t lda, int64_t m_padded,
                                                                       int64_t k_padded, uint32_t* __restrict__ frags,
-                                                                      ScaleRule rule) {
+                                                                      ScaleRule rule, int* __restrict__ counters,
+                                                                      int64_t n_counters) {
   static_assert(kThreads == 256, "8 warps (one token tile) x 32 lanes (8 K blocks)");
   __shared__ __align__(16) uint32_t tile[16 * 64];  // the CTA's 16 chunks
   // Launched with programmatic dependent launch (launch_pdl): wait for the stream's previous
@@ -96,6 +97,11 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
   // before this grid is complete, so the weights are final. It waits for this grid's
   // completion before it reads the fragments.
   grid_dependency_wait();
+  // The GEMM's split-K tile counters (path splitk's reduction through the workspace) start
+  // each call at zero: the GEMM that used them last has completed (the wait above), and this
+  // call's GEMM reads them only after its own wait for this grid.
+  if (blockIdx.x == 0 && blockIdx.y == 0)
+    for (int64_t i = threadIdx.x; i < n_counters; i += kThreads) counters[i] = 0;
   grid_dependents_launch();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, q = lane % 4;
   const int64_t c = int64_t(blockIdx.x) * 8 + lane / 4, ks = k_padded / 16;
@@ -155,13 +161,13 @@ void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_strid
 }
 
 void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
-                        cudaStream_t stream, FragOrder order) {
+                        cudaStream_t stream, FragOrder order, int* counters, int64_t n_counters) {
   const int64_t m_padded = round_up(M, 8), k_padded = round_up(K, 64);
   const dim3 grid(unsigned(ceil_div(k_padded / 32, 8)), unsigned(std::min<int64_t>(m_padded / 8, 65535)));
   auto kernel = order == FragOrder::wgmma ? quantize_fragments_kernel<FragOrder::wgmma>
                                           : quantize_fragments_kernel<FragOrder::mma>;
   launch_pdl(kernel, grid, dim3(kThreads), stream, "quantize_fragments_kernel", A, M, K, lda,
-             m_padded, k_padded, frags, rule);
+             m_padded, k_padded, frags, rule, counters, n_counters);
 }
 
 }  // namespace mxfp4::cuda

@@ -148,8 +148,11 @@ __device__ __forceinline__ void quantize_quarter_to_fragment_words(const uint16_
 /// `order`; `frags` must hold round_up(M,8) * round_up(K,64) * 2 bytes and be 16-byte aligned
 /// (16-byte stores). Launched with programmatic dependent launch (common.cuh launch_pdl): the
 /// kernel waits for the stream's previous kernel before it reads A or writes `frags`, then
-/// lets the next kernel start. Throws CudaError when the launch fails. Defined in quantize.cu.
+/// lets the next kernel start. It also zeroes `n_counters` ints at `counters` (path splitk's
+/// split-K tile counters, which the GEMM reads only after its wait for this kernel; may be
+/// null when n_counters is 0). Throws CudaError when the launch fails. Defined in quantize.cu.
 void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
-                        cudaStream_t stream, FragOrder order = FragOrder::mma);
+                        cudaStream_t stream, FragOrder order = FragOrder::mma, int* counters = nullptr,
+                        int64_t n_counters = 0);
 
 }  // namespace mxfp4::cuda

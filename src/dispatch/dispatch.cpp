@@ -208,4 +208,31 @@ size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
   return size_t(fragments);
 }
 
+int small_m_tile_rows(int64_t M) { return M <= 8 ? 8 : M <= 16 ? 16 : M <= 32 ? 32 : 64; }
+
+SplitkScratch splitk_scratch(int64_t M, int64_t N, int64_t K, const GemmConfig& cfg) {
+  constexpr int64_t kMax = int64_t(1) << 40;
+  if (N < 1 || N > kMax)
+    throw InvalidArgument("mxfp4::gemm_workspace_bytes: N = " + std::to_string(N) + " out of range");
+  SplitkScratch s;
+  s.end = gemm_workspace_bytes(M, K, cfg);
+  if (cfg.path != GemmPath::splitk || cfg.split_k <= 1 || cfg.block_n < 16) return s;
+  auto align = [](size_t b) { return (b + 255) / 256 * 256; };
+  s.needed = true;
+  s.tiles = ceil_div(M, 64) * ceil_div(ceil_div(N, 16) * 16, cfg.block_n);
+  s.tile_floats = int64_t(small_m_tile_rows(M)) * cfg.block_n;
+  if (s.tiles > (int64_t(1) << 60) / (int64_t(cfg.split_k) * s.tile_floats * 4)) {
+    throw InvalidArgument("mxfp4::gemm_workspace_bytes: the split-K scratch of M = " + std::to_string(M) +
+                          ", N = " + std::to_string(N) + " with " + describe(cfg) + " exceeds 2^60 bytes");
+  }
+  s.counters_offset = align(s.end);
+  s.partials_offset = s.counters_offset + align(size_t(s.tiles) * 4);
+  s.end = s.partials_offset + size_t(s.tiles) * size_t(cfg.split_k) * size_t(s.tile_floats) * 4;
+  return s;
+}
+
+size_t gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, const GemmConfig& cfg) {
+  return splitk_scratch(M, N, K, cfg).end;
+}
+
 }  // namespace mxfp4

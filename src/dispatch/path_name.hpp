@@ -30,4 +30,22 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M);
 /// Throws InvalidArgument for sizes outside [1, 2^40].
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev);
 
+/// Token rows of the small-M kernel's CTA tile for M tokens: 8 * N8 with N8 = 1, 2, 4 or 8
+/// (src/cuda/gemm_fused.cu dispatch_n8).
+int small_m_tile_rows(int64_t M);
+
+/// Where path splitk's split-K scratch lies in its workspace (gemm_workspace_bytes with N):
+/// A's fragments first, then one int counter per output tile, then the fp32 partial tiles
+/// [token tile][weight tile][rank][small_m_tile_rows(M)][block_n]; offsets in bytes,
+/// 256-byte aligned. `needed` is false (and the sizes 0) unless path splitk with split_k > 1.
+struct SplitkScratch {
+  bool needed = false;
+  int64_t tiles = 0;            ///< output tiles: ceil(M / 64) x ceil(round_up(N, 16) / block_n)
+  int64_t tile_floats = 0;      ///< floats of one rank's partial tile
+  size_t counters_offset = 0;
+  size_t partials_offset = 0;
+  size_t end = 0;               ///< bytes of the whole workspace
+};
+SplitkScratch splitk_scratch(int64_t M, int64_t N, int64_t K, const GemmConfig& cfg);
+
 }  // namespace mxfp4

@@ -372,6 +372,44 @@ TEST(GpuGemm, K14DeterministicAcrossCallsAndStreams) {
   }
 }
 
+// Path splitk's two split-K reductions: through the workspace (its split-K scratch: a caller's
+// workspace of gemm_workspace_bytes(M, N, K, cfg) bytes, or the library's cached one) and
+// through clusters (a caller's workspace of gemm_workspace_bytes(M, K, cfg) bytes) sum the
+// ranks in the same order, so C is bitwise the same; the workspace's tile counters reset
+// between calls (a second call gives the same C), and a workspace full of stale bytes works.
+TEST(GpuGemm, SplitkReductionThroughWorkspaceMatchesClusters) {
+  MXFP4_REQUIRE_GPU();
+  for (int64_t M : {1, 9, 16, 33, 64, 100}) {
+    const Problem p = random_problem(M, 272, 1536, uint64_t(700 + M));
+    for (int split : {2, 3, 4, 8}) {
+      for (const GemmConfig& cfg : {forced_cfg(GemmPath::splitk, split, 4, 2), forced_cfg(GemmPath::splitk, split, 8, 1)}) {
+        const std::string what = "M=" + std::to_string(M) + " " + describe(cfg);
+        const size_t small = gemm_workspace_bytes(M, p.K, cfg), full = gemm_workspace_bytes(M, p.N, p.K, cfg);
+        ASSERT_GT(full, small) << what;
+        auto run_with = [&](size_t bytes) {
+          DeviceBuf ws(bytes, 0x5A);  // stale bytes everywhere, counters included
+          DeviceBuf dc(size_t(M * p.N * 2), 0xFF);
+          GemmOptions opt;
+          opt.config = &cfg;
+          opt.workspace = ws.get();
+          opt.workspace_bytes = bytes;
+          std::vector<std::vector<uint16_t>> out;
+          for (int call = 0; call < 2; ++call) {
+            gemm(p.da->get<uint16_t>(), M, p.K, p.K, p.pw, dc.get<uint16_t>(), p.N, opt, cuda_exec());
+            out.push_back(dc.download<uint16_t>());
+          }
+          EXPECT_EQ(out[0], out[1]) << what << " workspace " << bytes << ": second call differs";
+          return out[0];
+        };
+        const auto through_clusters = run_with(small), through_ws = run_with(full);
+        p.check(through_ws, p.N, all_rows(M), "split-K through the workspace " + what);
+        ASSERT_EQ(through_ws, through_clusters) << what;
+        ASSERT_EQ(p.run(&cfg, p.N), through_ws) << what << " (cached workspace)";
+      }
+    }
+  }
+}
+
 TEST(GpuGemm, EveryPathCapturesAndReplaysInACudaGraph) {
   MXFP4_REQUIRE_GPU();
   for (int64_t M : {4, 64, 300}) {

@@ -1,7 +1,8 @@
 // Where a path "splitk" call's time goes in a CUDA graph (a measurement aid, not built by
 // CMake): per-call medians of graphs of `calls` launches of (1) an empty kernel, (2) the A
 // quantizer (quantize_fragments) alone, (3) the GEMM kernel alone on fragments quantized
-// once, (4) both, as the library runs them. Weights rotate over copies past the L2 like
+// once, (4) both, as the library runs them (split-K through the workspace; its counters reset
+// themselves after the first quantizer run). Weights rotate over copies past the L2 like
 // `mxfp4 bench`; their codes are arbitrary and every scale byte is 127. Usage (after
 // scripts/device-check.sh has built build-device):
 //   nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -Isrc tools/dev/probes/call_split.cu build-device/libmxfp4.a \
@@ -65,19 +66,25 @@ int main(int argc, char** argv) {
     const int copies = int(std::max<int64_t>(1, (256ll << 20) / pbytes + 1));
     uint8_t* w;
     uint16_t *A, *C;
-    uint32_t* frags;
+    uint32_t* frags;  // the workspace: fragments, then the split-K scratch (dispatch/path_name.hpp)
     CK(cudaMalloc(&w, size_t(pbytes) * copies));
     CK(cudaMemset(w, 0x3A, size_t(pbytes) * copies));
     for (int c = 0; c < copies; ++c) CK(cudaMemset(w + c * pbytes + code_bytes, 127, size_t(pbytes - code_bytes)));
     CK(cudaMalloc(&A, size_t(M * K * 2)));
     CK(cudaMemset(A, 0x3F, size_t(M * K * 2)));  // bf16 0x3F3F ~ 0.75
     CK(cudaMalloc(&C, size_t(M * N * 2)));
-    CK(cudaMalloc(&frags, size_t(((M + 7) / 8 * 8) * ((K + 63) / 64 * 64) * 2)));
+    const SplitkScratch scratch = splitk_scratch(M, N, K, cfg);
+    CK(cudaMalloc(&frags, scratch.end));
+    uint8_t* ws = reinterpret_cast<uint8_t*>(frags);
+    int* counters = scratch.needed ? reinterpret_cast<int*>(ws + scratch.counters_offset) : nullptr;
+    float* partials = scratch.needed ? reinterpret_cast<float*>(ws + scratch.partials_offset) : nullptr;
     const auto order = cuda::splitk_uses_wgmma(M) ? cuda::FragOrder::wgmma : cuda::FragOrder::mma;
-    auto quant = [&](int) { cuda::quantize_fragments(A, M, K, K, frags, ScaleRule::aiter, s, order); };
+    auto quant = [&](int) {
+      cuda::quantize_fragments(A, M, K, K, frags, ScaleRule::aiter, s, order, counters, scratch.tiles);
+    };
     auto gemm = [&](int i) {
       const PackedWeights pw{w + (i % copies) * pbytes, N, K};
-      cuda::gemm_fused(A, M, K, K, pw, C, false, N, cfg, ScaleRule::aiter, frags, s);
+      cuda::gemm_fused(A, M, K, K, pw, C, false, N, cfg, ScaleRule::aiter, frags, partials, counters, s);
     };
     quant(0), gemm(0);
     CK(cudaStreamSynchronize(s));
