@@ -253,12 +253,13 @@ std::string describe(const GemmConfig& cfg);
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg);
 
 /// Device scratch bytes for (M, N, K) with `cfg`, including, for path splitk with
-/// split_k > 1, the split-K scratch: one counter per output tile and every rank's fp32
-/// partial tile, so that the last rank of a tile to finish sums the partials in rank order
-/// (docs/dispatch.md). The result is bitwise the same as with the cluster reduction that a
-/// workspace of gemm_workspace_bytes(M, K, cfg) bytes gets. Equal to that size for every
-/// other path and for split_k 1. Throws InvalidArgument for M, N or K outside [1, 2^40] or
-/// M * K > 2^60.
+/// split_k > 1 and M <= 64, the split-K scratch: one counter per output tile and every rank's
+/// fp32 partial tile (at most 64 x round_up(N, 16) x split_k floats), so that the last rank of
+/// a tile to finish sums the partials in rank order (docs/dispatch.md). The result is bitwise
+/// the same as with the cluster reduction that a workspace of gemm_workspace_bytes(M, K, cfg)
+/// bytes gets. Equal to that size for every other case; in particular a workspace sized for
+/// a path fp8 configuration serves its bf16 fallback (weights without an FP8 image) with the
+/// cluster reduction. Throws InvalidArgument for M, N or K outside [1, 2^40] or M * K > 2^60.
 size_t gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, const GemmConfig& cfg);
 
 /// The configuration gemm() would use for this shape on exec's device (tune cache first,

@@ -40,14 +40,18 @@ struct Workspace {
   size_t bytes = 0;
 };
 
-void* cached_workspace(int device, cudaStream_t stream, size_t bytes) {
+/// The cached workspace of at least `bytes`, grown to `preferred` (>= bytes) when it is smaller
+/// and the stream is not being captured; during capture a cache of at least `bytes` is used
+/// as it is (path splitk then reduces split-K through clusters instead of the workspace).
+Workspace cached_workspace(int device, cudaStream_t stream, size_t bytes, size_t preferred) {
   static std::mutex mutex;
   static std::map<std::tuple<int, cudaStream_t, std::thread::id>, Workspace> cache;
   std::lock_guard<std::mutex> lock(mutex);
   Workspace& ws = cache[{device, stream, std::this_thread::get_id()}];
-  if (ws.bytes >= bytes) return ws.ptr;
+  if (ws.bytes >= preferred) return ws;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+  if (status != cudaStreamCaptureStatusNone && ws.bytes >= bytes) return ws;
   if (status != cudaStreamCaptureStatusNone) {
     throw Error("mxfp4::gemm needs " + std::to_string(bytes) +
                 " bytes of workspace while the stream is being captured; run the call once before capture "
@@ -56,9 +60,9 @@ void* cached_workspace(int device, cudaStream_t stream, size_t bytes) {
   }
   if (ws.ptr) check(cudaFree(ws.ptr), "cudaFree(workspace)");  // waits for work still using it
   ws = {};
-  check(cudaMalloc(&ws.ptr, bytes), "cudaMalloc(workspace)");
-  ws.bytes = bytes;
-  return ws.ptr;
+  check(cudaMalloc(&ws.ptr, preferred), "cudaMalloc(workspace)");
+  ws.bytes = preferred;
+  return ws;
 }
 
 }  // namespace
@@ -92,15 +96,15 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     // N), else through clusters: the same bits either way (docs/dispatch.md).
     const SplitkScratch scratch = splitk_scratch(M, B.N, K, cfg);
     void* ws = workspace;
-    bool through_ws = scratch.needed;
+    size_t ws_bytes = workspace_bytes;
     if (ws == nullptr) {
-      ws = cached_workspace(current_device(), s, scratch.end);
+      const Workspace cached = cached_workspace(current_device(), s, need, scratch.end);
+      ws = cached.ptr, ws_bytes = cached.bytes;
     } else if (workspace_bytes < need) {
       throw InvalidArgument("GemmOptions::workspace_bytes = " + std::to_string(workspace_bytes) + " but M=" +
                             std::to_string(M) + ", K=" + std::to_string(K) + " needs " + std::to_string(need));
-    } else {
-      through_ws = through_ws && workspace_bytes >= scratch.end;
     }
+    const bool through_ws = scratch.needed && ws_bytes >= scratch.end;
     if (through_ws) {
       counters = reinterpret_cast<int*>(static_cast<uint8_t*>(ws) + scratch.counters_offset);
       partials = reinterpret_cast<float*>(static_cast<uint8_t*>(ws) + scratch.partials_offset);

@@ -111,7 +111,9 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const int ls = warp % SLABS, kw = warp / SLABS;
   // Split-K through the workspace (path "splitk" only): no cluster, rank from the grid.
   const bool ws_split = PREQUANT && p.split > 1 && p.partials != nullptr;
-  const int rank = p.split > 1 ? (ws_split ? int(blockIdx.x % unsigned(p.split)) : int(cg::this_cluster().block_rank())) : 0;
+  const int rank = p.split <= 1 ? 0
+                   : ws_split   ? int(blockIdx.x % unsigned(p.split))
+                                : int(cg::this_cluster().block_rank());
   const int64_t slab0 = (blockIdx.x / p.split) * int64_t(SLABS);
   const int64_t slabs_total = p.geo.rows_padded / 16;
   const int active_slabs = slabs_total - slab0 < SLABS ? int(slabs_total - slab0) : SLABS;
@@ -450,7 +452,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     // GPU-wide before its arrival, and the last rank's loads (L2, .cg) see them all.
     constexpr int kTileFloats = 8 * N8 * kBlockN;
     __shared__ int last_rank;
-    const int64_t tile = int64_t(blockIdx.y) * (gridDim.x / unsigned(p.split)) + blockIdx.x / unsigned(p.split);
+    const int64_t tile = blockIdx.x / unsigned(p.split);  // one token tile (M <= 64: splitk_scratch)
     float* tile_partials = p.partials + tile * p.split * kTileFloats;
     if (KW == 1) __syncthreads();
     for (int q = threadIdx.x; q < quads; q += kThreads) {
@@ -471,7 +473,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     __threadfence();
     for (int q = threadIdx.x; q < quads; q += kThreads) {
       const int m = q / kQuads, nl = 4 * (q % kQuads);
-      float4 part[8];
+      float4 part[8] = {};  // part[rank] stays unread: its values come from shared memory
 #pragma unroll
       for (int r = 0; r < 8; ++r)
         if (r < p.split && r != rank)
@@ -594,7 +596,8 @@ bool splitk_uses_wgmma(int64_t M) { return M > 16; }  // N8 >= 4 (dispatch_n8)
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, float* partials,
                 int* counters, cudaStream_t stream) {
-  const bool ws_split = frags != nullptr && partials != nullptr && counters != nullptr;
+  // Through the workspace only on path splitk with one token tile (M <= 64, splitk_scratch).
+  const bool ws_split = frags != nullptr && partials != nullptr && counters != nullptr && M <= 64;
   const FusedArgs args{A,     M,    K,     lda,          B.data,
                        PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule, cfg.split_k, /*stages=*/1,
                        /*a_chunks=*/kG, /*a_stage_rows=*/0, frags, ws_split ? partials : nullptr,

@@ -216,15 +216,14 @@ SplitkScratch splitk_scratch(int64_t M, int64_t N, int64_t K, const GemmConfig& 
     throw InvalidArgument("mxfp4::gemm_workspace_bytes: N = " + std::to_string(N) + " out of range");
   SplitkScratch s;
   s.end = gemm_workspace_bytes(M, K, cfg);
-  if (cfg.path != GemmPath::splitk || cfg.split_k <= 1 || cfg.block_n < 16) return s;
+  // Only path splitk with split_k > 1 on one token tile (M <= 64: the decode shapes, where the
+  // scratch is at most 64 x N x split_k floats); a configuration the kernels cannot run gets
+  // none (gemm() rejects it).
+  if (cfg.path != GemmPath::splitk || cfg.split_k <= 1 || M > 64 || !gemm_config_problem(cfg, M).empty()) return s;
   auto align = [](size_t b) { return (b + 255) / 256 * 256; };
   s.needed = true;
-  s.tiles = ceil_div(M, 64) * ceil_div(ceil_div(N, 16) * 16, cfg.block_n);
+  s.tiles = ceil_div(ceil_div(N, 16) * 16, cfg.block_n);
   s.tile_floats = int64_t(small_m_tile_rows(M)) * cfg.block_n;
-  if (s.tiles > (int64_t(1) << 60) / (int64_t(cfg.split_k) * s.tile_floats * 4)) {
-    throw InvalidArgument("mxfp4::gemm_workspace_bytes: the split-K scratch of M = " + std::to_string(M) +
-                          ", N = " + std::to_string(N) + " with " + describe(cfg) + " exceeds 2^60 bytes");
-  }
   s.counters_offset = align(s.end);
   s.partials_offset = s.counters_offset + align(size_t(s.tiles) * 4);
   s.end = s.partials_offset + size_t(s.tiles) * size_t(cfg.split_k) * size_t(s.tile_floats) * 4;

@@ -36,11 +36,13 @@ int small_m_tile_rows(int64_t M);
 
 /// Where path splitk's split-K scratch lies in its workspace (gemm_workspace_bytes with N):
 /// A's fragments first, then one int counter per output tile, then the fp32 partial tiles
-/// [token tile][weight tile][rank][small_m_tile_rows(M)][block_n]; offsets in bytes,
-/// 256-byte aligned. `needed` is false (and the sizes 0) unless path splitk with split_k > 1.
+/// [weight tile][rank][small_m_tile_rows(M)][block_n]; offsets in bytes,
+/// 256-byte aligned. `needed` is false (and the sizes 0) unless path splitk with split_k > 1,
+/// M <= 64 (one token tile) and a configuration the kernels run (gemm_config_problem). Throws
+/// InvalidArgument for M, N or K outside [1, 2^40] or M * K > 2^60.
 struct SplitkScratch {
   bool needed = false;
-  int64_t tiles = 0;            ///< output tiles: ceil(M / 64) x ceil(round_up(N, 16) / block_n)
+  int64_t tiles = 0;            ///< output tiles: ceil(round_up(N, 16) / block_n)
   int64_t tile_floats = 0;      ///< floats of one rank's partial tile
   size_t counters_offset = 0;
   size_t partials_offset = 0;

@@ -82,11 +82,10 @@ TEST(Dispatch, Fp8WorkspaceAlsoServesTheTiledFallback) {
     }
 }
 
-// Path fp8: 128 x 128 tiles, 128 x 64 when fewer than half the SMs would get a 128 x 128 tile
-// (the session 3 tune winners of every M > 128 workload shape).
-// gemm_workspace_bytes with N adds path splitk's split-K scratch (one int counter per output
-// tile, every rank's fp32 partial tile of small_m_tile_rows(M) x block_n) after A's fragments,
-// 256-byte aligned, and nothing for any other path or split_k 1.
+// gemm_workspace_bytes with N adds path splitk's split-K scratch for M <= 64 (one int counter
+// per output tile, every rank's fp32 partial tile of small_m_tile_rows(M) x block_n) after A's
+// fragments, 256-byte aligned, and nothing for any other path, split_k 1, M > 64 or a
+// configuration the kernels cannot run; absurd configurations never overflow it.
 TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
   for (int64_t M : {1, 8, 9, 16, 17, 32, 33, 64, 65, 128, 200}) {
     for (int64_t N : {1, 16, 17, 272, 7168}) {
@@ -101,14 +100,14 @@ TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
               const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " +
                                        describe(cfg);
               ASSERT_EQ(full, sc.end) << what;
-              if (path != GemmPath::splitk || split == 1) {
+              if (path != GemmPath::splitk || split == 1 || M > 64) {
                 EXPECT_FALSE(sc.needed) << what;
                 EXPECT_EQ(full, base) << what;
                 continue;
               }
               const int64_t rows = M <= 8 ? 8 : M <= 16 ? 16 : M <= 32 ? 32 : 64;
               EXPECT_EQ(small_m_tile_rows(M), rows) << what;
-              const int64_t tiles = (M + 63) / 64 * (((N + 15) / 16 * 16 + block_n - 1) / block_n);
+              const int64_t tiles = ((N + 15) / 16 * 16 + block_n - 1) / block_n;
               EXPECT_TRUE(sc.needed) << what;
               EXPECT_EQ(sc.tiles, tiles) << what;
               EXPECT_EQ(sc.tile_floats, rows * block_n) << what;
@@ -127,11 +126,16 @@ TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
   splitk.path = GemmPath::splitk, splitk.split_k = 2, splitk.block_n = 64, splitk.warps = 4;
   for (int64_t N : {int64_t(0), int64_t(-1), (int64_t(1) << 40) + 1})
     EXPECT_THROW(gemm_workspace_bytes(4, N, 512, splitk), InvalidArgument) << N;
+  GemmConfig absurd = splitk;
+  absurd.block_n = 1 << 30, absurd.split_k = 1 << 26;
+  EXPECT_EQ(gemm_workspace_bytes(64, 1 << 20, 512, absurd), gemm_workspace_bytes(64, 512, absurd));
   const GemmConfig fp8 = choose_gemm_config(256, 7168, 2048, h200());
   ASSERT_EQ(fp8.path, GemmPath::fp8);
   EXPECT_EQ(gemm_workspace_bytes(256, 7168, 2048, fp8), gemm_workspace_bytes(256, 2048, fp8));
 }
 
+// Path fp8: 128 x 128 tiles, 128 x 64 when fewer than half the SMs would get a 128 x 128 tile
+// (the session 3 tune winners of every M > 128 workload shape).
 TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   const DeviceInfo dev = h200();
   const std::string wide = "path=fp8 block_n=128 block_m=128 split_k=1 warps=20";
