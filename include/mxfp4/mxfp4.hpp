@@ -248,14 +248,16 @@ std::string describe(const GemmConfig& cfg);
 /// enough for the bf16 path that runs when the weights have no FP8 image: splitk for
 /// M <= 128, tiled beyond, both needing A's bf16 fragments). With a workspace of this size,
 /// path splitk reduces its split-K partial tiles through thread-block clusters; see the
-/// (M, N, K, cfg) overload for the faster reduction through the workspace. Throws
+/// (M, N, K, cfg) overload for the reduction through the workspace (faster where it
+/// applies). Throws
 /// InvalidArgument for M or K outside [1, 2^40] or M * K > 2^60.
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg);
 
 /// Device scratch bytes for (M, N, K) with `cfg`, including, for path splitk with
-/// split_k > 1 and M <= 64, the split-K scratch: one counter per output tile and every rank's
-/// fp32 partial tile (at most 64 x round_up(N, 16) x split_k floats), so that the last rank of
-/// a tile to finish sums the partials in rank order (docs/dispatch.md). The result is bitwise
+/// split_k = 8, K >= 4096 and M <= 64, the split-K scratch: one counter per output tile and
+/// every rank's fp32 partial tile (at most 64 x round_up(N, 16) x 8 floats), so that the last
+/// rank of a tile to finish sums the partials in rank order (docs/dispatch.md; there this is
+/// faster than clusters of 8, which leave 8 of an H200's SMs idle). The result is bitwise
 /// the same as with the cluster reduction that a workspace of gemm_workspace_bytes(M, K, cfg)
 /// bytes gets. Equal to that size for every other case; in particular a workspace sized for
 /// a path fp8 configuration serves its bf16 fallback (weights without an FP8 image) with the

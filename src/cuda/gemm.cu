@@ -91,9 +91,10 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
   int64_t n_counters = 0;
   if (cfg.path != GemmPath::fused) {
     const size_t need = gemm_workspace_bytes(M, K, cfg);
-    // Path splitk with split_k > 1 reduces through the workspace when it holds the split-K
-    // scratch (the cached one always does; a caller's when sized by gemm_workspace_bytes with
-    // N), else through clusters: the same bits either way (docs/dispatch.md).
+    // Path splitk reduces split-K through the workspace where splitk_scratch says so and the
+    // workspace holds that scratch (the cached one always does; a caller's when sized by
+    // gemm_workspace_bytes with N), else through clusters: the same bits either way
+    // (docs/dispatch.md).
     const SplitkScratch scratch = splitk_scratch(M, B.N, K, cfg);
     void* ws = workspace;
     size_t ws_bytes = workspace_bytes;
@@ -125,7 +126,8 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
   if (cfg.path == GemmPath::tiled) {
     gemm_tiled(M, B, C, c_f32, ldc, frags, s);
   } else {
-    gemm_fused(A, M, K, lda, B, C, c_f32, ldc, cfg, rule, frags, partials, counters, s);
+    const int sms = partials != nullptr ? cached_device_info(current_device()).sm_count : 0;
+    gemm_fused(A, M, K, lda, B, C, c_f32, ldc, cfg, rule, frags, partials, counters, sms, s);
   }
 }
 

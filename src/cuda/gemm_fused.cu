@@ -69,6 +69,7 @@ struct FusedArgs {
   const uint32_t* frags;  // path "splitk": A as activation fragments (quantize_fragments layout)
   float* partials;        // path "splitk", split-K through the workspace: [tile][rank][rows][block_n]
   int* counters;          // ... and one arrival counter per tile (null: through clusters)
+  int sm_count;           // SMs of the device: the grid through the workspace is spread evenly over them
 };
 
 /// Shared-memory layout for a CTA of SLABS slabs and N8 token tiles: mbarriers, a ring of
@@ -460,17 +461,23 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       *reinterpret_cast<float4*>(tile_partials + rank * kTileFloats + m * kBlockN + nl) =
           *reinterpret_cast<const float4*>(red + m * kP + nl);
     }
-    __threadfence();
+    // One GPU-scope fence per CTA, not per thread (a MEMBAR.GPU per thread cost 1-3 us in
+    // session 9's first try): the barrier orders every thread's stores before thread 0's
+    // fence, whose cumulativity publishes them with its arrival; the last rank's thread 0
+    // fences after it has seen every arrival, and the barrier passes that on to its readers.
     __syncthreads();
     if (threadIdx.x == 0) {
+      __threadfence();
       last_rank = atomicAdd(p.counters + tile, 1) == p.split - 1;
       // Every rank has counted itself: reset for the next call (quantize_fragments zeroes the
       // counters too, for a fresh or caller-provided workspace).
-      if (last_rank) p.counters[tile] = 0;
+      if (last_rank) {
+        p.counters[tile] = 0;
+        __threadfence();
+      }
     }
     __syncthreads();
     if (!last_rank) return;
-    __threadfence();
     for (int q = threadIdx.x; q < quads; q += kThreads) {
       const int m = q / kQuads, nl = 4 * (q % kQuads);
       float4 part[8] = {};  // part[rank] stays unread: its values come from shared memory
@@ -547,10 +554,33 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   cfg.gridDim = dim3(unsigned(tiles * args.split), unsigned(ceil_div(args.M, kBlockM)));
   cfg.blockDim = dim3(SLABS * KW * 32);
   cfg.dynamicSmemBytes = smem;
+  // Without clusters the block scheduler may stack three CTAs on an SM and leave others with
+  // one, the more so when they are launched early (PDL) next to quantize_fragments' CTAs:
+  // then the whole call waits for the stacked SMs. Padding the shared memory so that at most
+  // ceil(CTAs / SMs) CTAs fit an SM spreads the grid evenly (sm_90: 228 KB of shared memory
+  // per SM, 1 KB reserved per CTA; CUDA C++ Programming Guide, compute capability 9.0).
+  // Session 9: 16x2112x7168 12.75 -> 11.19 us per call, 8x2112x7168 11.44 -> 10.33.
+  const bool ws_split = PREQUANT && args.split > 1 && args.partials != nullptr;
+  if (ws_split && args.sm_count > 0) {
+    const int64_t ctas = int64_t(cfg.gridDim.x) * cfg.gridDim.y;
+    const int64_t per_sm = ceil_div(ctas, int64_t(args.sm_count));
+    const int padded = per_sm <= 3 ? int(228 * 1024 / (per_sm + 1) - 1024 + 256) : 0;
+    if (padded > smem && padded <= kSmemMax) cfg.dynamicSmemBytes = padded;
+  }
+#ifdef MXFP4_EXP_BALANCE_CLUSTERS
+  // Experiment (session 9): the same spread for clusters of 2 or 4 that fit two per SM on
+  // 124 SMs (the SMs that clusters of 4 and 8 use on an H200).
+  if (PREQUANT && args.split > 1 && args.split <= 4 && !ws_split && args.sm_count > 0) {
+    const int64_t ctas = int64_t(cfg.gridDim.x) * cfg.gridDim.y;
+    const int padded = int(228 * 1024 / 3 - 1024 + 256);
+    if (ctas > args.sm_count && ctas <= 2 * (args.sm_count - 8) && padded > smem && padded <= kSmemMax)
+      cfg.dynamicSmemBytes = padded;
+  }
+#endif
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
   int n = 0;
-  if (args.split > 1 && !(PREQUANT && args.partials != nullptr)) {  // split-K through a cluster
+  if (args.split > 1 && !ws_split) {  // split-K through a cluster
     attr[n].id = cudaLaunchAttributeClusterDimension;
     attr[n].val.clusterDim.x = unsigned(args.split);
     attr[n].val.clusterDim.y = 1;
@@ -595,13 +625,13 @@ bool splitk_uses_wgmma(int64_t M) { return M > 16; }  // N8 >= 4 (dispatch_n8)
 
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, float* partials,
-                int* counters, cudaStream_t stream) {
+                int* counters, int sm_count, cudaStream_t stream) {
   // Through the workspace only on path splitk with one token tile (M <= 64, splitk_scratch).
   const bool ws_split = frags != nullptr && partials != nullptr && counters != nullptr && M <= 64;
   const FusedArgs args{A,     M,    K,     lda,          B.data,
                        PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule, cfg.split_k, /*stages=*/1,
                        /*a_chunks=*/kG, /*a_stage_rows=*/0, frags, ws_split ? partials : nullptr,
-                       ws_split ? counters : nullptr};
+                       ws_split ? counters : nullptr, sm_count};
   if (frags != nullptr) {
     dispatch_fused<true>(args, cfg, stream);
   } else {

@@ -16,10 +16,11 @@ namespace mxfp4::cuda {
 /// quantize_fragments). The split-K ranks of a tile reduce through a thread-block cluster, or,
 /// on path splitk with `partials` and `counters` given (splitk_scratch, counters zeroed by
 /// quantize_fragments), through those: every rank stores its partial tile and the last to
-/// finish sums them in rank order (bitwise the cluster's result).
+/// finish sums them in rank order (bitwise the cluster's result); that grid is spread evenly
+/// over `sm_count` SMs (0: as the block scheduler places it).
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, float* partials,
-                int* counters, cudaStream_t stream);
+                int* counters, int sm_count, cudaStream_t stream);
 
 /// True when path "splitk" runs its K loop on register-A wgmma for this M (then its fragments
 /// must be written in FragOrder::wgmma, quantize_kernels.cuh).

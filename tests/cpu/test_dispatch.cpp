@@ -82,14 +82,15 @@ TEST(Dispatch, Fp8WorkspaceAlsoServesTheTiledFallback) {
     }
 }
 
-// gemm_workspace_bytes with N adds path splitk's split-K scratch for M <= 64 (one int counter
-// per output tile, every rank's fp32 partial tile of small_m_tile_rows(M) x block_n) after A's
-// fragments, 256-byte aligned, and nothing for any other path, split_k 1, M > 64 or a
-// configuration the kernels cannot run; absurd configurations never overflow it.
+// gemm_workspace_bytes with N adds path splitk's split-K scratch for split_k = 8, K >= 4096 and
+// M <= 64 (one int counter per output tile, every rank's fp32 partial tile of
+// small_m_tile_rows(M) x block_n) after A's fragments, 256-byte aligned, and nothing for any
+// other path, split_k, shorter K, M > 64 or a configuration the kernels cannot run; absurd
+// configurations never overflow it.
 TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
   for (int64_t M : {1, 8, 9, 16, 17, 32, 33, 64, 65, 128, 200}) {
     for (int64_t N : {1, 16, 17, 272, 7168}) {
-      for (int64_t K : {32, 512, 7168}) {
+      for (int64_t K : {32, 512, 4064, 4096, 7168}) {
         for (GemmPath path : {GemmPath::fused, GemmPath::splitk}) {
           for (int split : {1, 2, 3, 8}) {
             for (int block_n : {64, 128}) {
@@ -100,7 +101,7 @@ TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
               const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " +
                                        describe(cfg);
               ASSERT_EQ(full, sc.end) << what;
-              if (path != GemmPath::splitk || split == 1 || M > 64) {
+              if (path != GemmPath::splitk || split != 8 || K < 4096 || M > 64) {
                 EXPECT_FALSE(sc.needed) << what;
                 EXPECT_EQ(full, base) << what;
                 continue;
@@ -123,12 +124,20 @@ TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
     }
   }
   GemmConfig splitk;
-  splitk.path = GemmPath::splitk, splitk.split_k = 2, splitk.block_n = 64, splitk.warps = 4;
+  splitk.path = GemmPath::splitk, splitk.split_k = 8, splitk.block_n = 64, splitk.warps = 4;
   for (int64_t N : {int64_t(0), int64_t(-1), (int64_t(1) << 40) + 1})
-    EXPECT_THROW(gemm_workspace_bytes(4, N, 512, splitk), InvalidArgument) << N;
+    EXPECT_THROW(gemm_workspace_bytes(4, N, 4096, splitk), InvalidArgument) << N;
   GemmConfig absurd = splitk;
-  absurd.block_n = 1 << 30, absurd.split_k = 1 << 26;
-  EXPECT_EQ(gemm_workspace_bytes(64, 1 << 20, 512, absurd), gemm_workspace_bytes(64, 512, absurd));
+  absurd.block_n = 1 << 30;
+  EXPECT_EQ(gemm_workspace_bytes(64, 1 << 20, 1 << 20, absurd), gemm_workspace_bytes(64, 1 << 20, absurd));
+  // The dispatcher's long-K decode shapes (split 8) reduce through the workspace; split 2 and
+  // 4, and split 8 over a short K, through clusters.
+  for (const auto& [M, N, K, want] : std::vector<std::tuple<int64_t, int64_t, int64_t, bool>>{
+           {16, 2112, 7168, true}, {8, 2112, 7168, true}, {16, 3072, 1536, false}, {64, 3072, 1536, false},
+           {64, 7168, 2048, false}, {32, 4096, 512, false}}) {
+    const GemmConfig c = choose_gemm_config(M, N, K, h200());
+    EXPECT_EQ(splitk_scratch(M, N, K, c).needed, want) << M << "x" << N << "x" << K << " " << describe(c);
+  }
   const GemmConfig fp8 = choose_gemm_config(256, 7168, 2048, h200());
   ASSERT_EQ(fp8.path, GemmPath::fp8);
   EXPECT_EQ(gemm_workspace_bytes(256, 7168, 2048, fp8), gemm_workspace_bytes(256, 2048, fp8));

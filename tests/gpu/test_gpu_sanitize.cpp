@@ -1,12 +1,14 @@
 // Small cases of every kernel, sized for compute-sanitizer (scripts/device-check.sh
 // --sanitizers: memcheck, racecheck, initcheck, synccheck run them): the three GEMM paths with
-// their cluster splits, one and two weight slabs per warp and both C store variants, the activation pre-quantizer (splitk, tiled),
-// quantize, dequantize, the AITER layout converters, prepack, prepack_dense and unpack.
+// their cluster splits and split-K through the workspace, one and two weight slabs per warp
+// and both C store variants, the activation pre-quantizer (splitk, tiled), quantize,
+// dequantize, the AITER layout converters, prepack, prepack_dense and unpack.
 // Intermediate buffers are left uninitialised (NoInit) and gaps between strided rows are never
 // written, so initcheck reports any read of a byte the library did not write first; results
 // are checked against the CPU as in any other test.
 #include <gtest/gtest.h>
 
+#include "dispatch/path_name.hpp"
 #include "mxfp4/mxfp4.hpp"
 
 #if defined(MXFP4_WITH_CUDA)
@@ -71,6 +73,31 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
         const ContractReport rep = check_gemm_contract(C.data(), N, aq.view(), b.view());
         EXPECT_TRUE(rep.ok()) << "M=" << M << " ldc=" << ldc << " " << cfg_name(cfg) << ": " << rep.str();
       }
+    }
+  }
+}
+
+// Path splitk's split-K through the workspace (split 8, K >= 4096: splitk_scratch), small
+// enough for racecheck: the partial tiles, the fences and the tile counters.
+TEST(GpuSanitize, GemmSplitkThroughWorkspaceSmall) {
+  MXFP4_REQUIRE_GPU();
+  const int64_t N = 40, K = 4096;
+  HostMx b = random_mx(N, K, 8111);
+  DeviceBuf codes(b.codes), scales(b.scales), packed(size_t(packed_bytes(N, K)), NoInit{});
+  const PackedWeights pw = prepack(MxMatrix{codes.get(), scales.get(), N, K}, packed.get(), cuda_exec());
+  for (int64_t M : {9, 33}) {
+    const std::vector<uint16_t> a = randn_bf16(size_t(M * K), uint64_t(8300 + M));
+    const HostMx aq = quantize_bf16(a, M, K);
+    const auto da = strided_upload(a, M, K, K);
+    for (const GemmConfig& cfg : {forced_cfg(GemmPath::splitk, 8, 4, 2), forced_cfg(GemmPath::splitk, 8, 8, 1)}) {
+      ASSERT_TRUE(splitk_scratch(M, N, K, cfg).needed) << describe(cfg);
+      DeviceBuf dc(size_t(M * N * 2), NoInit{});
+      GemmOptions opt;
+      opt.config = &cfg;
+      gemm(da->get<uint16_t>(), M, K, K, pw, dc.get<uint16_t>(), N, opt, cuda_exec());
+      const std::vector<uint16_t> C = strided_download<uint16_t>(dc, M, N, N);
+      const ContractReport rep = check_gemm_contract(C.data(), N, aq.view(), b.view());
+      EXPECT_TRUE(rep.ok()) << "M=" << M << " " << describe(cfg) << ": " << rep.str();
     }
   }
 }

@@ -174,14 +174,18 @@ def test_explain_names_path_fp8():
     assert mxfp4._C.choose_gemm_config(64, 4096, 4096, dev).path != mxfp4.GemmPath.fp8
     # A's image, or the tiled fallback's bf16 fragments (256 * 512 * 2 bytes) when larger.
     assert mxfp4._C.gemm_workspace_bytes(256, 512, cfg) == max(mxfp4.fp8_weights_bytes(256, 512), 256 * 512 * 2)
-    # With N: the same for path fp8; path splitk with split_k > 1 adds its split-K scratch
-    # (counters, then 2 ranks x 5 tiles of 16 x 64 fp32 partials, 256-byte aligned regions).
+    # With N: the same for path fp8; path splitk with split_k = 8 and K >= 4096 adds its split-K
+    # scratch (counters, then 8 ranks x 5 tiles of 16 x 64 fp32 partials, 256-byte aligned
+    # regions); split 2, or split 8 over a shorter K, reduces through clusters and adds nothing.
     assert mxfp4._C.gemm_workspace_bytes(256, 4096, 512, cfg) == mxfp4._C.gemm_workspace_bytes(256, 512, cfg)
     sk = mxfp4.GemmConfig()
-    sk.path, sk.block_n, sk.block_m, sk.split_k, sk.warps = mxfp4.GemmPath.splitk, 64, 16, 2, 4
-    frags = 16 * 512 * 2
-    assert mxfp4._C.gemm_workspace_bytes(16, 512, sk) == frags
-    assert mxfp4._C.gemm_workspace_bytes(16, 272, 512, sk) == frags + 256 + 5 * 2 * 16 * 64 * 4
+    sk.path, sk.block_n, sk.block_m, sk.split_k, sk.warps = mxfp4.GemmPath.splitk, 64, 16, 8, 4
+    frags = 16 * 4096 * 2
+    assert mxfp4._C.gemm_workspace_bytes(16, 4096, sk) == frags
+    assert mxfp4._C.gemm_workspace_bytes(16, 272, 4096, sk) == frags + 256 + 5 * 8 * 16 * 64 * 4
+    assert mxfp4._C.gemm_workspace_bytes(16, 272, 2048, sk) == mxfp4._C.gemm_workspace_bytes(16, 2048, sk)
+    sk.split_k = 2
+    assert mxfp4._C.gemm_workspace_bytes(16, 272, 4096, sk) == frags
 
 
 # ---- errors ----------------------------------------------------------------------------------

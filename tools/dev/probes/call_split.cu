@@ -1,8 +1,9 @@
 // Where a path "splitk" call's time goes in a CUDA graph (a measurement aid, not built by
 // CMake): per-call medians of graphs of `calls` launches of (1) an empty kernel, (2) the A
 // quantizer (quantize_fragments) alone, (3) the GEMM kernel alone on fragments quantized
-// once, (4) both, as the library runs them (split-K through the workspace; its counters reset
-// themselves after the first quantizer run). Weights rotate over copies past the L2 like
+// once, (4) both, as the library runs them; each with split-K through clusters and, where
+// splitk_scratch uses it, again through the workspace (its counters reset themselves after
+// the first quantizer run). Weights rotate over copies past the L2 like
 // `mxfp4 bench`; their codes are arbitrary and every scale byte is 127. Usage (after
 // scripts/device-check.sh has built build-device):
 //   nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -Isrc tools/dev/probes/call_split.cu build-device/libmxfp4.a \
@@ -54,6 +55,8 @@ double time_graph(cudaStream_t s, int calls, const std::function<void(int)>& lau
 int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   for (int a = 1; a + 2 < argc; a += 3) {
     const int64_t M = atoll(argv[a]), N = atoll(argv[a + 1]), K = atoll(argv[a + 2]);
     const GemmConfig cfg = cuda::config_for(M, N, K);
@@ -79,22 +82,28 @@ int main(int argc, char** argv) {
     int* counters = scratch.needed ? reinterpret_cast<int*>(ws + scratch.counters_offset) : nullptr;
     float* partials = scratch.needed ? reinterpret_cast<float*>(ws + scratch.partials_offset) : nullptr;
     const auto order = cuda::splitk_uses_wgmma(M) ? cuda::FragOrder::wgmma : cuda::FragOrder::mma;
-    auto quant = [&](int) {
-      cuda::quantize_fragments(A, M, K, K, frags, ScaleRule::aiter, s, order, counters, scratch.tiles);
-    };
-    auto gemm = [&](int i) {
-      const PackedWeights pw{w + (i % copies) * pbytes, N, K};
-      cuda::gemm_fused(A, M, K, K, pw, C, false, N, cfg, ScaleRule::aiter, frags, partials, counters, s);
-    };
-    quant(0), gemm(0);
-    CK(cudaStreamSynchronize(s));
-    const int calls = std::max(copies, 40);
-    const double t_empty = time_graph(s, calls, [&](int) { empty_kernel<<<132, 128, 0, s>>>(); });
-    const double t_q = time_graph(s, calls, quant);
-    const double t_g = time_graph(s, calls, gemm);
-    const double t_both = time_graph(s, calls, [&](int i) { quant(i), gemm(i); });
-    printf("%lldx%lldx%lld (%s): empty %.2f  quantizer %.2f  gemm %.2f  both %.2f us per call\n", (long long)M,
-           (long long)N, (long long)K, describe(cfg).c_str(), t_empty, t_q, t_g, t_both);
+    // Split-K through clusters (no scratch), then through the workspace (when there is one).
+    for (int through_ws = 0; through_ws <= (scratch.needed ? 1 : 0); ++through_ws) {
+      int* cnt = through_ws ? counters : nullptr;
+      float* part = through_ws ? partials : nullptr;
+      auto quant = [&](int) {
+        cuda::quantize_fragments(A, M, K, K, frags, ScaleRule::aiter, s, order, cnt, through_ws ? scratch.tiles : 0);
+      };
+      auto gemm = [&](int i) {
+        const PackedWeights pw{w + (i % copies) * pbytes, N, K};
+        cuda::gemm_fused(A, M, K, K, pw, C, false, N, cfg, ScaleRule::aiter, frags, part, cnt, sms, s);
+      };
+      quant(0), gemm(0);
+      CK(cudaStreamSynchronize(s));
+      const int calls = std::max(copies, 40);
+      const double t_empty = time_graph(s, calls, [&](int) { empty_kernel<<<132, 128, 0, s>>>(); });
+      const double t_q = time_graph(s, calls, quant);
+      const double t_g = time_graph(s, calls, gemm);
+      const double t_both = time_graph(s, calls, [&](int i) { quant(i), gemm(i); });
+      printf("%lldx%lldx%lld (%s, split-K via %s): empty %.2f  quantizer %.2f  gemm %.2f  both %.2f us per call\n",
+             (long long)M, (long long)N, (long long)K, describe(cfg).c_str(), through_ws ? "workspace" : "clusters",
+             t_empty, t_q, t_g, t_both);
+    }
     cudaFree(w), cudaFree(A), cudaFree(C), cudaFree(frags);
   }
   return 0;
