@@ -254,8 +254,8 @@ std::string describe(const GemmConfig& cfg);
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg);
 
 /// Device scratch bytes for (M, N, K) with `cfg`, including, for path splitk with
-/// split_k = 8, K >= 4096 and M <= 64, the split-K scratch: one counter per output tile and
-/// every rank's fp32 partial tile (at most 64 x round_up(N, 16) x 8 floats), so that the last
+/// split_k = 8, K >= 4096 and M <= 16, the split-K scratch: one counter per output tile and
+/// every rank's fp32 partial tile (at most 16 x round_up(N, 16) x 8 floats), so that the last
 /// rank of a tile to finish sums the partials in rank order (docs/dispatch.md; there this is
 /// faster than clusters of 8, which leave 8 of an H200's SMs idle). The result is bitwise
 /// the same as with the cluster reduction that a workspace of gemm_workspace_bytes(M, K, cfg)

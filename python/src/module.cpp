@@ -410,7 +410,7 @@ NB_MODULE(_C, m) {
         static_cast<size_t (*)(int64_t, int64_t, int64_t, const mxfp4::GemmConfig&)>(&mxfp4::gemm_workspace_bytes),
         "M"_a, "N"_a, "K"_a, "config"_a,
         "Device scratch bytes for (M, N, K) with `config`, with path splitk's split-K scratch where it reduces "
-        "through the workspace (split_k 8, K >= 4096, M <= 64; bitwise the same result).");
+        "through the workspace (split_k 8, K >= 4096, M <= 16; bitwise the same result).");
   m.def("explain_gemm", &explain_gemm, "M"_a, "N"_a, "K"_a, "backend"_a, "device"_a = 0,
         "Configuration gemm() would use for (M, N, K) on `backend` (CUDA: device index `device`).");
 

@@ -96,7 +96,7 @@ struct Ring {
 /// One CTA: SLABS 16-row weight slabs x KW warps per slab (the KW warps of a slab take
 /// alternate K chunks of every stage), tokens [64 * blockIdx.y, +64) of A. Launch bounds keep
 /// every instantiation at <= 128 registers (>= 16 resident warps per SM).
-template <int N8, int SLABS, int KW, bool PREQUANT>
+template <int N8, int SLABS, int KW, bool PREQUANT, bool WS>
 __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (SLABS * KW)) gemm_fused_kernel(const FusedArgs p) {
   constexpr int kThreads = SLABS * KW * 32;
   using R = Ring<N8, SLABS, PREQUANT>;
@@ -111,7 +111,9 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int ls = warp % SLABS, kw = warp / SLABS;
   // Split-K through the workspace (path "splitk" only): no cluster, rank from the grid.
-  const bool ws_split = PREQUANT && p.split > 1 && p.partials != nullptr;
+  // A kernel of its own (WS), so that the cluster kernels compile as if it did not exist.
+  static_assert(!WS || (PREQUANT && N8 <= 2), "split-K through the workspace: path splitk, M <= 16");
+  const bool ws_split = WS && p.split > 1;
   const int rank = p.split <= 1 ? 0
                    : ws_split   ? int(blockIdx.x % unsigned(p.split))
                                 : int(cg::this_cluster().block_rank());
@@ -521,7 +523,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   }
 }
 
-template <int N8, int SLABS, int KW, bool PREQUANT>
+template <int N8, int SLABS, int KW, bool PREQUANT, bool WS>
 void launch_fused(FusedArgs args, cudaStream_t stream) {
   using R = Ring<N8, SLABS, PREQUANT>;
   const int64_t chunks_per_rank = ceil_div(args.geo.k_chunks, args.split);
@@ -539,7 +541,7 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   const int fit = (kSmemBudget - R::abuf_bytes(args.a_chunks) - R::astage_bytes(args.a_chunks, args.a_stage_rows)) / R::kSlot;
   args.stages = std::max(1, std::min({nstages, kMaxStages, fit}));
   const int smem = R::bytes(args.stages, args.a_chunks, args.a_stage_rows);
-  auto kernel = gemm_fused_kernel<N8, SLABS, KW, PREQUANT>;
+  auto kernel = gemm_fused_kernel<N8, SLABS, KW, PREQUANT, WS>;
   // The limit is the instantiation's largest need (stages * slot + A buffer never exceeds the
   // budget), the same for every shape: host threads launching different shapes concurrently
   // can never lower it under another's launch. Per device and cheap; not a stream operation,
@@ -560,23 +562,13 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   // ceil(CTAs / SMs) CTAs fit an SM spreads the grid evenly (sm_90: 228 KB of shared memory
   // per SM, 1 KB reserved per CTA; CUDA C++ Programming Guide, compute capability 9.0).
   // Session 9: 16x2112x7168 12.75 -> 11.19 us per call, 8x2112x7168 11.44 -> 10.33.
-  const bool ws_split = PREQUANT && args.split > 1 && args.partials != nullptr;
+  const bool ws_split = WS && args.split > 1;
   if (ws_split && args.sm_count > 0) {
     const int64_t ctas = int64_t(cfg.gridDim.x) * cfg.gridDim.y;
     const int64_t per_sm = ceil_div(ctas, int64_t(args.sm_count));
     const int padded = per_sm <= 3 ? int(228 * 1024 / (per_sm + 1) - 1024 + 256) : 0;
     if (padded > smem && padded <= kSmemMax) cfg.dynamicSmemBytes = padded;
   }
-#ifdef MXFP4_EXP_BALANCE_CLUSTERS
-  // Experiment (session 9): the same spread for clusters of 2 or 4 that fit two per SM on
-  // 124 SMs (the SMs that clusters of 4 and 8 use on an H200).
-  if (PREQUANT && args.split > 1 && args.split <= 4 && !ws_split && args.sm_count > 0) {
-    const int64_t ctas = int64_t(cfg.gridDim.x) * cfg.gridDim.y;
-    const int padded = int(228 * 1024 / 3 - 1024 + 256);
-    if (ctas > args.sm_count && ctas <= 2 * (args.sm_count - 8) && padded > smem && padded <= kSmemMax)
-      cfg.dynamicSmemBytes = padded;
-  }
-#endif
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
   int n = 0;
@@ -598,14 +590,20 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
 }
 
 /// The explicit, bounded list of instantiations: token tiles N8 (1, 2, 4, 8) x (slabs, warps
-/// per slab) in {(4,1), (4,2), (4,4), (8,1), (8,2)} x path (fused, splitk): 40 kernels.
+/// per slab) in {(4,1), (4,2), (4,4), (8,1), (8,2)} x path (fused, splitk): 40 kernels, plus
+/// path splitk's split-K through the workspace for N8 = 1 and 2 (splitk_scratch): 10 more.
 template <int SLABS, int KW, bool PREQUANT>
 void dispatch_n8(const FusedArgs& args, cudaStream_t stream) {
+  const bool ws = PREQUANT && args.partials != nullptr;
   switch (small_m_tile_rows(args.M)) {  // 8 * N8 token rows (the workspace's split-K scratch agrees)
-    case 8: return launch_fused<1, SLABS, KW, PREQUANT>(args, stream);
-    case 16: return launch_fused<2, SLABS, KW, PREQUANT>(args, stream);
-    case 32: return launch_fused<4, SLABS, KW, PREQUANT>(args, stream);
-    default: return launch_fused<8, SLABS, KW, PREQUANT>(args, stream);
+    case 8:
+      return ws ? launch_fused<1, SLABS, KW, PREQUANT, PREQUANT>(args, stream)
+                : launch_fused<1, SLABS, KW, PREQUANT, false>(args, stream);
+    case 16:
+      return ws ? launch_fused<2, SLABS, KW, PREQUANT, PREQUANT>(args, stream)
+                : launch_fused<2, SLABS, KW, PREQUANT, false>(args, stream);
+    case 32: return launch_fused<4, SLABS, KW, PREQUANT, false>(args, stream);
+    default: return launch_fused<8, SLABS, KW, PREQUANT, false>(args, stream);
   }
 }
 
@@ -626,8 +624,9 @@ bool splitk_uses_wgmma(int64_t M) { return M > 16; }  // N8 >= 4 (dispatch_n8)
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, float* partials,
                 int* counters, int sm_count, cudaStream_t stream) {
-  // Through the workspace only on path splitk with one token tile (M <= 64, splitk_scratch).
-  const bool ws_split = frags != nullptr && partials != nullptr && counters != nullptr && M <= 64;
+  // Through the workspace only on path splitk with one token tile of at most 16 rows
+  // (splitk_scratch).
+  const bool ws_split = frags != nullptr && partials != nullptr && counters != nullptr && M <= 16;
   const FusedArgs args{A,     M,    K,     lda,          B.data,
                        PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule, cfg.split_k, /*stages=*/1,
                        /*a_chunks=*/kG, /*a_stage_rows=*/0, frags, ws_split ? partials : nullptr,

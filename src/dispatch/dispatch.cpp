@@ -216,14 +216,14 @@ SplitkScratch splitk_scratch(int64_t M, int64_t N, int64_t K, const GemmConfig& 
     throw InvalidArgument("mxfp4::gemm_workspace_bytes: N = " + std::to_string(N) + " out of range");
   SplitkScratch s;
   s.end = gemm_workspace_bytes(M, K, cfg);
-  // Only path splitk with split_k = 8 over at least 512 of K per rank, on one token tile
-  // (M <= 64: the decode shapes, where the scratch is at most 64 x N x 8 floats). There a
-  // cluster of 8 CTAs costs more than the workspace's extra round trips: the cluster
-  // scheduler places clusters of 8 on 124 of the H200's 132 SMs, so some SMs run three CTAs
-  // of long K ranges. Everywhere else the cluster reduction is faster (session 9, docs/
-  // perf-notes.md: 1.2-2 us slower through the workspace at split 2 and 4 or short K). A
-  // configuration the kernels cannot run gets none (gemm() rejects it).
-  if (cfg.path != GemmPath::splitk || cfg.split_k != 8 || K < 512 * int64_t(cfg.split_k) || M > 64 ||
+  // Only path splitk with split_k = 8 over at least 512 of K per rank, on one token tile of at
+  // most 16 rows (M <= 16: the scratch is at most 16 x N x 8 floats). There a cluster of 8
+  // CTAs costs more than the workspace's extra round trips: the cluster scheduler places
+  // clusters of 8 on 124 of the H200's 132 SMs, so some SMs run three CTAs of long K ranges.
+  // Everywhere else the cluster reduction is faster (session 9, docs/perf-notes.md: 1.2-2 us
+  // slower through the workspace at split 2 and 4 or short K; the dispatcher never picks
+  // split 8 for M > 16). A configuration the kernels cannot run gets none (gemm() rejects it).
+  if (cfg.path != GemmPath::splitk || cfg.split_k != 8 || K < 512 * int64_t(cfg.split_k) || M > 16 ||
       !gemm_config_problem(cfg, M).empty())
     return s;
   auto align = [](size_t b) { return (b + 255) / 256 * 256; };

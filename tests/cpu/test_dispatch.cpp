@@ -83,9 +83,9 @@ TEST(Dispatch, Fp8WorkspaceAlsoServesTheTiledFallback) {
 }
 
 // gemm_workspace_bytes with N adds path splitk's split-K scratch for split_k = 8, K >= 4096 and
-// M <= 64 (one int counter per output tile, every rank's fp32 partial tile of
+// M <= 16 (one int counter per output tile, every rank's fp32 partial tile of
 // small_m_tile_rows(M) x block_n) after A's fragments, 256-byte aligned, and nothing for any
-// other path, split_k, shorter K, M > 64 or a configuration the kernels cannot run; absurd
+// other path, split_k, shorter K, M > 16 or a configuration the kernels cannot run; absurd
 // configurations never overflow it.
 TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
   for (int64_t M : {1, 8, 9, 16, 17, 32, 33, 64, 65, 128, 200}) {
@@ -101,7 +101,7 @@ TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
               const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " +
                                        describe(cfg);
               ASSERT_EQ(full, sc.end) << what;
-              if (path != GemmPath::splitk || split != 8 || K < 4096 || M > 64) {
+              if (path != GemmPath::splitk || split != 8 || K < 4096 || M > 16) {
                 EXPECT_FALSE(sc.needed) << what;
                 EXPECT_EQ(full, base) << what;
                 continue;

@@ -382,7 +382,7 @@ TEST(GpuGemm, K14DeterministicAcrossCallsAndStreams) {
 // into a re-poisoned C gives the same C), and stale bytes in the workspace do no harm.
 TEST(GpuGemm, SplitkReductionThroughWorkspaceMatchesClusters) {
   MXFP4_REQUIRE_GPU();
-  for (int64_t M : {1, 9, 16, 24, 33, 64}) {
+  for (int64_t M : {1, 9, 16}) {
     // Split 8 over K = 4096: the only configurations with a split-K scratch (splitk_scratch).
     const Problem p = random_problem(M, 272, 4096, uint64_t(700 + M));
     {
