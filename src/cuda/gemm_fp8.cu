@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   if (threadIdx.x == 0) {
     for (int s = 0; s < P::kStages; ++s) {
       mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], kCtas * kCons * 4);  // one arrival per consumer warp of the cluster
+      mbarrier_init(&empty[s], kCtas * kCons * 128);  // one arrival per consumer thread of the cluster
     }
     fence_mbarrier_init();
   }
@@ -247,16 +247,17 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             ab[4 * jn + 0] = a0 * b.x, ab[4 * jn + 1] = a0 * b.y, ab[4 * jn + 2] = a1 * b.x, ab[4 * jn + 3] = a1 * b.y;
           }
         };
-        auto release_stage = [&] {  // the stage (tiles and scales) is no longer read by this warp
-          __syncwarp();
-          if (lane == 0) {
+        // The stage (tiles and scales) is no longer read by this thread. Every thread arrives:
+        // an arrival releases only its own thread's reads (PTX memory model), and
+        // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
+        // warp after __syncwarp (session 9).
+        auto release_stage = [&] {
 #pragma unroll
-            for (int c = 0; c < kCtas; ++c) {
-              if constexpr (PAIR) {
-                mbarrier_arrive_cluster(&empty[s], uint32_t(c));
-              } else {
-                mbarrier_arrive(&empty[s]);
-              }
+          for (int c = 0; c < kCtas; ++c) {
+            if constexpr (PAIR) {
+              mbarrier_arrive_cluster(&empty[s], uint32_t(c));
+            } else {
+              mbarrier_arrive(&empty[s]);
             }
           }
         };
