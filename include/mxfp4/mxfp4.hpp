@@ -255,9 +255,10 @@ size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg);
 
 /// Device scratch bytes for (M, N, K) with `cfg`, including, for path splitk with
 /// split_k = 8, K >= 4096 and M <= 16, the split-K scratch: one counter per output tile and
-/// every rank's fp32 partial tile (at most 16 x round_up(N, 16) x 8 floats), so that the last
-/// rank of a tile to finish sums the partials in rank order (docs/dispatch.md; there this is
-/// faster than clusters of 8, which leave 8 of an H200's SMs idle). The result is bitwise
+/// every rank's fp32 partial tile (at most 16 x round_up(round_up(N, 16), block_n) x 8
+/// floats), so that the last rank of a tile to finish sums the partials in rank order
+/// (docs/dispatch.md; there this is faster than clusters of 8, which leave 8 of an H200's
+/// SMs idle). The result is bitwise
 /// the same as with the cluster reduction that a workspace of gemm_workspace_bytes(M, K, cfg)
 /// bytes gets. Equal to that size for every other case; in particular a workspace sized for
 /// a path fp8 configuration serves its bf16 fallback (weights without an FP8 image) with the

@@ -10,6 +10,7 @@
 #include <thread>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "cuda/common.cuh"
 #include "cuda/fp8_kernels.hpp"
@@ -39,30 +40,54 @@ struct Workspace {
   void* ptr = nullptr;
   size_t bytes = 0;
 };
+struct CachedWorkspace {
+  Workspace current;
+  bool captured = false;       // a graph captured on this stream may use `current`
+  std::vector<void*> retired;  // outgrown buffers that captured graphs may still use
+};
 
 /// The cached workspace of at least `bytes`, grown to `preferred` (>= bytes) when it is smaller
 /// and the stream is not being captured; during capture a cache of at least `bytes` is used
 /// as it is (path splitk then reduces split-K through clusters instead of the workspace).
+/// Growth allocates `preferred`, or only `bytes` when that allocation fails. An outgrown
+/// buffer that a captured graph may still use is kept (until the process ends), so earlier
+/// captures stay valid; any other outgrown buffer is freed.
 Workspace cached_workspace(int device, cudaStream_t stream, size_t bytes, size_t preferred) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, cudaStream_t, std::thread::id>, Workspace> cache;
+  static std::map<std::tuple<int, cudaStream_t, std::thread::id>, CachedWorkspace> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  Workspace& ws = cache[{device, stream, std::this_thread::get_id()}];
-  if (ws.bytes >= preferred) return ws;
+  CachedWorkspace& c = cache[{device, stream, std::this_thread::get_id()}];
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
-  if (status != cudaStreamCaptureStatusNone && ws.bytes >= bytes) return ws;
-  if (status != cudaStreamCaptureStatusNone) {
+  const bool capturing = status != cudaStreamCaptureStatusNone;
+  if (c.current.bytes >= preferred || (capturing && c.current.bytes >= bytes)) {
+    c.captured = c.captured || capturing;
+    return c.current;
+  }
+  if (capturing) {
     throw Error("mxfp4::gemm needs " + std::to_string(bytes) +
                 " bytes of workspace while the stream is being captured; run the call once before capture "
                 "(on the capturing host thread: the cache is per device, stream and thread) "
                 "or pass GemmOptions::workspace");
   }
-  if (ws.ptr) check(cudaFree(ws.ptr), "cudaFree(workspace)");  // waits for work still using it
-  ws = {};
-  check(cudaMalloc(&ws.ptr, preferred), "cudaMalloc(workspace)");
-  ws.bytes = preferred;
-  return ws;
+  if (c.current.ptr && c.captured) {
+    c.retired.push_back(c.current.ptr);
+  } else if (c.current.ptr) {
+    check(cudaFree(c.current.ptr), "cudaFree(workspace)");  // waits for work still using it
+  }
+  c.current = {}, c.captured = false;
+  void* ptr = nullptr;
+  size_t size = preferred;
+  const cudaError_t first = cudaMalloc(&ptr, size);
+  if (first != cudaSuccess && preferred > bytes) {
+    (void)cudaGetLastError();  // clear the failed allocation's error; retry without the scratch
+    ptr = nullptr, size = bytes;
+    check(cudaMalloc(&ptr, size), "cudaMalloc(workspace)");
+  } else {
+    check(first, "cudaMalloc(workspace)");
+  }
+  c.current = {ptr, size};
+  return c.current;
 }
 
 }  // namespace

@@ -455,7 +455,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     // GPU-wide before its arrival, and the last rank's loads (L2, .cg) see them all.
     constexpr int kTileFloats = 8 * N8 * kBlockN;
     __shared__ int last_rank;
-    const int64_t tile = blockIdx.x / unsigned(p.split);  // one token tile (M <= 64: splitk_scratch)
+    const int64_t tile = blockIdx.x / unsigned(p.split);  // one token tile (M <= 16: splitk_scratch)
     float* tile_partials = p.partials + tile * p.split * kTileFloats;
     if (KW == 1) __syncthreads();
     for (int q = threadIdx.x; q < quads; q += kThreads) {
@@ -558,10 +558,12 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   cfg.dynamicSmemBytes = smem;
   // Without clusters the block scheduler may stack three CTAs on an SM and leave others with
   // one, the more so when they are launched early (PDL) next to quantize_fragments' CTAs:
-  // then the whole call waits for the stacked SMs. Padding the shared memory so that at most
-  // ceil(CTAs / SMs) CTAs fit an SM spreads the grid evenly (sm_90: 228 KB of shared memory
-  // per SM, 1 KB reserved per CTA; CUDA C++ Programming Guide, compute capability 9.0).
-  // Session 9: 16x2112x7168 12.75 -> 11.19 us per call, 8x2112x7168 11.44 -> 10.33.
+  // then the whole call waits for the stacked SMs. When the grid needs 2 or 3 CTAs per SM,
+  // padding the shared memory so that no more fit spreads it evenly (sm_90: 228 KB of shared
+  // memory per SM, 1 KB reserved per CTA; CUDA C++ Programming Guide, compute capability 9.0).
+  // At 1 CTA per SM the padding would exceed kSmemMax, and beyond 3 it is not needed for the
+  // dispatcher's shapes; neither is padded. Session 9 (call_split, quantizer and GEMM):
+  // 16x2112x7168 12.75 -> 11.19 us per call, 8x2112x7168 11.44 -> 10.33.
   const bool ws_split = WS && args.split > 1;
   if (ws_split && args.sm_count > 0) {
     const int64_t ctas = int64_t(cfg.gridDim.x) * cfg.gridDim.y;

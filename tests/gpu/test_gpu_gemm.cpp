@@ -378,13 +378,19 @@ TEST(GpuGemm, K14DeterministicAcrossCallsAndStreams) {
 // workspace of gemm_workspace_bytes(M, N, K, cfg) bytes, or the library's cached one) and
 // through clusters (a caller's workspace of gemm_workspace_bytes(M, K, cfg) bytes) sum the
 // ranks in the same order, so C is bitwise the same. The workspace path really ran (its
-// partials region lost the stale fill), its tile counters reset between calls (a second call
-// into a re-poisoned C gives the same C), and stale bytes in the workspace do no harm.
+// partials region lost the stale fill), the last rank of each tile reset its counter to zero,
+// a second call into a re-poisoned C gives the same C, and stale bytes in the workspace do no
+// harm.
 TEST(GpuGemm, SplitkReductionThroughWorkspaceMatchesClusters) {
   MXFP4_REQUIRE_GPU();
-  for (int64_t M : {1, 9, 16}) {
-    // Split 8 over K = 4096: the only configurations with a split-K scratch (splitk_scratch).
-    const Problem p = random_problem(M, 272, 4096, uint64_t(700 + M));
+  // Split 8 over K >= 4096 and M <= 16: the only configurations with a split-K scratch
+  // (splitk_scratch). The two K = 7168 shapes have 264 and 136 CTAs (2 per SM: the padded
+  // launch).
+  struct Shape { int64_t M, N, K; };
+  for (const Shape& sh : {Shape{1, 272, 4096}, Shape{9, 272, 4096}, Shape{16, 272, 4096}, Shape{8, 2112, 7168},
+                          Shape{16, 2112, 7168}}) {
+    const int64_t M = sh.M;
+    const Problem p = random_problem(M, sh.N, sh.K, uint64_t(700 + M + sh.N));
     {
       constexpr int split = 8;
       for (const GemmConfig& cfg :
@@ -412,6 +418,12 @@ TEST(GpuGemm, SplitkReductionThroughWorkspaceMatchesClusters) {
             const bool written = std::any_of(tail.begin() + int64_t(scratch.partials_offset), tail.end(),
                                              [](uint8_t b) { return b != 0x5A; });
             EXPECT_TRUE(written) << what << ": the partial tiles were never written";
+            // Every rank counted itself on its tile's counter after the quantizer zeroed it, so
+            // zeros here come from the last rank's reset.
+            const bool reset = std::all_of(tail.begin() + int64_t(scratch.counters_offset),
+                                           tail.begin() + int64_t(scratch.counters_offset + 4 * scratch.tiles),
+                                           [](uint8_t b) { return b == 0; });
+            EXPECT_TRUE(reset) << what << ": a tile counter was not reset by its last rank";
           }
           return out[0];
         };
@@ -453,6 +465,56 @@ TEST(GpuGemm, EveryPathCapturesAndReplaysInACudaGraph) {
       cudaStreamDestroy(s);
     }
   }
+}
+
+// Graph capture with the cached workspace and split-K through it (split 8, K = 4096, M = 16):
+// captured while the cache holds A's fragments but not the split-K scratch (warmed by a
+// smaller N), the call reduces through clusters; an eager call then grows the cache, and the
+// first graph still replays correctly (its outgrown buffer is kept); a second capture reduces
+// through the workspace. Every replay gives the eager result bit for bit.
+TEST(GpuGemm, SplitkWorkspaceReductionCapturesAndReplays) {
+  MXFP4_REQUIRE_GPU();
+  const int64_t M = 16, K = 4096;
+  const Problem small = random_problem(M, 64, K, 811), p = random_problem(M, 272, K, 812);
+  const GemmConfig cfg = forced_cfg(GemmPath::splitk, 8, 4, 2);
+  ASSERT_TRUE(splitk_scratch(M, p.N, K, cfg).needed);
+  ASSERT_GT(gemm_workspace_bytes(M, p.N, K, cfg), gemm_workspace_bytes(M, small.N, K, cfg));
+  const auto want = p.run(&cfg, p.N);
+  p.check(want, p.N, all_rows(M), "eager " + describe(cfg));
+  cudaStream_t s;
+  cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  GemmOptions opt;
+  opt.config = &cfg;
+  DeviceBuf dsmall(size_t(M * small.N * 2), 0xFF), dc(size_t(M * p.N * 2), 0xFF);
+  gemm(small.da->get<uint16_t>(), M, K, K, small.pw, dsmall.get<uint16_t>(), small.N, opt, cuda_exec(s));
+  cuda_ok(cudaStreamSynchronize(s), "sync");
+  auto capture = [&] {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cuda_ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture");
+    gemm(p.da->get<uint16_t>(), M, K, K, p.pw, dc.get<uint16_t>(), p.N, opt, cuda_exec(s));
+    cuda_ok(cudaStreamEndCapture(s, &graph), "end capture");
+    cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    cudaGraphDestroy(graph);
+    return exec;
+  };
+  auto replay = [&](cudaGraphExec_t exec, const char* what) {
+    cuda_ok(cudaMemset(dc.get(), 0xFF, dc.bytes()), "memset");
+    for (int r = 0; r < 3; ++r) cuda_ok(cudaGraphLaunch(exec, s), "graph launch");
+    cuda_ok(cudaStreamSynchronize(s), "sync");
+    EXPECT_EQ(dc.download<uint16_t>(), want) << what;
+  };
+  const cudaGraphExec_t through_clusters = capture();
+  replay(through_clusters, "captured with a cache too small for the split-K scratch");
+  gemm(p.da->get<uint16_t>(), M, K, K, p.pw, dc.get<uint16_t>(), p.N, opt, cuda_exec(s));  // grows the cache
+  cuda_ok(cudaStreamSynchronize(s), "sync");
+  EXPECT_EQ(dc.download<uint16_t>(), want) << "eager call that grew the cache";
+  replay(through_clusters, "first graph after the cache grew");
+  const cudaGraphExec_t through_ws = capture();
+  replay(through_ws, "captured with the split-K scratch");
+  cudaGraphExecDestroy(through_clusters);
+  cudaGraphExecDestroy(through_ws);
+  cudaStreamDestroy(s);
 }
 
 TEST(GpuGemm, ValidationRejectsBadArguments) {

@@ -78,7 +78,8 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
 }
 
 // Path splitk's split-K through the workspace (split 8, K >= 4096: splitk_scratch), small
-// enough for racecheck: the partial tiles, the fences and the tile counters.
+// enough for every tool: memcheck and initcheck see the global partial tiles and tile
+// counters (racecheck only shared memory: the reduction tile the partials come from).
 TEST(GpuSanitize, GemmSplitkThroughWorkspaceSmall) {
   MXFP4_REQUIRE_GPU();
   const int64_t N = 40, K = 4096;
