@@ -28,7 +28,7 @@ ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
 if compgen -G "tests/python/test_*.py" >/dev/null || compgen -G "tests/python/*_test.py" >/dev/null; then
   echo "== python tests"
   rc=0
-  MXFP4_PYTHON_BUILD="$build_abs/python" MXFP4_CLI="$build_abs/mxfp4" python3 -m pytest -q tests/python || rc=$?
+  MXFP4_PYTHON_BUILD="$build_abs/python" MXFP4_CLI="$build_abs/mxfp4" python3 -m pytest -q -rs tests/python || rc=$?
   if [ $rc -eq 5 ]; then
     # Nothing collected means the extension was not built: a test run that skips a whole
     # suite silently is not a pass. MXFP4_ALLOW_NO_PYTHON=1 accepts it deliberately.

@@ -68,8 +68,12 @@ TEST(GpuQuantize, MatchesCpuBitForBitAllDtypesRulesAndScaleLayouts) {
 
 TEST(GpuQuantize, BugKindBlocksMatchCpu) {
   MXFP4_REQUIRE_GPU();
-  // K01, K02 (x 2^-20, 2^20, 2^-120), K05, K06, K07 blocks as fp32 rows of one block each.
+  // K01, K02 (x 2^-20, 2^20, 2^-120), K04, K05, K06, K07 blocks as fp32 rows of one block each.
   std::vector<std::vector<float>> blocks = {
+      // K04: the 16 e2m1 values and their negatives, twice; the sticky-bit block (amax 6).
+      {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6,
+       0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6},
+      {6, 0.251953125f, 0.2490234375f, 1.2578125f, 4.96875f, 5.03125f},
       {5, 1.25f, 0.25f, 2.5f, -1.25f, 0.75f, 1.75f, 3.5f, 0.251953125f, 1.2578125f, 0.5f, 0.50390625f},
       {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5, 6, -0.25f, -0.75f, -1.25f, -1.75f, -2.5f, -3.5f, -5, -6},
       std::vector<float>(32, 1.203125f), std::vector<float>(32, 7.0f), {6.8125f, -6.8125f, 1.0f}, {7.5f},
