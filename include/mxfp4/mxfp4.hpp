@@ -244,6 +244,14 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
 /// "path=splitk block_n=64 block_m=16 split_k=4 warps=4".
 std::string describe(const GemmConfig& cfg);
 
+/// describe(cfg) for a GEMM of (M, N, K) on the CUDA backend, followed for split_k > 1 on
+/// paths fused, splitk and fp8 by how the split-K partial tiles are reduced with the
+/// library's cached workspace: " reduce=workspace" (path splitk's split-K scratch,
+/// gemm_workspace_bytes(M, N, K, cfg)) or " reduce=clusters" (thread-block clusters; also
+/// what a caller's workspace of gemm_workspace_bytes(M, K, cfg) bytes gets). Throws
+/// InvalidArgument for M, N or K outside [1, 2^40] or M * K > 2^60.
+std::string describe(const GemmConfig& cfg, int64_t M, int64_t N, int64_t K);
+
 /// Device scratch bytes the GEMM needs for (M, K) with `cfg` (0 for fused; for fp8 also
 /// enough for the bf16 path that runs when the weights have no FP8 image: splitk for
 /// M <= 128, tiled beyond, both needing A's bf16 fragments). With a workspace of this size,

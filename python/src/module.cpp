@@ -400,7 +400,13 @@ NB_MODULE(_C, m) {
         "Bytes of an e8m0_shuffle'd scale buffer.");
   m.def("choose_gemm_config", &mxfp4::choose_gemm_config, "M"_a, "N"_a, "K"_a, "dev"_a,
         "Pure dispatcher: configuration for (M, N, K) on `dev`.");
-  m.def("describe", &mxfp4::describe, "config"_a, "One-line description of a configuration.");
+  m.def("describe", static_cast<std::string (*)(const mxfp4::GemmConfig&)>(&mxfp4::describe), "config"_a,
+        "One-line description of a configuration.");
+  m.def("describe",
+        static_cast<std::string (*)(const mxfp4::GemmConfig&, int64_t, int64_t, int64_t)>(&mxfp4::describe),
+        "config"_a, "M"_a, "N"_a, "K"_a,
+        "describe(config) for (M, N, K) on CUDA, with how split-K is reduced (' reduce=workspace' or "
+        "' reduce=clusters').");
   m.def("gemm_workspace_bytes",
         static_cast<size_t (*)(int64_t, int64_t, const mxfp4::GemmConfig&)>(&mxfp4::gemm_workspace_bytes), "M"_a,
         "K"_a, "config"_a,

@@ -192,6 +192,13 @@ std::string describe(const GemmConfig& cfg) {
   return os.str();
 }
 
+std::string describe(const GemmConfig& cfg, int64_t M, int64_t N, int64_t K) {
+  std::string s = describe(cfg);
+  if (cfg.split_k > 1 && cfg.path != GemmPath::tiled)
+    s += splitk_scratch(M, N, K, cfg).needed ? " reduce=workspace" : " reduce=clusters";
+  return s;
+}
+
 /// splitk and tiled paths: activation fragments, round_up(M, 8) x round_up(K, 64) bf16 values;
 /// fp8: A's FP8 image (core/fp8_layout.hpp, about 1.03 * M * K bytes), or the fragments when
 /// larger: gemm() runs config_without_fp8 (splitk or tiled) when the weights have no FP8 image, and

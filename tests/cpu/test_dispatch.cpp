@@ -137,7 +137,12 @@ TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
            {64, 7168, 2048, false}, {32, 4096, 512, false}}) {
     const GemmConfig c = choose_gemm_config(M, N, K, h200());
     EXPECT_EQ(splitk_scratch(M, N, K, c).needed, want) << M << "x" << N << "x" << K << " " << describe(c);
+    // describe with the shape names the reduction (every shape here has split_k > 1).
+    ASSERT_GT(c.split_k, 1) << describe(c);
+    EXPECT_EQ(describe(c, M, N, K), describe(c) + (want ? " reduce=workspace" : " reduce=clusters"));
   }
+  const GemmConfig single = choose_gemm_config(1024, 7168, 2048, h200());
+  EXPECT_EQ(describe(single, 1024, 7168, 2048), describe(single)) << "split_k 1 names no reduction";
   const GemmConfig fp8 = choose_gemm_config(256, 7168, 2048, h200());
   ASSERT_EQ(fp8.path, GemmPath::fp8);
   EXPECT_EQ(gemm_workspace_bytes(256, 7168, 2048, fp8), gemm_workspace_bytes(256, 2048, fp8));

@@ -186,6 +186,10 @@ def test_explain_names_path_fp8():
     assert mxfp4._C.gemm_workspace_bytes(16, 272, 2048, sk) == mxfp4._C.gemm_workspace_bytes(16, 2048, sk)
     sk.split_k = 2
     assert mxfp4._C.gemm_workspace_bytes(16, 272, 4096, sk) == frags
+    # describe with the shape names the split-K reduction the cached workspace gets.
+    assert mxfp4._C.describe(sk, 16, 272, 4096) == str(sk) + " reduce=clusters"
+    sk.split_k = 8
+    assert mxfp4._C.describe(sk, 16, 272, 4096) == str(sk) + " reduce=workspace"
 
 
 # ---- errors ----------------------------------------------------------------------------------

@@ -114,7 +114,7 @@ bench::Row run_shape(const bench::Shape& s, bool cuda, const BenchArgs& a) {
         row.cublas_bf16_us = r.cublas_bf16_us;
         row.cublas_fp8_us = r.cublas_fp8_us;
       }
-      row.path = mxfp4::describe(r.config);
+      row.path = mxfp4::describe(r.config, s.M, s.N, s.K);
     } else {
       row.ours_us = time_cpu_gemm(A, s.M, s.K, B, C);
       row.path = "cpu: " + mxfp4::describe(mxfp4::explain_gemm(s.M, s.N, s.K));

@@ -105,7 +105,10 @@ int run_gemm(const GemmArgs& a) {
                                             : "--backend cuda: this mxfp4 was built without the CUDA backend");
   if (a.explain)
     std::printf("gemm M=%lld N=%lld K=%lld backend=%s: %s\n", (long long)M, (long long)N, (long long)K,
-                a.backend.c_str(), mxfp4::describe(mxfp4::explain_gemm(M, N, K, ex)).c_str());
+                a.backend.c_str(),
+                (cuda ? mxfp4::describe(mxfp4::explain_gemm(M, N, K, ex), M, N, K)
+                      : mxfp4::describe(mxfp4::explain_gemm(M, N, K, ex)))
+                    .c_str());
 
   mxfp4::GemmOptions opt;
   opt.rule = parse_rule(a.rule);
