@@ -596,7 +596,7 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
 /// path splitk's split-K through the workspace for N8 = 1 and 2 (splitk_scratch): 10 more.
 template <int SLABS, int KW, bool PREQUANT>
 void dispatch_n8(const FusedArgs& args, cudaStream_t stream) {
-  const bool ws = PREQUANT && args.partials != nullptr;
+  const bool ws = args.partials != nullptr;  // splitk_scratch: path splitk, M <= 16
   switch (small_m_tile_rows(args.M)) {  // 8 * N8 token rows (the workspace's split-K scratch agrees)
     case 8:
       return ws ? launch_fused<1, SLABS, KW, PREQUANT, PREQUANT>(args, stream)
@@ -626,13 +626,9 @@ bool splitk_uses_wgmma(int64_t M) { return M > 16; }  // N8 >= 4 (dispatch_n8)
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, float* partials,
                 int* counters, int sm_count, cudaStream_t stream) {
-  // Through the workspace only on path splitk with one token tile of at most 16 rows
-  // (splitk_scratch).
-  const bool ws_split = frags != nullptr && partials != nullptr && counters != nullptr && M <= 16;
   const FusedArgs args{A,     M,    K,     lda,          B.data,
                        PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule, cfg.split_k, /*stages=*/1,
-                       /*a_chunks=*/kG, /*a_stage_rows=*/0, frags, ws_split ? partials : nullptr,
-                       ws_split ? counters : nullptr, sm_count};
+                       /*a_chunks=*/kG, /*a_stage_rows=*/0, frags, partials, counters, sm_count};
   if (frags != nullptr) {
     dispatch_fused<true>(args, cfg, stream);
   } else {

@@ -13,11 +13,12 @@ namespace mxfp4::cuda {
 /// The small-M split-K kernel (cfg.split_k CTAs per output tile; 64 tokens per CTA, CTAs
 /// along grid.y for larger M, M <= 64 * 65535). With `frags` null it quantizes A itself (path
 /// "fused"), else it reads A's fragments from `frags` (path "splitk", filled by
-/// quantize_fragments). The split-K ranks of a tile reduce through a thread-block cluster, or,
-/// on path splitk with `partials` and `counters` given (splitk_scratch, counters zeroed by
-/// quantize_fragments), through those: every rank stores its partial tile and the last to
-/// finish sums them in rank order (bitwise the cluster's result); that grid is spread evenly
-/// over `sm_count` SMs (0: as the block scheduler places it).
+/// quantize_fragments). The split-K ranks of a tile reduce through a thread-block cluster, or
+/// through `partials` and `counters` when given (the workspace's split-K scratch, passed only
+/// where splitk_scratch(M, N, K, cfg).needed, so path splitk with M <= 16; counters zeroed by
+/// quantize_fragments): every rank stores its partial tile and the last to finish sums them
+/// in rank order (bitwise the cluster's result); that grid is spread evenly over `sm_count`
+/// SMs (0: as the block scheduler places it).
 void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, const uint32_t* frags, float* partials,
                 int* counters, int sm_count, cudaStream_t stream);

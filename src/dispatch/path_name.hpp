@@ -36,12 +36,12 @@ int small_m_tile_rows(int64_t M);
 
 /// Where path splitk's split-K scratch lies in its workspace (gemm_workspace_bytes with N):
 /// A's fragments first, then one int counter per output tile, then the fp32 partial tiles
-/// [weight tile][rank][small_m_tile_rows(M)][block_n]; offsets in bytes,
-/// 256-byte aligned. `needed` is false (`end` then gemm_workspace_bytes(M, K, cfg), the other
-/// fields 0) unless path splitk with split_k = 8,
-/// K >= 4096 (512 per rank), M <= 16 (one token tile) and a configuration the kernels run
-/// (gemm_config_problem): only there is the workspace reduction faster than clusters. Throws
-/// InvalidArgument for M, N or K outside [1, 2^40] or M * K > 2^60.
+/// [weight tile][rank][small_m_tile_rows(M)][block_n]; offsets in bytes, 256-byte aligned.
+/// `needed` is false (`end` then gemm_workspace_bytes(M, K, cfg), the other fields 0) unless
+/// path splitk with split_k = 8, K >= 4096 (512 per rank), M <= 16 (one token tile) and a
+/// configuration the kernels run (gemm_config_problem): only there is the workspace reduction
+/// faster than clusters. Throws InvalidArgument for M, N or K outside [1, 2^40] or
+/// M * K > 2^60.
 struct SplitkScratch {
   bool needed = false;
   int64_t tiles = 0;            ///< output tiles: ceil(round_up(N, 16) / block_n)
