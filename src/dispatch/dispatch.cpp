@@ -49,9 +49,9 @@ void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
   }
 }
 
-/// Small and medium M (<= 128): the weight-streaming kernel (src/cuda/gemm_fused.cu), tokens
-/// in CTAs of 64 along grid.y. It is bound by latency (docs/perf-notes.md), so the grid should
-/// hold one to two CTAs per SM and every SM many warps, in one wave:
+/// Small and medium M (<= 128): the weight-streaming kernel (src/cuda/gemm_fused_kernel.cuh),
+/// tokens in CTAs of 64 along grid.y. It is bound by latency (docs/perf-notes.md), so the grid
+/// should hold one to two CTAs per SM and every SM many warps, in one wave:
 ///   - M <= 64: block_n 128 (8 slabs) when M <= 8 and N is wide enough to fill the GPU, else
 ///     64; split_k doubles up to 8 (at most one per 64-wide K chunk) until the grid reaches
 ///     two 4-slab CTAs per SM (one 8-slab CTA) for M <= 16, half that for M > 16 (the cluster

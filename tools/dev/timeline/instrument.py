@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Adds a per-CTA globaltimer timeline to src/cuda/gemm_fused.cu (a measurement aid, never
+"""Adds a per-CTA globaltimer timeline to the small-M kernel, src/cuda/gemm_fused_kernel.cuh and
+its launchers in src/cuda/gemm_fused.cu (a measurement aid, never
 committed instrumented): thread 0 of every CTA records kernel start, the return of
 griddepcontrol.wait and the prologue's copy issue, the arrival of the first and of the last stage, the end of the K loop,
 the return of the split-K cluster barrier (= end of the K loop without split-K), the end of
@@ -7,12 +8,13 @@ the kernel and, on path fused, the end of its in-kernel quantization of A (= the
 on path splitk), plus its SM id, into a __device__ array that trace.cu reads back.
 
 Usage (on the GPU machine, in a scratch copy or with `git stash` afterwards):
-    python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused.cu
+    python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu
     bash scripts/device-check.sh --no-tests --no-bench
     nvcc -std=c++17 -arch=sm_90a -Iinclude tools/dev/timeline/trace.cu build-device/libmxfp4.a \\
          -lcublas -lcublasLt -lopenblas -o /tmp/trace
     /tmp/trace M N K [splitk(0|1) block_n warps split_k]
-Each anchor must match exactly once; the script fails loudly when the kernel changed.
+Each anchor must match exactly once over the files given; the script fails loudly when the
+kernel changed.
 """
 import sys
 
@@ -55,14 +57,15 @@ EDITS = [
 
 
 def main() -> int:
-    path = sys.argv[1]
-    src = open(path).read()
+    srcs = {path: open(path).read() for path in sys.argv[1:]}
     for anchor, replacement in EDITS:
-        n = src.count(anchor)
+        n = sum(src.count(anchor) for src in srcs.values())
         if n != 1:
             sys.exit(f"instrument.py: anchor found {n} times (kernel changed?): {anchor!r}")
-        src = src.replace(anchor, replacement)
-    open(path, "w").write(src)
+        path = next(p for p, src in srcs.items() if anchor in src)
+        srcs[path] = srcs[path].replace(anchor, replacement)
+    for path, src in srcs.items():
+        open(path, "w").write(src)
     return 0
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Small-M kernel timelines (GPU machine; a measurement aid): copies the work tree to a scratch
-# directory, instruments src/cuda/gemm_fused.cu there (instrument.py), builds the library and
+# directory, instruments the small-M kernel there (instrument.py), builds the library and
 # trace.cu, then runs /tmp/trace for every line of CASES ("M N K" for the dispatcher's choice,
 # or "M N K splitk(0|1) block_n warps split_k"). The repository itself is never modified.
 # NOCOMPUTE=1 also removes the MMA loop's body (the CTAs only wait for their stages): the
@@ -14,10 +14,10 @@ scratch=${2:-/tmp/mxfp4-timeline}
 rm -rf "$scratch" && mkdir -p "$scratch"
 (cd "$root" && tar --exclude='./build*' --exclude='./.git' -cf - .) | tar -C "$scratch" -xf -
 cd "$scratch"
-python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused.cu
+python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu
 if [ "${NOCOMPUTE:-0}" = 1 ]; then  # every chunk loop of the K loop (mma.sync and wgmma) stops at once
-  grep -q '        if (c >= chunks) break;' src/cuda/gemm_fused.cu
-  sed -i 's/        if (c >= chunks) break;/        if (c >= chunks || p.M > 0) break;/' src/cuda/gemm_fused.cu
+  grep -q '        if (c >= chunks) break;' src/cuda/gemm_fused_kernel.cuh
+  sed -i 's/        if (c >= chunks) break;/        if (c >= chunks || p.M > 0) break;/' src/cuda/gemm_fused_kernel.cuh
 fi
 cmake -S . -B build-tl -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DMXFP4_CUDA=ON \
   -DMXFP4_BUILD_TESTS=OFF -DMXFP4_BUILD_CLI=OFF >/dev/null

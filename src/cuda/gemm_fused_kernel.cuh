@@ -1,0 +1,530 @@
+#pragma once
+// The small-M kernel (paths "fused" and "splitk"): its arguments, shared-memory plan and
+// the kernel template. Included only by gemm_fused.cu, which holds the launchers and the
+// explicit list of instantiations (the anonymous namespace keeps them in that one unit).
+//
+// Small-M GEMM (paths "fused" and "splitk", docs/dispatch.md): up to 64 tokens per CTA,
+// larger M in more CTAs along grid.y (M <= 64 * 65535).
+//
+// C^T = B * A^T on mma.sync.m16n8k16 (bf16 in, fp32 accumulate): weight rows are the MMA's M
+// dimension (16 per slab), tokens its N dimension (8 per n8 tile, N8 tiles, a CTA's tokens
+// <= 8*N8). A CTA owns block_n = 16 * SLABS weight rows (KW warps per 16-row slab, which take
+// alternate K chunks of every stage), 64 tokens and one K range (its rank in a cluster of
+// split_k CTAs). The weight stream is the whole design:
+//   - A ring of up to kMaxStages stages (K256 each: kG 64-wide chunks) in shared memory is
+//     filled by 16-byte cp.async from every thread (a slab's tiles are contiguous along K in
+//     the packed layout), so every stage of the ring is in flight at once; each thread arrives
+//     on the slot's mbarrier once its copies have landed (cp.async.mbarrier.arrive.noinc).
+//   - Path "splitk": A arrives pre-quantized as fragments (quantize_fragments, launched just
+//     before; both launches use programmatic dependent launch): the weight copies start before
+//     the quantizer has finished, the fragments' bulk copies (TMA engine, thread 0) after
+//     griddepcontrol.wait. Path "fused" waits for the previous kernel before anything else.
+//   - Path "fused": the CTA quantizes its tokens of A over its K range (spec §2, shared block
+//     quantizer) into shared memory itself, all at once when that fits in half the budget
+//     (the upper half of the warps stages A's rows by cp.async and quantizes them while the
+//     lower half issues the ring's weight copies), else one stage at a time (one launch, no
+//     workspace).
+//   - Weights are decoded in registers to bf16 e2m1 * 2^s (exact below 2^128) and both
+//     operands carry their block scale, so the fp32 accumulator sums exact products.
+//   - Path "splitk" with 32 or 64 tokens (N8 >= 4): the same fragments feed register-A
+//     wgmma m64n(8*N8)k16 (a warpgroup is 4 slabs at one kw), B = the token tiles in shared
+//     memory (FragOrder::wgmma).
+// Split-K, in rank order 0..S-1 either way (deterministic, bitwise the same):
+//   - path "splitk" with the workspace's split-K scratch: every rank stores its partial tile
+//     to the workspace and counts itself on the tile's counter (zeroed by quantize_fragments);
+//     the last rank to arrive sums the partials and stores C. No clusters: the ranks never
+//     wait for each other, and the grid is not bound to clusters' placement;
+//   - otherwise the CTAs of a cluster reduce through distributed shared memory.
+
+#include <cooperative_groups.h>
+
+#include <type_traits>
+
+#include "cuda/bulk_copy.cuh"
+#include "cuda/common.cuh"
+#include "cuda/quantize_kernels.cuh"
+#include "cuda/wgmma.cuh"
+
+namespace cg = cooperative_groups;
+
+namespace mxfp4::cuda {
+namespace {
+
+constexpr int kG = 4;                    // 64-wide K chunks per stage (K256)
+constexpr int kMaxStages = 8;            // ring slots
+constexpr int kSmemBudget = 112 * 1024;  // ring + A bytes per CTA: two CTAs per SM
+constexpr int kBlockM = 64;              // tokens per CTA (grid.y covers larger M)
+
+struct FusedArgs {
+  const uint16_t* A;
+  int64_t M, K, lda;
+  const uint8_t* packed;
+  PackedGeometry geo;
+  int64_t N;
+  void* C;  // bf16, or fp32 when c_f32
+  bool c_f32;
+  int64_t ldc;
+  ScaleRule rule;
+  int split;
+  int stages;             // ring slots in use (1..kMaxStages)
+  int a_chunks;           // path "fused": K chunks of A quantized per batch (a multiple of kG)
+  int a_stage_rows;       // path "fused": token rows of A staged in shared memory (0: none)
+  const uint32_t* frags;  // path "splitk": A as activation fragments (quantize_fragments layout)
+  float* partials;        // path "splitk", split-K through the workspace: [tile][rank][rows][block_n]
+  int* counters;          // ... and one arrival counter per tile (null: through clusters)
+  int sm_count;           // SMs of the device: the grid through the workspace is spread evenly over them
+};
+
+/// Shared-memory layout for a CTA of SLABS slabs and N8 token tiles: mbarriers, a ring of
+/// `stages` slots (weights, plus A's fragments on path "splitk"), path "fused"'s A buffer; the
+/// split-K reduction tile reuses the ring after the K loop.
+template <int N8, int SLABS, bool PREQUANT>
+struct Ring {
+  static constexpr int kCodes = SLABS * kG * 512;       // [slab][chunk][512]
+  static constexpr int kScales = SLABS * kG * 32;       // [slab][chunk][32]
+  static constexpr int kFrags = N8 * kG * 4 * 256;      // [tile][K16 step][64 u32]
+  static constexpr int kSlot = kCodes + kScales + (PREQUANT ? kFrags : 0);
+  static constexpr int kRedPitch = 16 * SLABS + 4;      // floats per token row of the tile
+  static constexpr int kRed = 8 * N8 * kRedPitch * 4;   // [8*N8 tokens][kRedPitch] fp32
+  static constexpr int kHeader = 128;                   // mbarriers: kMaxStages slots + A's
+  static_assert((kMaxStages + 1) * 8 <= kHeader, "the mbarriers overlap the ring");
+  __host__ __device__ static int abuf_bytes(int a_chunks) { return PREQUANT ? 0 : N8 * a_chunks * 1024; }
+  static int astage_bytes(int a_chunks, int rows) { return PREQUANT ? 0 : rows * a_chunks * 128; }
+  static int bytes(int stages, int a_chunks, int stage_rows) {
+    const int ring = stages * kSlot + abuf_bytes(a_chunks) + astage_bytes(a_chunks, stage_rows);
+    return kHeader + (ring > kRed ? ring : kRed);
+  }
+};
+
+/// One CTA: SLABS 16-row weight slabs x KW warps per slab (the KW warps of a slab take
+/// alternate K chunks of every stage), tokens [64 * blockIdx.y, +64) of A. Launch bounds keep
+/// every instantiation at <= 128 registers (>= 16 resident warps per SM).
+template <int N8, int SLABS, int KW, bool PREQUANT, bool WS>
+__global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (SLABS * KW)) gemm_fused_kernel(const FusedArgs p) {
+  constexpr int kThreads = SLABS * KW * 32;
+  using R = Ring<N8, SLABS, PREQUANT>;
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw);
+  uint8_t* ring = smem_raw + R::kHeader;
+  uint32_t* abuf = reinterpret_cast<uint32_t*>(ring + p.stages * R::kSlot);  // path "fused"
+  uint32_t* astage = abuf + R::abuf_bytes(p.a_chunks) / 4;                    // path "fused", staged A
+  uint64_t* abar = full + kMaxStages;                                          // astage landed
+  float* red = reinterpret_cast<float*>(ring);                                // after the K loop
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int ls = warp % SLABS, kw = warp / SLABS;
+  // Split-K through the workspace (path "splitk" only): no cluster, rank from the grid.
+  // A kernel of its own (WS), so that the cluster kernels compile as if it did not exist.
+  static_assert(!WS || (PREQUANT && N8 <= 2), "split-K through the workspace: path splitk, M <= 16");
+  const bool ws_split = WS && p.split > 1;
+  const int rank = p.split <= 1 ? 0
+                   : ws_split   ? int(blockIdx.x % unsigned(p.split))
+                                : int(cg::this_cluster().block_rank());
+  const int64_t slab0 = (blockIdx.x / p.split) * int64_t(SLABS);
+  const int64_t slabs_total = p.geo.rows_padded / 16;
+  const int active_slabs = slabs_total - slab0 < SLABS ? int(slabs_total - slab0) : SLABS;
+  const int64_t kc_total = p.geo.k_chunks, ks_total = p.geo.k_padded / 16;
+  const int64_t kc0 = kc_total * rank / p.split, kc1 = kc_total * (rank + 1) / p.split;
+  const int nstages = int((kc1 - kc0 + kG - 1) / kG);
+  const int64_t m0 = int64_t(blockIdx.y) * kBlockM;  // first token of this CTA
+  const int rows = p.M - m0 < 8 * N8 ? int(p.M - m0) : 8 * N8;
+  const int tiles_m = (rows + 7) / 8;
+  const uint32_t* frags = PREQUANT ? p.frags + (m0 / 8) * ks_total * 64 : nullptr;
+
+  // Producer: the bytes of stage s into ring slot s % stages. The weights (codes and scales of
+  // every slab) go by 16-byte cp.async from every thread, which then arrives on the slot's
+  // mbarrier when its copies have landed (cp.async.mbarrier.arrive.noinc). 1-D bulk copies of a
+  // slab's 2 KB and 128 bytes cost ~120-200 ns each per CTA, however many threads issue them
+  // (docs/perf-notes.md, session 6). Path "splitk"'s fragments (one bulk copy per token tile)
+  // stay on the TMA engine: thread 0's arrival adds their bytes to the transaction count.
+  // The slot's mbarrier expects kThreads + 1 arrivals per phase.
+  auto stage_chunks = [&](int s) {
+    const int64_t left = kc1 - kc0 - int64_t(s) * kG;
+    return left < kG ? int(left) : kG;
+  };
+  // Codes: 128 pieces of 16 bytes per slab and full stage, thread t taking pieces t + kThreads j
+  // (slab p / 128, chunk p % 128 / 32); scales: 8 pieces per slab, threads 0 .. 8 * SLABS - 1.
+  // The copies are spread over `nt` threads (kThreads, or path "fused"'s issuing half in the
+  // prologue), t = 0 .. nt-1 being the caller's index among them.
+  auto issue_weights = [&](int s, int t, auto nt_c) {
+    constexpr int nt = decltype(nt_c)::value, kCodePieces = SLABS * kG * 32 / nt;  // (4 / KW) * kThreads / nt
+    static_assert(SLABS * 2 * kG <= nt, "every scale piece needs a thread");
+    const int slot = s % p.stages, chunks = stage_chunks(s);
+    uint8_t* dst = ring + slot * R::kSlot;
+    const int64_t kc = kc0 + int64_t(s) * kG;
+#pragma unroll
+    for (int j = 0; j < kCodePieces; ++j) {
+      const int piece = t + nt * j, i = piece / (kG * 32), o = piece % (kG * 32);
+      if (i < active_slabs && o < chunks * 32)
+        cp_async16(dst + i * kG * 512 + o * 16, p.packed + ((slab0 + i) * kc_total + kc) * 512 + o * 16);
+    }
+    if (t < SLABS * 2 * kG) {
+      const int i = t / (2 * kG), o = t % (2 * kG);
+      if (i < active_slabs && o < 2 * chunks)
+        cp_async16(dst + R::kCodes + i * kG * 32 + o * 16,
+                   p.packed + p.geo.code_bytes + ((slab0 + i) * kc_total + kc) * 32 + o * 16);
+    }
+    cp_async_mbarrier_arrive_noinc(&full[slot]);
+  };
+  // Thread 0: the slot's transaction arrival, with path "splitk"'s fragment copies.
+  auto issue_frags = [&](int s) {
+    const int slot = s % p.stages, chunks = stage_chunks(s);
+    if (!PREQUANT) {
+      mbarrier_arrive(&full[slot]);
+      return;
+    }
+    mbarrier_arrive_expect_tx(&full[slot], uint32_t(tiles_m * chunks * 1024));
+    uint8_t* dst = ring + slot * R::kSlot + R::kCodes + R::kScales;
+    const int64_t ks = 4 * (kc0 + int64_t(s) * kG);
+    for (int j = 0; j < tiles_m; ++j)
+      bulk_copy_g2s(dst + j * kG * 1024, frags + (j * ks_total + ks) * 64, uint32_t(chunks * 1024), &full[slot]);
+  };
+  // Path "fused": A[m0 + 0..rows, chunks c0 .. c0+n of this rank] -> abuf as fragments (zeros
+  // past M and K), 4 lanes per 32-element block. Every lane joins every round (the block
+  // reductions shuffle across 4 lanes); tasks past the end quantize zeros and store nothing.
+  // Spread over `nt` threads (whole warps), `me` = 0 .. nt-1 being the caller's index among them.
+  auto quantize_a = [&](int64_t c0, int n, int me, int nt) {
+    const int tasks = 8 * N8 * 2 * n * 4, rounds = (tasks + nt - 1) / nt;
+    const int64_t ks_buf = 4 * int64_t(p.a_chunks);
+    for (int round = 0; round < rounds; ++round) {
+      const int task = round * nt + me;
+      const int q = task % 4, blk = task / 4;
+      const int r = blk / (2 * n), b = blk % (2 * n);
+      // A warp whose tasks are all past the CTA's tokens (padding of the last token tile, or
+      // past the batch) writes zeros, the quantizer's result for them, without running it:
+      // at M = 1 seven of eight rows are padding (docs/perf-notes.md, session 5).
+      if (__all_sync(0xFFFFFFFFu, task >= tasks || r >= rows)) {
+        if (task < tasks) {
+#pragma unroll
+          for (int t = 0; t < 4; ++t) abuf[a_fragment_index(r / 8, 2 * b + q / 2, ks_buf, 4 * (r % 8) + t, q % 2)] = 0u;
+        }
+        continue;
+      }
+      uint32_t words[4];
+      if (p.a_stage_rows > 0) {  // the batch is the rank's whole range, staged as [row][a_chunks * 64]
+        uint32_t w[4] = {0u, 0u, 0u, 0u};
+        if (task < tasks && r < rows && (2 * kc0 + b) * 32 < p.K) {
+          const uint4 u = *reinterpret_cast<const uint4*>(astage + r * p.a_chunks * 32 + b * 16 + 4 * q);
+          w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
+        }
+        quantize_quarter_words(w, p.rule, words);
+      } else {
+        quantize_quarter_to_fragment_words(p.A + m0 * p.lda, task < tasks ? rows : 0, p.K, p.lda, r,
+                                           2 * (kc0 + c0) + b, q, p.rule, words);
+      }
+      if (task >= tasks) continue;
+#pragma unroll
+      for (int t = 0; t < 4; ++t) abuf[a_fragment_index(r / 8, 2 * b + q / 2, ks_buf, 4 * (r % 8) + t, q % 2)] = words[t];
+    }
+  };
+
+  // Path "fused", whole range quantized at once: the CTA's rows of A over the rank's K range
+  // go to shared memory by cp.async *before* the weights. Loaded after them, A waited behind
+  // the SM's whole weight stream (quantization ended 3.8 us into 1x7168x2048, session 6).
+  auto stage_a = [&](int t, int nt) {
+    const int64_t col0 = kc0 * 64, cols = min(kc1 * 64, p.K) - col0;  // K % 32 == 0: whole 16-byte pieces
+    const int per_row = int(cols / 8), pieces = rows * per_row;
+    for (int piece = t; piece < pieces; piece += nt) {
+      const int r = piece / per_row, o = piece % per_row;
+      cp_async16(astage + r * p.a_chunks * 32 + 4 * o, p.A + (m0 + r) * p.lda + col0 + 8 * o);
+    }
+    cp_async_mbarrier_arrive_noinc(abar);
+  };
+
+  const int prologue = min(nstages, p.stages);
+  // Path "fused": the lower half of the warps issues the prologue's weight copies (and stalls in
+  // that burst, 1.3-1.8 us, docs/perf-notes.md session 6) while the upper half stages and
+  // quantizes A's first batch; the quantizers arrive on the ring's mbarriers without copies.
+  constexpr int kHalf = kThreads / 2;
+  const bool quantizer = !PREQUANT && int(threadIdx.x) >= kHalf;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], kThreads + 1);
+    mbarrier_init(abar, kHalf);
+    fence_mbarrier_init();
+  }
+  // Both paths are launched with programmatic dependent launch. Path "fused" may start while
+  // the stream's previous kernel, which may write A, the weights or C, is finishing, so every
+  // thread waits for it before touching global memory. Path "splitk"'s primary is
+  // quantize_fragments, which lets it start only after its own wait, so the weights are final
+  // and stream at once; A's fragments and C wait below.
+  if constexpr (!PREQUANT) grid_dependency_wait();
+  __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
+  if constexpr (PREQUANT) {
+    for (int s = 0; s < prologue; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
+    grid_dependency_wait();
+  } else if (quantizer) {
+    for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);
+    if (p.a_stage_rows > 0) {
+      stage_a(int(threadIdx.x) - kHalf, kHalf);
+      mbarrier_wait(abar, 0u);  // staged A has landed (one batch)
+    }
+    quantize_a(0, min(int(kc1 - kc0), p.a_chunks), int(threadIdx.x) - kHalf, kHalf);
+  } else {
+    for (int s = 0; s < prologue; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kHalf>{});
+  }
+  if (threadIdx.x == 0)
+    for (int s = 0; s < prologue; ++s) issue_frags(s);
+  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf
+
+  // N8 <= 2: even and odd K16 steps accumulate into separate registers (two independent HMMA
+  // chains per token tile instead of one, which the latency of each HMMA would serialise),
+  // added in a fixed order after the loop.
+  constexpr int kChains = N8 <= 2 ? 2 : 1;
+  // Path "splitk" with 32 or 64 tokens: the K loop on register-A wgmma (FragOrder::wgmma).
+  constexpr bool kWgmma = PREQUANT && N8 >= 4;
+  static_assert(!kWgmma || SLABS % 4 == 0, "a warpgroup is 4 slabs at one kw");
+  float acc[kChains][N8][4];
+#pragma unroll
+  for (int h = 0; h < kChains; ++h)
+#pragma unroll
+    for (int j = 0; j < N8; ++j) acc[h][j][0] = acc[h][j][1] = acc[h][j][2] = acc[h][j][3] = 0.f;
+
+  // The end-of-stage barrier guards ring slots that are refilled and path "fused"'s A batches
+  // that are overwritten. Without either (every stage has its own slot, A is quantized once)
+  // the warps run through their stages independently, and one barrier after the loop keeps
+  // the ring alive until every warp has read it (the epilogue's reduction tile reuses it).
+  const bool stage_barrier = nstages > p.stages || (!PREQUANT && p.a_chunks < nstages * kG);
+  int slot = 0;         // s % p.stages
+  uint32_t phase = 0u;  // (s / p.stages) & 1
+  for (int s = 0; s < nstages; ++s) {
+    const int chunks = stage_chunks(s);
+    const uint8_t* slot_base = ring + slot * R::kSlot;
+    const uint32_t* a_frag;  // fragments of this stage's first chunk, K16-step pitch ks_pitch
+    int ks_pitch;
+    if constexpr (PREQUANT) {
+      a_frag = reinterpret_cast<const uint32_t*>(slot_base + R::kCodes + R::kScales);
+      ks_pitch = 4 * kG;
+    } else {
+      const int in_batch = (s * kG) % p.a_chunks;
+      if (in_batch == 0 && s > 0) {  // the previous batch is consumed (end-of-stage barrier)
+        const int64_t left = kc1 - kc0 - int64_t(s) * kG;
+        quantize_a(int64_t(s) * kG, left < p.a_chunks ? int(left) : p.a_chunks, int(threadIdx.x), kThreads);
+        __syncthreads();
+      }
+      a_frag = abuf + in_batch * 4 * 64;
+      ks_pitch = 4 * p.a_chunks;
+    }
+    mbarrier_wait(&full[slot], phase);
+
+    if constexpr (kWgmma) {
+      // Each warpgroup (4 slabs at one kw) issues one m64n(8*N8)k16 wgmma per K16 step: A is
+      // every warp's decoded fragment of its slab (warps past the last slab decode zeros),
+      // B the stage's token tiles in wgmma word order (FragOrder::wgmma), D the accumulators in
+      // the m16n8 C-fragment order the epilogue reads.
+      const bool live = ls < active_slabs;
+      const uint8_t* codes = slot_base + ls * kG * 512 + lane * 16;
+      const uint8_t* scales = slot_base + R::kCodes + ls * kG * 32 + 4 * (lane / 4);
+      const uint8_t* tiles = slot_base + R::kCodes + R::kScales;  // [tile][K16 step][256 bytes]
+      float(&d)[4 * N8] = reinterpret_cast<float(&)[4 * N8]>(acc[0]);
+      uint32_t abuf2[2][4] = {};  // the A fragments of the last two K16 steps (read asynchronously)
+#pragma unroll
+      for (int cc = 0; cc < kG / KW; ++cc) {
+        const int c = cc * KW + kw;  // the same for the 4 warps of a warpgroup
+        if (c >= chunks) break;
+        const uint4 wc = live ? *reinterpret_cast<const uint4*>(codes + c * 512) : make_uint4(0u, 0u, 0u, 0u);
+        const uint32_t sc = live ? *reinterpret_cast<const uint32_t*>(scales + c * 32) : 0x7F7F7F7Fu;
+        const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
+        const bool fused = chunk_scales_fuse(sc);
+        uint32_t f[2][2];
+        if (fused) {
+          chunk_scale_factors<true>(sc, f);
+        } else {
+          chunk_scale_factors<false>(sc, f);
+        }
+        // Two A buffers by K16 step parity: step s's decode overlaps step s-1's wgmma; the
+        // wait before it (at most one group pending) frees the buffer that step s-2 read.
+#pragma unroll
+        for (int step = 0; step < 4; ++step) {
+          uint32_t(&a)[4] = abuf2[step & 1];
+          decode_weight_fragment(words[step], f, fused, step, a);
+          wgmma_fence();
+          wgmma_bf16_rs<8 * N8>(d, a, smem_desc_kmajor(tiles + (4 * c + step) * 256, 128, kG * 4 * 256), 1);
+          wgmma_commit();
+          wgmma_wait<1>();  // step - 1's wgmma is done: its buffer may be written next
+#pragma unroll
+          for (int q = 0; q < 4; ++q) fence_operand(abuf2[(step + 1) & 1][q]);
+        }
+      }
+      wgmma_wait<0>();  // every wgmma of the stage has read its slot (refilled after the barrier)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) fence_operand(abuf2[0][q]), fence_operand(abuf2[1][q]);
+#pragma unroll
+      for (int e = 0; e < 4 * N8; ++e) fence_operand(d[e]);
+    } else if (ls < active_slabs) {
+      const uint8_t* codes = slot_base + ls * kG * 512 + lane * 16;
+      const uint8_t* scales = slot_base + R::kCodes + ls * kG * 32 + 4 * (lane / 4);
+      const uint32_t* a_lane = a_frag + 2 * lane;
+#pragma unroll
+      for (int cc = 0; cc < kG / KW; ++cc) {
+        const int c = cc * KW + kw;
+        if (c >= chunks) break;
+        const uint4 wc = *reinterpret_cast<const uint4*>(codes + c * 512);
+        const uint32_t sc = *reinterpret_cast<const uint32_t*>(scales + c * 32);
+        const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
+        // One warp-uniform branch per chunk on the scale case (common.cuh chunk_scales).
+        auto mma_chunk = [&](auto fused) {
+          constexpr bool kFused = decltype(fused)::value;
+          uint32_t f[2][2];
+          chunk_scale_factors<kFused>(sc, f);
+#pragma unroll
+          for (int step = 0; step < 4; ++step) {
+            uint32_t a[4];
+            decode_weight_fragment(words[step], f, kFused, step, a);
+#pragma unroll
+            for (int j = 0; j < N8; ++j) {  // tiles past M hold don't-care values: never stored
+              const uint2 b = *reinterpret_cast<const uint2*>(a_lane + (j * ks_pitch + 4 * c + step) * 64);
+              mma_bf16_16816(acc[step % kChains][j], a, b.x, b.y);
+            }
+          }
+        };
+        if (chunk_scales_fuse(sc)) {
+          mma_chunk(std::true_type{});
+        } else {
+          mma_chunk(std::false_type{});
+        }
+      }
+    }
+    if (stage_barrier) __syncthreads();  // slot (and abuf) consumed by every warp
+    if (s + p.stages < nstages) {
+      issue_weights(s + p.stages, int(threadIdx.x), std::integral_constant<int, kThreads>{});
+      if (threadIdx.x == 0) issue_frags(s + p.stages);
+    }
+    if (++slot == p.stages) slot = 0, phase ^= 1u;
+  }
+  if (!stage_barrier) __syncthreads();
+  if constexpr (kChains == 2) {
+#pragma unroll
+    for (int j = 0; j < N8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[0][j][e] += acc[1][j][e];
+  }
+
+  // Epilogue: the KW warps of a slab add their accumulators into red[m][n_local] in order
+  // (every copy has landed; all warps are past the loop's last barrier), then
+  // (cluster-)reduce 4 consecutive n per thread and store.
+  constexpr int kBlockN = 16 * SLABS;
+  constexpr int kP = R::kRedPitch;
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int group = 0; group < KW; ++group) {
+    if (kw == group) {
+#pragma unroll
+      for (int j = 0; j < N8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float& dst = red[(8 * j + 2 * t + e % 2) * kP + ls * 16 + g + 8 * (e / 2)];
+          dst = group == 0 ? acc[0][j][e] : dst + acc[0][j][e];
+        }
+    }
+    if (KW > 1) __syncthreads();
+  }
+  const int64_t n0 = slab0 * 16;
+  constexpr int kQuads = kBlockN / 4;
+  const int quads = rows * kQuads;
+  // Vector stores when the 4 outputs are in range and C's rows are suitably aligned.
+  const bool vec = p.c_f32 ? (reinterpret_cast<uintptr_t>(p.C) % 16 == 0 && p.ldc % 4 == 0)
+                           : (reinterpret_cast<uintptr_t>(p.C) % 8 == 0 && p.ldc % 4 == 0);
+  auto store4 = [&](int m, int nl, float4 v) {
+    const int64_t n = n0 + nl, at = (m0 + m) * p.ldc + n;
+    if (vec && n + 3 < p.N) {
+      if (p.c_f32) {
+        *reinterpret_cast<float4*>(static_cast<float*>(p.C) + at) = v;
+      } else {
+        const uint32_t lo = uint32_t(fmt::f32_to_bf16(v.x)) | (uint32_t(fmt::f32_to_bf16(v.y)) << 16);
+        const uint32_t hi = uint32_t(fmt::f32_to_bf16(v.z)) | (uint32_t(fmt::f32_to_bf16(v.w)) << 16);
+        *reinterpret_cast<uint2*>(static_cast<uint16_t*>(p.C) + at) = make_uint2(lo, hi);
+      }
+      return;
+    }
+    const float e[4] = {v.x, v.y, v.z, v.w};
+    for (int i = 0; i < 4 && n + i < p.N; ++i) {
+      if (p.c_f32) {
+        static_cast<float*>(p.C)[at + i] = e[i];
+      } else {
+        static_cast<uint16_t*>(p.C)[at + i] = fmt::f32_to_bf16(e[i]);
+      }
+    }
+  };
+  if (p.split == 1) {
+    if (KW == 1) __syncthreads();
+    for (int q = threadIdx.x; q < quads; q += kThreads) {
+      const int m = q / kQuads, nl = 4 * (q % kQuads);
+      store4(m, nl, *reinterpret_cast<const float4*>(red + m * kP + nl));
+    }
+  } else if (ws_split) {
+    // Every rank stores its partial tile ([rows][kBlockN] fp32) and counts itself on the tile's
+    // counter; the last to arrive sums all ranks' partials in rank order (its own from shared
+    // memory: the same values) and stores C. The fences make each rank's stores visible
+    // GPU-wide before its arrival, and the last rank's loads (L2, .cg) see them all.
+    constexpr int kTileFloats = 8 * N8 * kBlockN;
+    __shared__ int last_rank;
+    const int64_t tile = blockIdx.x / unsigned(p.split);  // one token tile (M <= 16: splitk_scratch)
+    float* tile_partials = p.partials + tile * p.split * kTileFloats;
+    if (KW == 1) __syncthreads();
+    for (int q = threadIdx.x; q < quads; q += kThreads) {
+      const int m = q / kQuads, nl = 4 * (q % kQuads);
+      *reinterpret_cast<float4*>(tile_partials + rank * kTileFloats + m * kBlockN + nl) =
+          *reinterpret_cast<const float4*>(red + m * kP + nl);
+    }
+    // One GPU-scope fence per CTA, not per thread (a MEMBAR.GPU per thread cost 1-3 us in
+    // session 9's first try): the barrier orders every thread's stores before thread 0's
+    // fence, whose cumulativity publishes them with its arrival; the last rank's thread 0
+    // fences after it has seen every arrival, and the barrier passes that on to its readers.
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      last_rank = atomicAdd(p.counters + tile, 1) == p.split - 1;
+      // Every rank has counted itself: reset for the next call (quantize_fragments zeroes the
+      // counters too, for a fresh or caller-provided workspace).
+      if (last_rank) {
+        p.counters[tile] = 0;
+        __threadfence();
+      }
+    }
+    __syncthreads();
+    if (!last_rank) return;
+    for (int q = threadIdx.x; q < quads; q += kThreads) {
+      const int m = q / kQuads, nl = 4 * (q % kQuads);
+      float4 part[8] = {};  // part[rank] stays unread: its values come from shared memory
+#pragma unroll
+      for (int r = 0; r < 8; ++r)
+        if (r < p.split && r != rank)
+          part[r] = __ldcg(reinterpret_cast<const float4*>(tile_partials + r * kTileFloats + m * kBlockN + nl));
+      const float4 own = *reinterpret_cast<const float4*>(red + m * kP + nl);
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        if (r >= p.split) continue;
+        const float4 v = r == rank ? own : part[r];
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+      store4(m, nl, sum);
+    }
+  } else {
+    // Pull: rank r sums its share of the tile from every rank's shared memory, all remote
+    // loads of a thread issued before the (rank-ordered, deterministic) sum.
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
+    const float* src[8];
+#pragma unroll
+    for (int r = 0; r < 8; ++r) src[r] = cluster.map_shared_rank(red, r < p.split ? r : 0);
+    const int per_rank = (quads + p.split - 1) / p.split;
+    const int q_end = min(quads, (rank + 1) * per_rank);
+    for (int q = rank * per_rank + threadIdx.x; q < q_end; q += kThreads) {
+      const int m = q / kQuads, nl = 4 * (q % kQuads);
+      float4 part[8];
+#pragma unroll
+      for (int r = 0; r < 8; ++r)
+        if (r < p.split) part[r] = *reinterpret_cast<const float4*>(src[r] + m * kP + nl);
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int r = 0; r < 8; ++r)
+        if (r < p.split) sum.x += part[r].x, sum.y += part[r].y, sum.z += part[r].z, sum.w += part[r].w;
+      store4(m, nl, sum);
+    }
+    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it
+  }
+}
+
+}  // namespace
+}  // namespace mxfp4::cuda
