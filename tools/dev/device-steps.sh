@@ -22,11 +22,8 @@ for st in "$@"; do
   echo "== $st $(date +%T)"
   case $st in
     split)
-      blas=$(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' build-device/CMakeCache.txt)
-      nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -Isrc tools/dev/probes/call_split.cu build-device/libmxfp4.a \
-        -lcublas -lcublasLt $blas -o /tmp/call_split &&
-        /tmp/call_split 16 2112 7168 32 4096 512 64 7168 2048 64 2880 512 8 2112 7168 16 3072 1536 64 3072 1536 \
-          > "$o/logs/call_split.log" 2>&1
+      tools/dev/call-split.sh build-device "" 16 2112 7168 32 4096 512 64 7168 2048 64 2880 512 8 2112 7168 \
+        16 3072 1536 64 3072 1536 > "$o/logs/call_split.log" 2>&1
       cat "$o/logs/call_split.log" ;;
     *) eval "$st" ;;
   esac

@@ -17,8 +17,6 @@ cmake -S . -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURE
 cp "/tmp/$name-results/h200.md" "$o/$name-h200.md" 2>/dev/null
 grep -E '^\| geomean' "$o/$name-h200.md" | sed "s/^/$name: /"
 if [ $# -gt 0 ]; then
-  blas=$(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' "$b/CMakeCache.txt")
-  nvcc -std=c++17 -O3 -arch=sm_90a $flags -Iinclude -Isrc tools/dev/probes/call_split.cu "$b/libmxfp4.a" \
-    -lcublas -lcublasLt $blas -o "/tmp/$name-call_split" && "/tmp/$name-call_split" "$@" > "$o/$name-call_split.log" 2>&1
+  tools/dev/call-split.sh "$b" "$flags" "$@" > "$o/$name-call_split.log" 2>&1
   cat "$o/$name-call_split.log"
 fi

@@ -5,7 +5,7 @@
 // splitk_scratch uses it, again through the workspace (its counters reset themselves after
 // the first quantizer run). Weights rotate over copies past the L2 like
 // `mxfp4 bench`; their codes are arbitrary and every scale byte is 127. Usage (after
-// scripts/device-check.sh has built build-device):
+// scripts/device-check.sh has built build-device; tools/dev/call-split.sh does these two steps):
 //   nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -Isrc tools/dev/probes/call_split.cu build-device/libmxfp4.a \
 //        -lcublas -lcublasLt "$(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' build-device/CMakeCache.txt)" -o /tmp/call_split && /tmp/call_split M N K [M N K ...]
 #include <cuda_runtime.h>
