@@ -97,12 +97,15 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
   // before this grid is complete, so the weights are final. It waits for this grid's
   // completion before it reads the fragments.
   grid_dependency_wait();
+  grid_dependents_launch();
   // The GEMM's split-K tile counters (path splitk's reduction through the workspace) start
   // each call at zero: the GEMM that used them last has completed (the wait above), and this
-  // call's GEMM reads them only after its own wait for this grid.
-  if (blockIdx.x == 0 && blockIdx.y == 0)
+  // call's GEMM reads them only after its own wait for this grid's completion, so the zeroing
+  // may follow the trigger above (which it would otherwise delay for every call).
+  if (n_counters > 0 && blockIdx.x == 0 && blockIdx.y == 0) {
+#pragma unroll 1
     for (int64_t i = threadIdx.x; i < n_counters; i += kThreads) counters[i] = 0;
-  grid_dependents_launch();
+  }
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, q = lane % 4;
   const int64_t c = int64_t(blockIdx.x) * 8 + lane / 4, ks = k_padded / 16;
   // Steps 16 blockIdx.x .. +15 that exist (k_padded is a multiple of 64: whole chunk pairs).
