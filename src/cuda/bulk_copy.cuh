@@ -125,6 +125,27 @@ __device__ __forceinline__ void cluster_sync_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;" ::: "memory");
 }
 
+/// The two halves of a cluster barrier, for an arrival early in the kernel and a wait much
+/// later (PTX "barrier.cluster"): the arrival is relaxed (pair it with a release fence such as
+/// fence_mbarrier_init), the wait acquires.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+
+/// Stores 16 bytes at `local`'s offset in the shared memory of cluster CTA `rank`, counted as
+/// 16 transaction bytes on that CTA's mbarrier at `bar`'s offset (PTX "st.async" with
+/// mbarrier::complete_tx): the owner sees the value once it has waited on that barrier's phase;
+/// no fence. The barrier must be initialised before (a cluster barrier after the init).
+__device__ __forceinline__ void st_async_cluster_f4(float* local, uint64_t* bar, uint32_t rank, float4 v) {
+  uint32_t remote, remote_bar;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(local)), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(smem_addr(bar)), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];"
+               ::"r"(remote), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(remote_bar)
+               : "memory");
+}
+
 /// Programmatic dependent launch: wait until the preceding kernel of the stream has completed
 /// and its writes are visible (a no-op when the kernel was launched without the attribute).
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }

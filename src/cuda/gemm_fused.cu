@@ -15,27 +15,31 @@ namespace {
 template <int N8, int SLABS, int KW, bool PREQUANT, bool WS>
 void launch_fused(FusedArgs args, cudaStream_t stream) {
   using R = Ring<N8, SLABS, PREQUANT>;
+  const bool ws_split = WS && args.split > 1;
+  const bool push = kPushReduce && !WS && args.split > 1;  // its receive buffer comes off the ring's budget
+  const int budget = kSmemBudget - (push ? R::kRecv : 0);
   const int64_t chunks_per_rank = ceil_div(args.geo.k_chunks, args.split);
   const int nstages = int(ceil_div(chunks_per_rank, kG));
   // Path "fused" quantizes all of the rank's A at once when it fits in half the budget.
   const int all_chunks = nstages * kG;
-  args.a_chunks = R::abuf_bytes(all_chunks) <= kSmemBudget / 2 ? all_chunks : kG;
+  args.a_chunks = R::abuf_bytes(all_chunks) <= budget / 2 ? all_chunks : kG;
   // ... and then stages A's raw rows when they fit too and A's rows are 16-byte aligned.
   const int stage_rows = int(std::min<int64_t>(args.M, 8 * N8));
   const bool aligned = reinterpret_cast<uintptr_t>(args.A) % 16 == 0 && args.lda % 8 == 0;
   args.a_stage_rows = !PREQUANT && args.a_chunks == all_chunks && aligned &&
-                              R::abuf_bytes(all_chunks) + R::astage_bytes(all_chunks, stage_rows) <= kSmemBudget / 2
+                              R::abuf_bytes(all_chunks) + R::astage_bytes(all_chunks, stage_rows) <= budget / 2
                           ? stage_rows
                           : 0;
-  const int fit = (kSmemBudget - R::abuf_bytes(args.a_chunks) - R::astage_bytes(args.a_chunks, args.a_stage_rows)) / R::kSlot;
+  const int fit = (budget - R::abuf_bytes(args.a_chunks) - R::astage_bytes(args.a_chunks, args.a_stage_rows)) / R::kSlot;
   args.stages = std::max(1, std::min({nstages, kMaxStages, fit}));
-  const int smem = R::bytes(args.stages, args.a_chunks, args.a_stage_rows);
+  int smem = R::bytes(args.stages, args.a_chunks, args.a_stage_rows);
+  if (push) args.recv_off = smem, smem += R::kRecv;
   auto kernel = gemm_fused_kernel<N8, SLABS, KW, PREQUANT, WS>;
   // The limit is the instantiation's largest need (stages * slot + A buffer never exceeds the
   // budget), the same for every shape: host threads launching different shapes concurrently
   // can never lower it under another's launch. Per device and cheap; not a stream operation,
   // so also legal during graph capture.
-  constexpr int kSmemMax = R::kHeader + (kSmemBudget > R::kRed ? kSmemBudget : R::kRed);
+  constexpr int kSmemMax = R::kHeader + (kSmemBudget > R::kRed + R::kRecv ? kSmemBudget : R::kRed + R::kRecv);
   static_assert(kSmemMax <= 227 * 1024, "small-M kernel exceeds the opt-in shared memory of sm_90");
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemMax),
         "cudaFuncSetAttribute(gemm_fused_kernel)");
@@ -53,7 +57,6 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   // At 1 CTA per SM the padding would exceed kSmemMax, and beyond 3 it is not needed for the
   // dispatcher's shapes; neither is padded. Session 9 (call_split, quantizer and GEMM):
   // 16x2112x7168 12.75 -> 11.19 us per call, 8x2112x7168 11.44 -> 10.33.
-  const bool ws_split = WS && args.split > 1;
   if (ws_split && args.sm_count > 0) {
     const int64_t ctas = int64_t(cfg.gridDim.x) * cfg.gridDim.y;
     const int64_t per_sm = ceil_div(ctas, int64_t(args.sm_count));
@@ -117,7 +120,8 @@ void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Pack
                 int* counters, int sm_count, cudaStream_t stream) {
   const FusedArgs args{A,     M,    K,     lda,          B.data,
                        PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule, cfg.split_k, /*stages=*/1,
-                       /*a_chunks=*/kG, /*a_stage_rows=*/0, frags, partials, counters, sm_count};
+                       /*a_chunks=*/kG, /*a_stage_rows=*/0, frags, partials, counters, sm_count,
+                       /*recv_off=*/0};
   if (frags != nullptr) {
     dispatch_fused<true>(args, cfg, stream);
   } else {

@@ -73,7 +73,17 @@ struct FusedArgs {
   float* partials;        // path "splitk", split-K through the workspace: [tile][rank][rows][block_n]
   int* counters;          // ... and one arrival counter per tile (null: through clusters)
   int sm_count;           // SMs of the device: the grid through the workspace is spread evenly over them
+  int recv_off;           // split-K through a cluster by push (kPushReduce): the receive buffer's byte offset
 };
+
+// Split-K through a cluster: push (every rank st.async's the rows that other ranks own into
+// their receive buffers, no cluster barrier at the end) or pull (two cluster barriers around
+// the remote loads). An experiment while both are measured (-DMXFP4_EXP_PUSH).
+#ifdef MXFP4_EXP_PUSH
+constexpr bool kPushReduce = true;
+#else
+constexpr bool kPushReduce = false;
+#endif
 
 /// Shared-memory layout for a CTA of SLABS slabs and N8 token tiles: mbarriers, a ring of
 /// `stages` slots (weights, plus A's fragments on path "splitk"), path "fused"'s A buffer; the
@@ -86,8 +96,10 @@ struct Ring {
   static constexpr int kSlot = kCodes + kScales + (PREQUANT ? kFrags : 0);
   static constexpr int kRedPitch = 16 * SLABS + 4;      // floats per token row of the tile
   static constexpr int kRed = 8 * N8 * kRedPitch * 4;   // [8*N8 tokens][kRedPitch] fp32
-  static constexpr int kHeader = 128;                   // mbarriers: kMaxStages slots + A's
-  static_assert((kMaxStages + 1) * 8 <= kHeader, "the mbarriers overlap the ring");
+  static constexpr int kHeader = 128;                   // mbarriers: kMaxStages slots, A's, the push's
+  static_assert((kMaxStages + 2) * 8 <= kHeader, "the mbarriers overlap the ring");
+  // Push reduction: per source rank, ceil(rows / split) token rows of kRedPitch floats.
+  static constexpr int kRecv = (8 * N8 + 8) * kRedPitch * 4;
   __host__ __device__ static int abuf_bytes(int a_chunks) { return PREQUANT ? 0 : N8 * a_chunks * 1024; }
   static int astage_bytes(int a_chunks, int rows) { return PREQUANT ? 0 : rows * a_chunks * 128; }
   static int bytes(int stages, int a_chunks, int stage_rows) {
@@ -109,6 +121,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   uint32_t* abuf = reinterpret_cast<uint32_t*>(ring + p.stages * R::kSlot);  // path "fused"
   uint32_t* astage = abuf + R::abuf_bytes(p.a_chunks) / 4;                    // path "fused", staged A
   uint64_t* abar = full + kMaxStages;                                          // astage landed
+  uint64_t* recv_bar = full + kMaxStages + 1;                                  // push: every row I own landed
   float* red = reinterpret_cast<float*>(ring);                                // after the K loop
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -130,6 +143,10 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const int rows = p.M - m0 < 8 * N8 ? int(p.M - m0) : 8 * N8;
   const int tiles_m = (rows + 7) / 8;
   const uint32_t* frags = PREQUANT ? p.frags + (m0 / 8) * ks_total * 64 : nullptr;
+  // Push reduction: rank r owns token rows [r * rpr, +rpr) of the tile (fewer or none at the end).
+  const bool push = kPushReduce && !WS && p.split > 1;  // WS: the workspace, never clusters
+  const int rpr = (rows + p.split - 1) / p.split;
+  const int own_rows = max(0, min(rows, (rank + 1) * rpr) - rank * rpr);
 
   // Producer: the bytes of stage s into ring slot s % stages. The weights (codes and scales of
   // every slab) go by 16-byte cp.async from every thread, which then arrives on the slot's
@@ -240,6 +257,10 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], kThreads + 1);
     mbarrier_init(abar, kHalf);
+    if (push) {  // one phase: the other ranks' rows that I own, 16 bytes per quad
+      mbarrier_init(recv_bar, 1);
+      mbarrier_arrive_expect_tx(recv_bar, uint32_t((p.split - 1) * own_rows * 16 * SLABS * 4));
+    }
     fence_mbarrier_init();
   }
   // Both paths are launched with programmatic dependent launch. Path "fused" may start while
@@ -249,6 +270,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // and stream at once; A's fragments and C wait below.
   if constexpr (!PREQUANT) grid_dependency_wait();
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
+  if (push) cluster_arrive_relaxed();  // ... and before another rank pushes (cluster_wait in the epilogue)
   if constexpr (PREQUANT) {
     for (int s = 0; s < prologue; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
     grid_dependency_wait();
@@ -499,6 +521,32 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
         sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
       }
       store4(m, nl, sum);
+    }
+  } else if (push) {
+    // Push: every quad of a row that another rank owns goes to that rank's receive buffer
+    // (slot = my rank) by st.async, counted on its recv_bar; then I wait for my rows from every
+    // other rank and sum all ranks in rank order (bitwise the pull's sums). Nobody reads another
+    // rank's shared memory and every rank waits for all bytes sent to it, so no barrier follows.
+    float* recv = reinterpret_cast<float*>(smem_raw + p.recv_off);
+    if (KW == 1) __syncthreads();  // red is complete
+    cluster_wait();                // every rank's recv_bar is initialised
+    for (int q = threadIdx.x; q < quads; q += kThreads) {
+      const int m = q / kQuads, nl = 4 * (q % kQuads), owner = m / rpr;
+      if (owner == rank) continue;
+      st_async_cluster_f4(recv + (rank * rpr + m - owner * rpr) * kP + nl, recv_bar, uint32_t(owner),
+                          *reinterpret_cast<const float4*>(red + m * kP + nl));
+    }
+    if (own_rows > 0) {
+      mbarrier_wait(recv_bar, 0u);
+      for (int q = threadIdx.x; q < own_rows * kQuads; q += kThreads) {
+        const int i = q / kQuads, nl = 4 * (q % kQuads), m = rank * rpr + i;
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int r = 0; r < p.split; ++r) {
+          const float4 v = *reinterpret_cast<const float4*>(r == rank ? red + m * kP + nl : recv + (r * rpr + i) * kP + nl);
+          sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+        }
+        store4(m, nl, sum);
+      }
     }
   } else {
     // Pull: rank r sums its share of the tile from every rank's shared memory, all remote

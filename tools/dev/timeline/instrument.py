@@ -3,8 +3,9 @@
 its launchers in src/cuda/gemm_fused.cu (a measurement aid, never
 committed instrumented): thread 0 of every CTA records kernel start, the return of
 griddepcontrol.wait and the prologue's copy issue, the arrival of the first and of the last stage, the end of the K loop,
-the return of the split-K cluster barrier (= end of the K loop without split-K), the end of
-the kernel and, on path fused, the end of its in-kernel quantization of A (= the wait's return
+the partial tile's completion in shared memory (reddone), the return of the split-K cluster
+barrier (= end of the K loop without split-K), the end of the pull's remote loads and stores
+(pulled; = end without them), the end of the kernel and, on path fused, the end of its in-kernel quantization of A (= the wait's return
 on path splitk), plus its SM id, into a __device__ array that trace.cu reads back.
 
 Usage (on the GPU machine, in a scratch copy or with `git stash` afterwards):
@@ -20,7 +21,7 @@ import sys
 
 EDITS = [
     ("struct FusedArgs {",
-     "__device__ unsigned long long g_trace[8192][9];\n"
+     "__device__ unsigned long long g_trace[8192][11];\n"
      "__device__ __forceinline__ unsigned long long gtime() {\n"
      "  unsigned long long t;\n  asm volatile(\"mov.u64 %0, %globaltimer;\" : \"=l\"(t));\n  return t;\n}\n"
      "struct FusedArgs {"),
@@ -37,20 +38,22 @@ EDITS = [
     ("    mbarrier_wait(&full[slot], phase);\n",
      "    mbarrier_wait(&full[slot], phase);\n    if (s == 0) t2 = gtime();\n    tl = gtime();\n"),
     ("  // Epilogue: the KW warps",
-     "  const unsigned long long t3 = gtime();\n  unsigned long long tc = t3;\n  // Epilogue: the KW warps"),
+     "  const unsigned long long t3 = gtime();\n  unsigned long long tc = t3, tp = 0;\n  // Epilogue: the KW warps"),
+    ("  const int64_t n0 = slab0 * 16;\n",
+     "  const unsigned long long tr = gtime();\n  const int64_t n0 = slab0 * 16;\n"),
     ("    cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory\n",
      "    cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory\n    tc = gtime();\n"),
     ("    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it\n  }\n}\n",
-     "    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it\n  }\n"
+     "    tp = gtime();\n    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it\n  }\n"
      "  if (threadIdx.x == 0 && cta < 8192) {\n"
      "    unsigned smid;\n    asm volatile(\"mov.u32 %0, %smid;\" : \"=r\"(smid));\n"
      "    g_trace[cta][0] = t0, g_trace[cta][1] = t1, g_trace[cta][2] = t2, g_trace[cta][3] = tl;\n"
      "    g_trace[cta][4] = t3, g_trace[cta][5] = tc, g_trace[cta][6] = gtime(), g_trace[cta][7] = smid;\n"
-     "    g_trace[cta][8] = tq;\n  }\n}\n"),
+     "    g_trace[cta][8] = tq, g_trace[cta][9] = tr, g_trace[cta][10] = tp ? tp : gtime();\n  }\n}\n"),
     ("void gemm_fused(const uint16_t* A,",
      "void debug_read_trace(unsigned long long* host, int n) {\n"
-     "  cudaMemcpyFromSymbol(host, g_trace, size_t(n) * 9 * 8);\n}\n"
-     "void debug_clear_trace() {\n  static unsigned long long z[8192][9];\n"
+     "  cudaMemcpyFromSymbol(host, g_trace, size_t(n) * 11 * 8);\n}\n"
+     "void debug_clear_trace() {\n  static unsigned long long z[8192][11];\n"
      "  cudaMemcpyToSymbol(g_trace, z, sizeof(z));\n}\n\n"
      "void gemm_fused(const uint16_t* A,"),
 ]

@@ -39,27 +39,27 @@ int main(int argc, char** argv) {
   PackedWeights w{dp + (40 % copies) * pb, N, K, kPackedLayoutVersion};
   cudaEventRecord(e0); gemm(da, M, K, K, w, dC, N, opt, ex); cudaEventRecord(e1); cudaEventSynchronize(e1);
   float ms; cudaEventElapsedTime(&ms, e0, e1);
-  std::vector<unsigned long long> t(8192 * 9); mxfp4::cuda::debug_read_trace(t.data(), 8192);
+  std::vector<unsigned long long> t(8192 * 11); mxfp4::cuda::debug_read_trace(t.data(), 8192);
   int n = 0; unsigned long long base = ~0ull;
-  for (int i = 0; i < 8192; ++i) if (t[i * 9]) { ++n; base = std::min(base, t[i * 9]); }
+  for (int i = 0; i < 8192; ++i) if (t[i * 11]) { ++n; base = std::min(base, t[i * 11]); }
   printf("event %.2f us, CTAs traced %d\n", ms * 1000, n);
-  const char* names[] = {"start", "depwait", "data0", "datalast", "loopend", "clustbar", "end", "smid", "quantA"};
-  for (int k : {0, 1, 8, 2, 3, 4, 5, 6}) {
-    std::vector<double> v; for (int i = 0; i < 8192; ++i) if (t[i * 9]) v.push_back((double(t[i * 9 + k]) - double(base)) / 1000.0);
+  const char* names[] = {"start", "depwait", "data0", "datalast", "loopend", "clustbar", "end", "smid", "quantA", "reddone", "pulled"};
+  for (int k : {0, 1, 8, 2, 3, 4, 9, 5, 10, 6}) {
+    std::vector<double> v; for (int i = 0; i < 8192; ++i) if (t[i * 11]) v.push_back((double(t[i * 11 + k]) - double(base)) / 1000.0);
     std::sort(v.begin(), v.end());
     printf("%-8s min %6.2f p10 %6.2f med %6.2f p90 %6.2f max %6.2f\n", names[k], v[0], v[v.size() / 10], v[v.size() / 2], v[v.size() * 9 / 10], v.back());
   }
   // The same CTAs grouped by how many traced CTAs ran on their SM: do SMs with more CTAs (more
   // weight bytes) get their data later?
   std::map<unsigned long long, int> per_sm;
-  for (int i = 0; i < 8192; ++i) if (t[i * 9]) ++per_sm[t[i * 9 + 7]];
+  for (int i = 0; i < 8192; ++i) if (t[i * 11]) ++per_sm[t[i * 11 + 7]];
   std::map<int, std::vector<int>> groups;
-  for (int i = 0; i < 8192; ++i) if (t[i * 9]) groups[per_sm[t[i * 9 + 7]]].push_back(i);
+  for (int i = 0; i < 8192; ++i) if (t[i * 11]) groups[per_sm[t[i * 11 + 7]]].push_back(i);
   for (const auto& [ctas, members] : groups) {
     printf("SMs with %d CTA(s): %zu CTAs", ctas, members.size());
     for (int k : {2, 3, 6}) {
       std::vector<double> v;
-      for (int i : members) v.push_back((double(t[i * 9 + k]) - double(base)) / 1000.0);
+      for (int i : members) v.push_back((double(t[i * 11 + k]) - double(base)) / 1000.0);
       std::sort(v.begin(), v.end());
       printf("  %s med %6.2f max %6.2f", names[k], v[v.size() / 2], v.back());
     }
