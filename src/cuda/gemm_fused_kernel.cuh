@@ -34,7 +34,9 @@
 //     to the workspace and counts itself on the tile's counter (zeroed by quantize_fragments);
 //     the last rank to arrive sums the partials and stores C. No clusters: the ranks never
 //     wait for each other, and the grid is not bound to clusters' placement;
-//   - otherwise the CTAs of a cluster reduce through distributed shared memory.
+//   - otherwise the CTAs of a cluster reduce through distributed shared memory: at split >= 4
+//     every rank pushes the rows that others own into their receive buffers (st.async, counted
+//     on the owner's mbarrier), at split 2 every rank pulls its rows after a cluster barrier.
 
 #include <cooperative_groups.h>
 
@@ -73,17 +75,15 @@ struct FusedArgs {
   float* partials;        // path "splitk", split-K through the workspace: [tile][rank][rows][block_n]
   int* counters;          // ... and one arrival counter per tile (null: through clusters)
   int sm_count;           // SMs of the device: the grid through the workspace is spread evenly over them
-  int recv_off;           // split-K through a cluster by push (kPushReduce): the receive buffer's byte offset
+  int recv_off;           // split-K through a cluster by push (push_reduce): the receive buffer's byte offset
 };
 
-// Split-K through a cluster: push (every rank st.async's the rows that other ranks own into
-// their receive buffers, no cluster barrier at the end) or pull (two cluster barriers around
-// the remote loads). An experiment while both are measured (-DMXFP4_EXP_PUSH).
-#ifdef MXFP4_EXP_PUSH
-constexpr bool kPushReduce = true;
-#else
-constexpr bool kPushReduce = false;
-#endif
+/// Split-K through a cluster of `split` CTAs: push (every rank st.async's the rows that other
+/// ranks own into their receive buffers; no cluster barrier at the end) for split >= 4, pull
+/// (two cluster barriers around remote loads) for split 2. Session 10 measured both on every
+/// cluster shape: push won 0.07-0.16 us at split 4 and 8 (4x2880x512 4.50 -> 4.34 us) and lost
+/// 0.1-0.6 us at split 2 (32x4096x512 5.61 -> 6.19), docs/perf-notes.md.
+__host__ __device__ constexpr bool push_reduce(int split) { return split >= 4; }
 
 /// Shared-memory layout for a CTA of SLABS slabs and N8 token tiles: mbarriers, a ring of
 /// `stages` slots (weights, plus A's fragments on path "splitk"), path "fused"'s A buffer; the
@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const int tiles_m = (rows + 7) / 8;
   const uint32_t* frags = PREQUANT ? p.frags + (m0 / 8) * ks_total * 64 : nullptr;
   // Push reduction: rank r owns token rows [r * rpr, +rpr) of the tile (fewer or none at the end).
-  const bool push = kPushReduce && !WS && p.split > 1;  // WS: the workspace, never clusters
+  const bool push = !WS && push_reduce(p.split);  // WS: the workspace, never clusters
   const int rpr = (rows + p.split - 1) / p.split;
   const int own_rows = max(0, min(rows, (rank + 1) * rpr) - rank * rpr);
 
