@@ -34,9 +34,10 @@
 //     to the workspace and counts itself on the tile's counter (zeroed by quantize_fragments);
 //     the last rank to arrive sums the partials and stores C. No clusters: the ranks never
 //     wait for each other, and the grid is not bound to clusters' placement;
-//   - otherwise the CTAs of a cluster reduce through distributed shared memory: at split >= 4
-//     every rank pushes the rows that others own into their receive buffers (st.async, counted
-//     on the owner's mbarrier), at split 2 every rank pulls its rows after a cluster barrier.
+//   - otherwise the CTAs of a cluster reduce through distributed shared memory: with 8 or 16
+//     tokens at split >= 4 every rank pushes the rows that others own into their receive
+//     buffers (st.async, counted on the owner's mbarrier); otherwise every rank pulls its rows
+//     after a cluster barrier (push_reduce, kPushKernel).
 
 #include <cooperative_groups.h>
 
@@ -84,6 +85,11 @@ struct FusedArgs {
 /// cluster shape: push won 0.07-0.16 us at split 4 and 8 (4x2880x512 4.50 -> 4.34 us) and lost
 /// 0.1-0.6 us at split 2 (32x4096x512 5.61 -> 6.19), docs/perf-notes.md.
 __host__ __device__ constexpr bool push_reduce(int split) { return split >= 4; }
+/// Kernels that carry the push code: 8 or 16 tokens (N8 <= 2), clusters (not WS). The wgmma
+/// kernels (N8 >= 4), whose dispatcher shapes are mostly split 2, pull only: with the push code
+/// compiled in, their split-2 calls ran 0.06-0.15 us slower (session 10).
+template <int N8, bool WS>
+constexpr bool kPushKernel = N8 <= 2 && !WS;
 
 /// Shared-memory layout for a CTA of SLABS slabs and N8 token tiles: mbarriers, a ring of
 /// `stages` slots (weights, plus A's fragments on path "splitk"), path "fused"'s A buffer; the
@@ -144,7 +150,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const int tiles_m = (rows + 7) / 8;
   const uint32_t* frags = PREQUANT ? p.frags + (m0 / 8) * ks_total * 64 : nullptr;
   // Push reduction: rank r owns token rows [r * rpr, +rpr) of the tile (fewer or none at the end).
-  const bool push = !WS && push_reduce(p.split);  // WS: the workspace, never clusters
+  const bool push = kPushKernel<N8, WS> && push_reduce(p.split);
   const int rpr = (rows + p.split - 1) / p.split;
   const int own_rows = max(0, min(rows, (rank + 1) * rpr) - rank * rpr);
 
@@ -272,8 +278,14 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
   if (push) cluster_arrive_relaxed();  // ... and before another rank pushes (cluster_wait in the epilogue)
   if constexpr (PREQUANT) {
-    for (int s = 0; s < prologue; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
+#ifdef MXFP4_EXP_PRO  // experiment: only the first MXFP4_EXP_PRO stages before the wait
+    const int early = min(prologue, MXFP4_EXP_PRO);
+#else
+    const int early = prologue;
+#endif
+    for (int s = 0; s < early; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
     grid_dependency_wait();
+    for (int s = early; s < prologue; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
   } else if (quantizer) {
     for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);
     if (p.a_stage_rows > 0) {
