@@ -278,14 +278,10 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
   if (push) cluster_arrive_relaxed();  // ... and before another rank pushes (cluster_wait in the epilogue)
   if constexpr (PREQUANT) {
-#ifdef MXFP4_EXP_PRO  // experiment: only the first MXFP4_EXP_PRO stages before the wait
-    const int early = min(prologue, MXFP4_EXP_PRO);
-#else
-    const int early = prologue;
-#endif
-    for (int s = 0; s < early; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
+    // Every prologue stage before the wait: issuing only the first (or none) before it did not
+    // shorten the quantizer's part of a call (session 10, -DMXFP4_EXP_PRO=1 / 0).
+    for (int s = 0; s < prologue; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
     grid_dependency_wait();
-    for (int s = early; s < prologue; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
   } else if (quantizer) {
     for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);
     if (p.a_stage_rows > 0) {
