@@ -136,7 +136,8 @@ __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.w
 /// Stores 16 bytes at `local`'s offset in the shared memory of cluster CTA `rank`, counted as
 /// 16 transaction bytes on that CTA's mbarrier at `bar`'s offset (PTX "st.async" with
 /// mbarrier::complete_tx): the owner sees the value once it has waited on that barrier's phase;
-/// no fence. The barrier must be initialised before (a cluster barrier after the init).
+/// no fence. The barrier must be initialised before (a cluster barrier after the init), and
+/// `rank` must not be the executing CTA (undefined for st.async with an mbarrier, PTX ISA).
 __device__ __forceinline__ void st_async_cluster_f4(float* local, uint64_t* bar, uint32_t rank, float4 v) {
   uint32_t remote, remote_bar;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(local)), "r"(rank));

@@ -104,7 +104,8 @@ struct Ring {
   static constexpr int kRed = 8 * N8 * kRedPitch * 4;   // [8*N8 tokens][kRedPitch] fp32
   static constexpr int kHeader = 128;                   // mbarriers: kMaxStages slots, A's, the push's
   static_assert((kMaxStages + 2) * 8 <= kHeader, "the mbarriers overlap the ring");
-  // Push reduction: per source rank, ceil(rows / split) token rows of kRedPitch floats.
+  // Push reduction's receive buffer: one slot of ceil(rows / split) token rows of kRedPitch
+  // floats per source rank, split * ceil(rows / split) <= 8 * N8 + 7 rows in all.
   static constexpr int kRecv = (8 * N8 + 8) * kRedPitch * 4;
   __host__ __device__ static int abuf_bytes(int a_chunks) { return PREQUANT ? 0 : N8 * a_chunks * 1024; }
   static int astage_bytes(int a_chunks, int rows) { return PREQUANT ? 0 : rows * a_chunks * 128; }
@@ -299,7 +300,11 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // N8 <= 2: even and odd K16 steps accumulate into separate registers (two independent HMMA
   // chains per token tile instead of one, which the latency of each HMMA would serialise),
   // added in a fixed order after the loop.
+#ifdef MXFP4_EXP_CHAINS4  // experiment: one chain per K16 step of a chunk at 8 tokens
+  constexpr int kChains = N8 == 1 ? 4 : N8 <= 2 ? 2 : 1;
+#else
   constexpr int kChains = N8 <= 2 ? 2 : 1;
+#endif
   // Path "splitk" with 32 or 64 tokens: the K loop on register-A wgmma (FragOrder::wgmma).
   constexpr bool kWgmma = PREQUANT && N8 >= 4;
   static_assert(!kWgmma || SLABS % 4 == 0, "a warpgroup is 4 slabs at one kw");
@@ -422,11 +427,13 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     if (++slot == p.stages) slot = 0, phase ^= 1u;
   }
   if (!stage_barrier) __syncthreads();
-  if constexpr (kChains == 2) {
+  if constexpr (kChains > 1) {
 #pragma unroll
-    for (int j = 0; j < N8; ++j)
+    for (int h = 1; h < kChains; ++h)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[0][j][e] += acc[1][j][e];
+      for (int j = 0; j < N8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[0][j][e] += acc[h][j][e];
   }
 
   // Epilogue: the KW warps of a slab add their accumulators into red[m][n_local] in order

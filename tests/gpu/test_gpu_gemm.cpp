@@ -351,6 +351,34 @@ TEST(GpuGemm, K12K13SmallMAndSplitKNeverLeak) {
   }
 }
 
+// Split-K through a cluster at every split the dispatcher or a tune can pick (2..8): the push
+// reduction (8 or 16 tokens per CTA at split >= 4, kPushKernel) with every token count of
+// its tiles, ranks owning no rows (rows < split) and ranks with no K chunks (K = 320: 5
+// chunks, split 6..8), next to the pull (split 2, 3; 32 and 64 tokens). K = 1536 keeps path
+// splitk on clusters (the workspace reduction takes split 8 only from K = 4096). Random data
+// against the exact reference; C is poisoned and has canary rows.
+TEST(GpuGemm, ClusterSplitKEverySplitAndTokenCount) {
+  MXFP4_REQUIRE_GPU();
+  for (int64_t K : {320, 1536}) {
+    for (int64_t M : {1, 3, 4, 9, 13, 16, 33, 64}) {
+      const int64_t N = 200;
+      const Problem p = random_problem(M, N, K, uint64_t(5000 + M * 13 + K));
+      for (int split = 2; split <= 8; ++split) {
+        for (const GemmConfig& cfg : {forced_cfg(GemmPath::fused, split, 4, 1), forced_cfg(GemmPath::splitk, split, 8, 1),
+                                      forced_cfg(GemmPath::splitk, split, 4, 2)}) {
+          const auto C = p.run(&cfg, N + 3, 2);
+          p.check(C, N + 3, all_rows(M), "M=" + std::to_string(M) + " K=" + std::to_string(K) + " " + describe(cfg));
+          for (int64_t i = M * (N + 3); i < (M + 2) * (N + 3); ++i)
+            ASSERT_EQ(C[size_t(i)], 0xFFFF) << "canary row touched, M=" << M << " " << describe(cfg);
+          for (int64_t r = 0; r < M; ++r)
+            for (int64_t c = N; c < N + 3; ++c)
+              ASSERT_EQ(C[size_t(r * (N + 3) + c)], 0xFFFF) << "padding column touched, M=" << M << " " << describe(cfg);
+        }
+      }
+    }
+  }
+}
+
 TEST(GpuGemm, K14DeterministicAcrossCallsAndStreams) {
   MXFP4_REQUIRE_GPU();
   for (int64_t M : {1, 8, 16}) {
