@@ -37,7 +37,7 @@ namespace {
 
 constexpr uint16_t kBf16NaN = 0x7FC0;
 
-// A GEMM operand [rows, K] read in place: plain MXFP4 layouts or packed layout v2.
+// A GEMM operand [rows, K] read in place: plain MXFP4 layouts or packed layout v3.
 struct Operand {
   const MxMatrix* plain = nullptr;
   const PackedWeights* packed = nullptr;

@@ -8,7 +8,8 @@ fused, the end of its in-kernel quantization of A (= the wait's return on path s
 its SM id, into a __device__ array that trace.cu reads back. The split-K reductions live in
 src/cuda/splitk_reduce.cuh and are not stamped inside: "clustbar" is the K loop's end and
 "pulled" the kernel's end (session 10 found that a cold call's per-phase stamps there did not
-predict what a change saves in a graph).
+predict what a change saves in a graph). Since that move, the ranks of the workspace
+reduction that do not sum the tile are traced too (before, they returned before the stamp).
 
 Usage (on the GPU machine, in a scratch copy or with `git stash` afterwards):
     python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu
