@@ -37,7 +37,7 @@
 //   - otherwise the CTAs of a cluster reduce through distributed shared memory: with 8 or 16
 //     tokens at split >= 4 every rank pushes the rows that others own into their receive
 //     buffers (st.async, counted on the owner's mbarrier); otherwise every rank pulls its rows
-//     after a cluster barrier (push_reduce, kPushKernel).
+//     after a cluster barrier (push_reduce).
 
 #include <cooperative_groups.h>
 
@@ -80,17 +80,19 @@ struct FusedArgs {
   int recv_off;           // split-K through a cluster by push (push_reduce): the receive buffer's byte offset
 };
 
-/// Split-K through a cluster of `split` CTAs: push (every rank st.async's the rows that other
-/// ranks own into their receive buffers; no cluster barrier at the end) for split >= 4, pull
-/// (two cluster barriers around remote loads) for split 2. Session 10 measured both on every
-/// cluster shape: push won 0.07-0.16 us at split 4 and 8 (4x2880x512 4.50 -> 4.34 us) and lost
-/// 0.1-0.6 us at split 2 (32x4096x512 5.61 -> 6.19), docs/perf-notes.md.
-__host__ __device__ constexpr bool push_reduce(int split) { return split >= 4; }
-/// Kernels that carry the push code: 8 or 16 tokens (N8 <= 2), clusters (not WS). The wgmma
-/// kernels (N8 >= 4), whose dispatcher shapes are mostly split 2, pull only: with the push code
-/// compiled in, their split-2 calls ran 0.06-0.15 us slower (session 10).
+/// True when kernel <N8, WS> reduces split-K through its cluster of `split` CTAs by push
+/// (every rank st.async's the rows that other ranks own into their receive buffers; no cluster
+/// barrier at the end), false for pull (two cluster barriers around remote loads) or no
+/// cluster. The one rule for the launcher (receive buffer) and the kernel. Push only in the
+/// 8/16-token cluster kernels (N8 <= 2, not WS) at split >= 4. Session 10 measured both on
+/// every cluster shape: push won 0.07-0.16 us at split 4 and 8 (4x2880x512 4.50 -> 4.34 us)
+/// and lost 0.1-0.6 us at split 2 (32x4096x512 5.61 -> 6.19); with the push code compiled in,
+/// the wgmma kernels' (N8 >= 4, mostly split 2) pull calls ran 0.06-0.15 us slower, so they
+/// do not carry it (docs/perf-notes.md).
 template <int N8, bool WS>
-constexpr bool kPushKernel = N8 <= 2 && !WS;
+__host__ __device__ constexpr bool push_reduce(int split) {
+  return N8 <= 2 && !WS && split >= 4;
+}
 
 /// Shared-memory layout for a CTA of SLABS slabs and N8 token tiles: mbarriers, a ring of
 /// `stages` slots (weights, plus A's fragments on path "splitk"), path "fused"'s A buffer; the
@@ -152,7 +154,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const int tiles_m = (rows + 7) / 8;
   const uint32_t* frags = PREQUANT ? p.frags + (m0 / 8) * ks_total * 64 : nullptr;
   // Push reduction: rank r owns token rows [r * rpr, +rpr) of the tile (fewer or none at the end).
-  const bool push = kPushKernel<N8, WS> && push_reduce(p.split);
+  const bool push = push_reduce<N8, WS>(p.split);
   const int rpr = (rows + p.split - 1) / p.split;
   const int own_rows = max(0, min(rows, (rank + 1) * rpr) - rank * rpr);
 
