@@ -73,33 +73,24 @@ __global__ void dequantize_kernel(MxMatrix q, Out* __restrict__ out, int64_t str
   }
 }
 
-#ifndef MXFP4_EXP_QLANES
-#define MXFP4_EXP_QLANES 4
-#endif
-/// Lanes per 32-element block in quantize_fragments_kernel (4, 8 or 16).
-constexpr int kQuantLanes = MXFP4_EXP_QLANES;
-
 /// A [M, K] -> bf16 fragments for the splitk and tiled GEMMs (quantize_kernels.cuh,
 /// a_fragment_index) over the padded [m_padded = round_up(M, 8), k_padded] grid, padding -> 0.
-/// A CTA of 8 warps covers one token tile (8 rows, warp w = row 8j + w) and 32 / L K blocks,
-/// L = lanes per block: lane l quantizes elements E (l % L) .. +E-1 (E = 32 / L) of block
-/// (32 / L) blockIdx.x + l / L, so a warp reads 512 contiguous bytes of its row. The CTA's
-/// fragments are up to 64 / L whole chunks (K16 steps; fewer in the last CTA of a row when
-/// K16 steps % (64 / L) != 0), contiguous in `frags`: they are assembled in shared memory and
-/// stored as one 16-byte piece per thread (4-byte stores scattered over the chunks cost ~1 us
-/// per call at M >= 32, docs/perf-notes.md session 8). Token tiles run along grid.y (strided
-/// when there are more than 65535); every index comes from the grid, with no division by a
-/// runtime value.
-template <FragOrder O, int L>
+/// A CTA of 8 warps covers one token tile (8 rows, warp w = row 8j + w) and 8 K blocks:
+/// lane l quantizes elements 8 (l % 4) .. +7 of block 8 blockIdx.x + l / 4, so a warp reads
+/// 512 contiguous bytes of its row. The CTA's fragments are up to 16 whole chunks (K16 steps;
+/// fewer in the last CTA of a row when K16 steps % 16 != 0), contiguous in `frags`: they are
+/// assembled in shared memory and stored as one 16-byte piece per thread (4-byte stores
+/// scattered over the chunks cost ~1 us per call at M >= 32, docs/perf-notes.md session 8).
+/// Token tiles run along grid.y (strided when there are more than 65535); every index comes
+/// from the grid, with no division by a runtime value.
+template <FragOrder O>
 __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M,
                                                                       int64_t K, int64_t lda, int64_t m_padded,
                                                                       int64_t k_padded, uint32_t* __restrict__ frags,
                                                                       ScaleRule rule, int* __restrict__ counters,
                                                                       int64_t n_counters) {
-  static_assert(kThreads == 256, "8 warps (one token tile) x 32 lanes");
-  static_assert(L == 4 || L == 8 || L == 16, "a block is split over 4, 8 or 16 lanes");
-  constexpr int E = 32 / L, kBlocks = 32 / L, kSteps = 2 * kBlocks;
-  __shared__ __align__(16) uint32_t tile[kSteps * 64];  // the CTA's chunks
+  static_assert(kThreads == 256, "8 warps (one token tile) x 32 lanes (8 K blocks)");
+  __shared__ __align__(16) uint32_t tile[16 * 64];  // the CTA's 16 chunks
   // Launched with programmatic dependent launch (launch_pdl): wait for the stream's previous
   // kernel (which may write A, or still read `frags` as the previous call's GEMM) first. Then
   // the GEMM launched after this kernel (PDL too) may start its weight loads: everything
@@ -123,33 +114,22 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
 #pragma unroll 1
     for (int64_t i = threadIdx.x; i < n_counters; i += kThreads) counters[i] = 0;
   }
-  const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32), q = lane % L, b = lane / L;
-  const int64_t c = int64_t(blockIdx.x) * kBlocks + b, ks = k_padded / 16;
-  // Steps kSteps blockIdx.x .. that exist (k_padded is a multiple of 64: whole chunk pairs).
-  const int steps = int(min(int64_t(kSteps), ks - kSteps * int64_t(blockIdx.x)));
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, q = lane % 4;
+  const int64_t c = int64_t(blockIdx.x) * 8 + lane / 4, ks = k_padded / 16;
+  // Steps 16 blockIdx.x .. +15 that exist (k_padded is a multiple of 64: whole chunk pairs).
+  const int steps = int(min(int64_t(16), ks - 16 * int64_t(blockIdx.x)));
   for (int64_t j = blockIdx.y; j < m_padded / 8; j += gridDim.y) {
     const int64_t r = 8 * j + warp;
-    uint32_t words[E / 2];
-#pragma unroll
-    for (int u = 0; u < E / 2; ++u) words[u] = 0u;
+    uint32_t words[4] = {0u, 0u, 0u, 0u};
     // A warp in a padding row (r >= M) writes zeros, the quantizer's result for them, without
     // running it (at M = 1, 7 of the 8 rows). The row is the warp's, so the test is uniform.
-    if (r < M) {  // all lanes of the warp
-      uint32_t w[E / 2];
-      load_block_slice<E>(A, M, K, lda, r, c, q, w);
-      quantize_slice_words<E>(w, rule, words);
-    }
-    // Word u holds elements k, k + 1 of the block, k = E q + 2 u: K16 step 2 b + k / 16 of
-    // the CTA, fragment lane 4 (r % 8) + (k % 8) / 2, register (k % 16) / 8.
+    if (r < M) quantize_quarter_to_fragment_words(A, M, K, lda, r, c, q, rule, words);  // all lanes of the warp
 #pragma unroll
-    for (int u = 0; u < E / 2; ++u) {
-      const int k = E * q + 2 * u;  // non-negative: the bit operations below are k / 16, ...
-      tile[a_fragment_index<O>(0, 2 * b + (k >> 4), 0, 4 * warp + ((k & 7) >> 1), (k & 15) >> 3)] = words[u];
-    }
+    for (int t = 0; t < 4; ++t) tile[a_fragment_index<O>(0, 2 * (lane / 4) + q / 2, 0, 4 * warp + t, q % 2)] = words[t];
     __syncthreads();
     if (int(threadIdx.x) < steps * 16) {
       const uint4 piece = reinterpret_cast<const uint4*>(tile)[threadIdx.x];
-      reinterpret_cast<uint4*>(frags + (j * ks + kSteps * int64_t(blockIdx.x)) * 64)[threadIdx.x] = piece;
+      reinterpret_cast<uint4*>(frags + (j * ks + 16 * int64_t(blockIdx.x)) * 64)[threadIdx.x] = piece;
     }
     __syncthreads();  // the tile is rewritten by the next token tile
   }
@@ -194,10 +174,9 @@ void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_strid
 void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
                         cudaStream_t stream, FragOrder order, int* counters, int64_t n_counters) {
   const int64_t m_padded = round_up(M, 8), k_padded = round_up(K, 64);
-  const dim3 grid(unsigned(ceil_div(k_padded / 32, 32 / kQuantLanes)),
-                  unsigned(std::min<int64_t>(m_padded / 8, 65535)));
-  auto kernel = order == FragOrder::wgmma ? quantize_fragments_kernel<FragOrder::wgmma, kQuantLanes>
-                                          : quantize_fragments_kernel<FragOrder::mma, kQuantLanes>;
+  const dim3 grid(unsigned(ceil_div(k_padded / 32, 8)), unsigned(std::min<int64_t>(m_padded / 8, 65535)));
+  auto kernel = order == FragOrder::wgmma ? quantize_fragments_kernel<FragOrder::wgmma>
+                                          : quantize_fragments_kernel<FragOrder::mma>;
   launch_pdl(kernel, grid, dim3(kThreads), stream, "quantize_fragments_kernel", A, M, K, lda,
              m_padded, k_padded, frags, rule, counters, n_counters);
 }

@@ -72,89 +72,54 @@ __device__ __forceinline__ int64_t a_fragment_index(int64_t j, int64_t i, int64_
   return (j * ks + i) * 64 + (O == FragOrder::mma ? 2 * lane + reg : 32 * reg + lane);
 }
 
-/// Quantizes E consecutive elements `v` of a 32-element block whose other 32 - E elements are
-/// held by the neighbouring lanes (lanes L i .. L i + L - 1 hold one block in element order,
-/// L = 32 / E lanes per block: 4, 8 or 16) and returns their dequantized bf16 values
-/// e2m1 * 2^s in `deq`. Same block rule as fmt::quantize_block (max and the non-finite flag are
-/// order-free) and the same element result (fmt::e2m1_quantize_dequantize_bf16, checked against
-/// e2m1_encode + dequant_f32 for every bf16 input and scale on the CPU), so the result is
-/// bit-identical to it. All 32 lanes of the warp must call this together.
-template <int E = 8>
-__device__ __forceinline__ void quantize_block_slice_to_bf16(const float (&v)[E], ScaleRule rule,
-                                                             uint16_t (&deq)[E]) {
-  static_assert(E == 2 || E == 4 || E == 8, "a block is split over 16, 8 or 4 lanes");
+/// Quantizes 8 consecutive elements `v` of a 32-element block whose other 24 elements are held
+/// by the 3 neighbouring lanes (lanes 4i..4i+3 hold one block, in element order) and returns
+/// their dequantized bf16 values e2m1 * 2^s in `deq`. Same block rule as fmt::quantize_block
+/// (max and the non-finite flag are order-free) and the same element result
+/// (fmt::e2m1_quantize_dequantize_bf16, checked against e2m1_encode + dequant_f32 for every
+/// bf16 input and scale on the CPU), so the result is bit-identical to it. All 32 lanes of the
+/// warp must call this together.
+__device__ __forceinline__ void quantize_quarter_block_to_bf16(const float (&v)[8], ScaleRule rule,
+                                                               uint16_t (&deq)[8]) {
   float amax = 0.f;
   uint32_t nonfinite = 0;
 #pragma unroll
-  for (int i = 0; i < E; ++i) {
+  for (int i = 0; i < 8; ++i) {
     const uint32_t a = fmt::f32_bits(v[i]) & 0x7FFFFFFFu;
     nonfinite |= uint32_t(a >= 0x7F800000u);
     amax = fmaxf(amax, fmt::f32_from_bits(a < 0x7F800000u ? a : 0u));
   }
 #pragma unroll
-  for (int d = 1; d < 32 / E; d <<= 1) {
+  for (int d = 1; d < 4; d <<= 1) {
     amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, d));
     nonfinite |= __shfl_xor_sync(0xFFFFFFFFu, nonfinite, d);
   }
   if (nonfinite) {
 #pragma unroll
-    for (int i = 0; i < E; ++i) deq[i] = fmt::f32_to_bf16(fmt::dequant_f32(0, kScaleNaN));
+    for (int i = 0; i < 8; ++i) deq[i] = fmt::f32_to_bf16(fmt::dequant_f32(0, kScaleNaN));
     return;
   }
   const int s = fmt::shared_exponent(amax, rule);
   const float inv = fmt::exp2i(-s), scale = fmt::exp2i(s);
 #pragma unroll
-  for (int i = 0; i < E; ++i) deq[i] = fmt::e2m1_quantize_dequantize_bf16(v[i], inv, scale);
+  for (int i = 0; i < 8; ++i) deq[i] = fmt::e2m1_quantize_dequantize_bf16(v[i], inv, scale);
 }
 
-/// Quantizes the block slice held as E / 2 bf16 pairs `w` (element 2i in the low half of w[i])
-/// with the lanes holding the block's other slices (quantize_block_slice_to_bf16; all 32 lanes
-/// must call this together) and returns the E / 2 fragment words of those E values: word t
-/// holds elements 2t, 2t + 1 (the same pairing as `w`).
-template <int E = 8>
-__device__ __forceinline__ void quantize_slice_words(const uint32_t (&w)[E / 2], ScaleRule rule,
-                                                     uint32_t (&words)[E / 2]) {
-  float v[E];
+/// Quantizes the quarter block held as 4 bf16 pairs `w` (element 2i in the low half of w[i])
+/// with the 3 lanes holding its other quarters (quantize_quarter_block_to_bf16; all 32 lanes
+/// must call this together) and returns the 4 fragment words of those 8 values: word t holds
+/// elements 2t, 2t + 1 (the same pairing as `w`).
+__device__ __forceinline__ void quantize_quarter_words(const uint32_t (&w)[4], ScaleRule rule, uint32_t (&words)[4]) {
+  float v[8];
 #pragma unroll
-  for (int i = 0; i < E / 2; ++i) {
+  for (int i = 0; i < 4; ++i) {
     v[2 * i] = fmt::bf16_to_f32(uint16_t(w[i] & 0xFFFFu));
     v[2 * i + 1] = fmt::bf16_to_f32(uint16_t(w[i] >> 16));
   }
-  uint16_t deq[E];
-  quantize_block_slice_to_bf16<E>(v, rule, deq);
+  uint16_t deq[8];
+  quantize_quarter_block_to_bf16(v, rule, deq);
 #pragma unroll
-  for (int t = 0; t < E / 2; ++t) words[t] = uint32_t(deq[2 * t]) | (uint32_t(deq[2 * t + 1]) << 16);
-}
-
-/// quantize_slice_words for a quarter block (8 elements, 4 lanes per block).
-__device__ __forceinline__ void quantize_quarter_words(const uint32_t (&w)[4], ScaleRule rule, uint32_t (&words)[4]) {
-  quantize_slice_words<8>(w, rule, words);
-}
-
-/// Loads elements E q .. E q + E - 1 of the 32-element block (row r, K block c) of the bf16
-/// matrix A [M, K] (row stride lda) as E / 2 bf16 pairs (zeros outside [M, K]; one vector load
-/// when the address allows it).
-template <int E>
-__device__ __forceinline__ void load_block_slice(const uint16_t* A, int64_t M, int64_t K, int64_t lda, int64_t r,
-                                                 int64_t c, int q, uint32_t (&w)[E / 2]) {
-#pragma unroll
-  for (int i = 0; i < E / 2; ++i) w[i] = 0u;
-  if (r >= M || c * 32 >= K) return;
-  const uint16_t* src = A + r * lda + c * 32 + E * q;
-  if ((reinterpret_cast<uintptr_t>(src) & (2 * E - 1)) == 0) {
-    if constexpr (E == 8) {
-      const uint4 u = __ldg(reinterpret_cast<const uint4*>(src));
-      w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
-    } else if constexpr (E == 4) {
-      const uint2 u = __ldg(reinterpret_cast<const uint2*>(src));
-      w[0] = u.x, w[1] = u.y;
-    } else {
-      w[0] = __ldg(reinterpret_cast<const uint32_t*>(src));
-    }
-  } else {  // a view with an odd row stride or offset
-#pragma unroll
-    for (int i = 0; i < E / 2; ++i) w[i] = uint32_t(src[2 * i]) | (uint32_t(src[2 * i + 1]) << 16);
-  }
+  for (int t = 0; t < 4; ++t) words[t] = uint32_t(deq[2 * t]) | (uint32_t(deq[2 * t + 1]) << 16);
 }
 
 /// Loads elements 8q .. 8q+7 of the 32-element block (row r, K block c) of the bf16 matrix
@@ -164,8 +129,17 @@ __device__ __forceinline__ void load_block_slice(const uint16_t* A, int64_t M, i
 __device__ __forceinline__ void quantize_quarter_to_fragment_words(const uint16_t* A, int64_t M, int64_t K,
                                                                    int64_t lda, int64_t r, int64_t c, int q,
                                                                    ScaleRule rule, uint32_t (&words)[4]) {
-  uint32_t w[4];
-  load_block_slice<8>(A, M, K, lda, r, c, q, w);
+  uint32_t w[4] = {0u, 0u, 0u, 0u};
+  if (r < M && c * 32 < K) {
+    const uint16_t* src = A + r * lda + c * 32 + 8 * q;
+    if ((reinterpret_cast<uintptr_t>(src) & 15) == 0) {
+      const uint4 u = __ldg(reinterpret_cast<const uint4*>(src));
+      w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
+    } else {  // a view with an odd row stride or offset
+#pragma unroll
+      for (int i = 0; i < 4; ++i) w[i] = uint32_t(src[2 * i]) | (uint32_t(src[2 * i + 1]) << 16);
+    }
+  }
   quantize_quarter_words(w, rule, words);
 }
 
