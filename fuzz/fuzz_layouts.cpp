@@ -1,4 +1,4 @@
-// libFuzzer target: AITER layout converters, packed layout v2 prepack/unpack, and the CPU
+// libFuzzer target: AITER layout converters, packed layout v3 prepack/unpack, and the CPU
 // GEMM entry points that read them.
 //
 // Modes (first input byte % 3):
@@ -6,7 +6,7 @@
 //      (formula written here from the spec), padding is never written, unshuffle ignores
 //      whatever the padding holds, round trip is the identity;
 //   1  shuffle_weight / unshuffle_weight: spec §4.2 offsets, round trip, nothing past the end;
-//   2  prepack (any code/scale layout) equals an independent model of packed layout v2 built
+//   2  prepack (any code/scale layout) equals an independent model of packed layout v3 built
 //      from docs/packed-layout.md, writes every byte (two different poisons give the same
 //      bytes) and nothing past the end; unpack inverts it; then for a small bf16 A:
 //      gemm(A, packed) == gemm(A, B in its layout) == gemm_quantized(quantize(A), B) bit for
@@ -36,10 +36,15 @@ int64_t spec_weight_offset(int64_t n, int64_t c, int64_t kb) {
   return (n / 16) * (16 * kb) + (c / 16) * 256 + (n % 16) * 16 + (c % 16);
 }
 
-// Packed layout v2 from docs/packed-layout.md: code region tiles of 16 rows x 64 K columns,
-// lane l = 4g + t owns 16 bytes = four words w (K16 step 64kc + 16w); nibble p = q + 4e of a
-// word holds row 16nt + g + 8(q&1), column k0 + 2t + 8(q>>1) + e. Scale region: 32 bytes a
-// tile, byte 4g + i = row 16nt + g + 8(i>>1), K block 2kc + (i&1). Padding is zero.
+// Packed layout v3 from docs/packed-layout.md: code region tiles of 16 rows x 64 K columns,
+// lane l = 4g + t owns 16 bytes = four words w (K16 step 64kc + 16w); code p = q + 4e of a
+// word holds row 16nt + g + 8(q&1), column k0 + 2t + 8(q>>1) + e, its bits j = 0..3 (m, e0,
+// e1, sign) at the word bits of the doc's table (kDocBit). Scale region: 32 bytes a tile,
+// byte 4g + i = row 16nt + g + 8(i>>1), K block 2kc + (i&1). Padding is zero.
+constexpr int kDocBit[4][2][4] = {{{6, 7, 8, 15}, {22, 23, 24, 31}},
+                                  {{10, 11, 12, 19}, {26, 27, 28, 3}},
+                                  {{16, 17, 18, 25}, {0, 1, 2, 9}},
+                                  {{20, 13, 14, 21}, {4, 29, 30, 5}}};
 std::vector<uint8_t> model_packed(const uint8_t* codes, const uint8_t* scales, int64_t N, int64_t K) {
   const int64_t Np = round_up(N, 16), Kp = round_up(K, 64), kchunks = Kp / 64, kblocks = K / 32;
   std::vector<uint8_t> out(size_t(Np * Kp / 2 + Np * Kp / 32), 0);
@@ -59,7 +64,7 @@ std::vector<uint8_t> model_packed(const uint8_t* codes, const uint8_t* scales, i
               const uint8_t b = codes[r * (K / 2) + k / 2];
               code = (k % 2) ? (b >> 4) : (b & 0xF);
             }
-            word |= code << (4 * p);
+            for (int j = 0; j < 4; ++j) word |= ((code >> j) & 1u) << kDocBit[q][e][j];
           }
           for (int byte = 0; byte < 4; ++byte) out[size_t(tile * 512 + 16 * l + 4 * w + byte)] = uint8_t(word >> (8 * byte));
         }

@@ -135,7 +135,7 @@ void unshuffle_weight(const uint8_t* shuffled, int64_t N, int64_t K, uint8_t* pl
 
 /// Version of the packed layout produced by prepack(); packed buffers of another version are
 /// rejected with TypeMismatch.
-inline constexpr int kPackedLayoutVersion = 2;
+inline constexpr int kPackedLayoutVersion = 3;
 
 /// A prepacked weight matrix B [N, K]: `data` holds packed_bytes(N, K) bytes in layout
 /// `version` (docs/packed-layout.md). Non-owning; where it lives is the caller's Exec.

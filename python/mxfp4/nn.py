@@ -22,7 +22,7 @@ def _as_torch(x, name):
 
 
 class MXFP4Linear(nn.Module):
-    """``y = x @ W^T + b`` with W held as MXFP4 (packed layout v2) and the product computed
+    """``y = x @ W^T + b`` with W held as MXFP4 (packed layout v3) and the product computed
     by :func:`mxfp4.gemm` (x quantized per 1x32 block to MXFP4, fp32 accumulation).
 
     Shapes and dtypes: ``x [..., in_features]`` of any floating dtype (cast to bfloat16 for

@@ -1,4 +1,4 @@
-// Offsets of packed layout v2 (docs/packed-layout.md), shared by the CPU and the CUDA code
+// Offsets and bit positions of packed layout v3 (docs/packed-layout.md), shared by the CPU and the CUDA code
 // (host/device functions, no state).
 #pragma once
 
@@ -28,29 +28,79 @@ MXFP4_HD int64_t code_word_offset(int64_t r, int64_t k, int64_t Kp) {
   return (nt * (Kp / 64) + kc) * 512 + 16 * (4 * g + t) + 4 * (2 * h + s);
 }
 
-/// Nibble position (0..7, bits 4p..4p+3 of the little-endian word) of element (r, k) in its
-/// code word: p = q + 4e, q = fragment register (2 * [k%16 >= 8] + [r%16 >= 8]), e = k % 2.
-MXFP4_HD int code_nibble(int64_t r, int64_t k) {
-  const int64_t k16 = k % 16;
-  const int q = int((r % 16) / 8 + 2 * (k16 / 8));
-  return q + 4 * int(k % 2);
+/// Fragment register q (0..3: a0a1, a2a3, a4a5, a6a7 of the m16n8k16 A fragment) and half e
+/// (0: low, k even; 1: high, k odd) of element (r, k) in its code word:
+/// q = 2 * [k % 16 >= 8] + [r % 16 >= 8], e = k % 2.
+MXFP4_HD int code_register(int64_t r, int64_t k) { return int((r % 16) / 8 + 2 * ((k % 16) / 8)); }
+MXFP4_HD int code_half(int64_t k) { return int(k % 2); }
+
+/// Bit position in its 32-bit code word of bit j of the e2m1 code of register q, half e
+/// (j = 0: mantissa, 1-2: exponent, 3: sign). The magnitude bits of half e belong at bf16
+/// bits 6 + 16e .. 8 + 16e and the sign at 15 + 16e (the bf16 pair e2m1 * 2^-126 that the
+/// kernels decode, src/cuda/common.cuh); register q's bits sit that pattern rotated by 0, 4
+/// and 10 for q = 0, 1, 2, and for q = 3 by 6 (bits 7, 8, 15 and 23, 24, 31 of the pattern)
+/// or 14 (bits 6 and 22), so that a register decodes with one rotate and one AND (two of
+/// each for q = 3). docs/packed-layout.md, "Code region".
+MXFP4_HD int code_bit(int q, int e, int j) {
+  const int target = (j == 3 ? 15 : 6 + j) + 16 * e;
+  const int rot = q == 0 ? 0 : q == 1 ? 4 : q == 2 ? 10 : (j == 0 ? 14 : 6);
+  return (target + rot) % 32;
+}
+
+/// The 4-bit e2m1 `code` of register q, half e, at its bits of a code word (other bits 0).
+MXFP4_HD uint32_t scatter_code(uint32_t code, int q, int e) {
+  uint32_t w = 0;
+  for (int j = 0; j < 4; ++j) w |= ((code >> j) & 1u) << code_bit(q, e, j);
+  return w;
+}
+
+/// The 4-bit e2m1 code of register q, half e, read from code word `w`.
+MXFP4_HD uint32_t gather_code(uint32_t w, int q, int e) {
+  uint32_t code = 0;
+  for (int j = 0; j < 4; ++j) code |= ((w >> code_bit(q, e, j)) & 1u) << j;
+  return code;
+}
+
+/// Rotate right (PTX shf.r.wrap; a funnel shift of w with itself on the GPU).
+MXFP4_HD uint32_t rotr32(uint32_t w, int n) {
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_r(w, w, unsigned(n));
+#else
+  return n == 0 ? w : (w >> n) | (w << (32 - n));
+#endif
+}
+
+/// One code word (8 e2m1 codes) -> the four bf16x2 fragment registers holding the codes'
+/// values times 2^-126: each 3-bit magnitude at the low bf16 exponent bits and the top
+/// mantissa bit (e2m1's subnormal 0.5 becomes the bf16 subnormal 2^-127, every other code the
+/// bf16 normal 2^(e-127) * (1 + m/2)), the sign at bit 15 of each half. Register q is the word
+/// rotated right by 0, 4 or 10 and masked (q = 3: two rotations, code_bit). 9 instructions per
+/// word on sm_90; checked against gather_code on the CPU (tests/cpu/test_packed.cpp).
+MXFP4_HD void decode_word_scaled_down(uint32_t w, uint32_t (&r)[4]) {
+  constexpr uint32_t kBits = 0x81C081C0u;                     // sign, e1, e0, m of both halves
+  constexpr uint32_t kRot6 = 0x81808180u, kRot14 = 0x00400040u;  // q = 3: which bits come from where
+  r[0] = w & kBits;
+  r[1] = rotr32(w, 4) & kBits;
+  r[2] = rotr32(w, 10) & kBits;
+  r[3] = (rotr32(w, 6) & kRot6) | (rotr32(w, 14) & kRot14);
 }
 
 /// The plain code byte of (row r, columns k, k+1), k even: code(k) | code(k+1) << 4.
 MXFP4_HD uint8_t read_code_pair(const uint8_t* packed, int64_t r, int64_t k, int64_t Kp) {
-  const uint8_t* w = packed + code_word_offset(r, k, Kp);
-  const int p = code_nibble(r, k);  // element k+1 sits at p + 4: two bytes further
-  const uint8_t lo = uint8_t((w[p / 2] >> (4 * (p % 2))) & 0xF);
-  const uint8_t hi = uint8_t((w[p / 2 + 2] >> (4 * (p % 2))) & 0xF);
-  return uint8_t(lo | (hi << 4));
+  const uint8_t* p = packed + code_word_offset(r, k, Kp);
+  const uint32_t w = uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+  const int q = code_register(r, k);
+  return uint8_t(gather_code(w, q, 0) | (gather_code(w, q, 1) << 4));
 }
 
-/// Stores the plain code byte `pair` of (row r, columns k, k+1), k even, into its two nibbles.
+/// Stores the plain code byte `pair` of (row r, columns k, k+1), k even, into its bits.
 MXFP4_HD void write_code_pair(uint8_t* packed, int64_t r, int64_t k, int64_t Kp, uint8_t pair) {
-  uint8_t* w = packed + code_word_offset(r, k, Kp);
-  const int p = code_nibble(r, k), shift = 4 * (p % 2);
-  w[p / 2] = uint8_t((w[p / 2] & ~(0xF << shift)) | ((pair & 0xF) << shift));
-  w[p / 2 + 2] = uint8_t((w[p / 2 + 2] & ~(0xF << shift)) | ((pair >> 4) << shift));
+  uint8_t* p = packed + code_word_offset(r, k, Kp);
+  uint32_t w = uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+  const int q = code_register(r, k);
+  w &= ~(scatter_code(0xFu, q, 0) | scatter_code(0xFu, q, 1));
+  w |= scatter_code(pair & 0xFu, q, 0) | scatter_code(uint32_t(pair) >> 4, q, 1);
+  for (int i = 0; i < 4; ++i) p[i] = uint8_t(w >> (8 * i));
 }
 
 /// Offset (from the start of the buffer) of the scale byte of (row r, K block b), with padded

@@ -35,9 +35,9 @@ struct PlainStorage {
 MxMatrix to_plain(const MxMatrix& q, PlainStorage& storage, int threads);
 
 // --- packed.cpp --------------------------------------------------------------------------
-/// Packed layout v2 (docs/packed-layout.md): every byte of `out` written, padding zero.
+/// Packed layout v3 (docs/packed-layout.md): every byte of `out` written, padding zero.
 void prepack(const MxMatrix& b, uint8_t* out, int threads);
-/// Packed layout v2 -> plain codes [N, K/2] and scales [N, K/32].
+/// Packed layout v3 -> plain codes [N, K/2] and scales [N, K/32].
 void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, int threads);
 /// FP8 image (core/fp8_layout.hpp) of packed weights into `out`, every byte written.
 void prepack_fp8(const PackedWeights& p, uint8_t* out, int threads);
@@ -77,7 +77,7 @@ void gemm_mx(const MxMatrix& A, const MxMatrix& B, const GemmOut& C, int threads
 /// C = quantize(A, rule) * B^T for bf16 A [M, K] (row stride lda); same core as gemm_mx.
 void gemm_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMatrix& B, const GemmOut& C,
                ScaleRule rule, int threads);
-/// As gemm_bf16 with B in packed layout v2, read in place (bit-identical to gemm_bf16 on the
+/// As gemm_bf16 with B in packed layout v3, read in place (bit-identical to gemm_bf16 on the
 /// unpacked B).
 void gemm_bf16_packed(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B,
                       const GemmOut& C, ScaleRule rule, int threads);

@@ -37,7 +37,7 @@ namespace {
 
 constexpr uint16_t kBf16NaN = 0x7FC0;
 
-// A GEMM operand [rows, K] read in place: plain MXFP4 layouts or packed layout v2.
+// A GEMM operand [rows, K] read in place: plain MXFP4 layouts or packed layout v3.
 struct Operand {
   const MxMatrix* plain = nullptr;
   const PackedWeights* packed = nullptr;
@@ -92,10 +92,11 @@ struct Operand {
   }
 
  private:
-  // Row and K column inside a 16 x 64 tile of each of its 1024 code nibbles
-  // (docs/packed-layout.md), so that a tile is decoded reading its bytes in order.
+  // Row and K column inside a 16 x 64 tile of each of its 1024 codes (docs/packed-layout.md),
+  // so that a tile is decoded reading its words in order: code i is register q = i % 4, half
+  // e = (i % 8) / 4 of word i / 8.
   struct TileMap {
-    uint8_t row[1024];  // per nibble of a 512-byte tile (nibble i = byte i/2, half i%2)
+    uint8_t row[1024];
     uint8_t col[1024];
   };
   static const TileMap& tile_map() {
@@ -103,9 +104,9 @@ struct Operand {
       TileMap m{};
       for (int r = 0; r < 16; ++r)
         for (int k = 0; k < 64; ++k) {
-          const auto nib = 2 * packed::code_word_offset(r, k, 64) + packed::code_nibble(r, k);
-          m.row[nib] = uint8_t(r);
-          m.col[nib] = uint8_t(k);
+          const auto i = 2 * packed::code_word_offset(r, k, 64) + packed::code_register(r, k) + 4 * packed::code_half(k);
+          m.row[i] = uint8_t(r);
+          m.col[i] = uint8_t(k);
         }
       return m;
     }();
@@ -124,10 +125,15 @@ struct Operand {
             for (int c = 0; c < 16; ++c) lut[rr][h][c] = s == kScaleNaN ? 0.0f : fmt::dequant_f32(uint8_t(c), s);
           }
         const uint8_t* tile = packed->data + (nt * (Kp / 64) + kc) * 512;
+        uint32_t w = 0;
         for (int i = 0; i < 1024; ++i) {
+          if (i % 8 == 0) {  // the next code word (little-endian), 8 codes
+            const uint8_t* wb = tile + 4 * (i / 8);
+            w = uint32_t(wb[0]) | (uint32_t(wb[1]) << 8) | (uint32_t(wb[2]) << 16) | (uint32_t(wb[3]) << 24);
+          }
           const int64_t r = nt * 16 + map.row[i], k = kc * 64 + map.col[i];
           if (r < r0 || r >= r1 || k >= K) continue;
-          out[(r - r0) * K + k] = lut[map.row[i]][map.col[i] / 32][(tile[i / 2] >> (4 * (i % 2))) & 0xF];
+          out[(r - r0) * K + k] = lut[map.row[i]][map.col[i] / 32][packed::gather_code(w, i % 4, (i % 8) / 4)];
         }
       }
   }

@@ -1,4 +1,4 @@
-// Packed layout v2 on the CPU (docs/packed-layout.md): prepack writes every byte of the
+// Packed layout v3 on the CPU (docs/packed-layout.md): prepack writes every byte of the
 // buffer tile by tile (padding rows/columns zero), unpack is its exact inverse.
 #include <cstdint>
 #include <cstring>

@@ -73,17 +73,11 @@ struct PackedGeometry {
 
 #if defined(__CUDACC__)
 
-/// One packed code word (8 e2m1 codes; nibble q + 4e holds element e of fragment register q,
-/// docs/packed-layout.md) -> four bf16x2 registers holding the codes' values times 2^-126:
-/// each 3-bit magnitude goes to the low bf16 exponent bits and the top mantissa bit, which
-/// makes e2m1's subnormal (0.5) the bf16 subnormal 2^-127 and every other code the bf16
-/// normal 2^(e-127) * (1 + m/2). Two shifts and two logic ops per register.
+/// One packed code word (8 e2m1 codes, packed layout v3) -> the four bf16x2 fragment
+/// registers holding the codes' values times 2^-126 (packed::decode_word_scaled_down: one
+/// rotate and one AND per register, two of each for the last).
 __device__ __forceinline__ void e2m1x8_to_bf16x8_scaled_down(uint32_t w, uint32_t (&r)[4]) {
-  constexpr uint32_t kMag = 0x01C001C0u, kSign = 0x80008000u;
-  r[0] = ((w << 6) & kMag) | ((w << 12) & kSign);
-  r[1] = ((w << 2) & kMag) | ((w << 8) & kSign);
-  r[2] = ((w >> 2) & kMag) | ((w << 4) & kSign);
-  r[3] = ((w >> 6) & kMag) | (w & kSign);
+  packed::decode_word_scaled_down(w, r);
 }
 
 /// bf16x2 multiply (round to nearest even; subnormals kept: PTX mul.rn.bf16x2 has no ftz).

@@ -27,9 +27,9 @@ void unshuffle_scales(const uint8_t* shuffled, int64_t rows, int64_t kblocks, ui
 void shuffle_weight(const uint8_t* plain, int64_t N, int64_t K, uint8_t* shuffled, void* stream);
 void unshuffle_weight(const uint8_t* shuffled, int64_t N, int64_t K, uint8_t* plain, void* stream);
 
-/// Packs B (any layout) into packed layout v2 (docs/packed-layout.md); every byte written.
+/// Packs B (any layout) into packed layout v3 (docs/packed-layout.md); every byte written.
 void prepack(const MxMatrix& b, uint8_t* out, void* stream);
-/// Packed layout v2 -> plain codes [N, K/2] and scales [N, K/32].
+/// Packed layout v3 -> plain codes [N, K/2] and scales [N, K/32].
 void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, void* stream);
 /// FP8 image (core/fp8_layout.hpp) of packed weights into `out`, every byte written.
 void prepack_fp8(const PackedWeights& p, uint8_t* out, void* stream);

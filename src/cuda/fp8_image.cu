@@ -1,7 +1,7 @@
 // Builders of the FP8 operand image (src/core/fp8_layout.hpp, docs/fp8-path.md): from bf16
 // activations (quantized per spec §2 with the primitives and block rule of fmt::quantize_block, so the
 // image is bit-identical to fp8::build_image of the CPU-quantized matrix) and from packed
-// weights (layout v2). One CTA of 1024 threads per (64-row tile, 128-K slice), 8 elements
+// weights (layout v3). One CTA of 1024 threads per (64-row tile, 128-K slice), 8 elements
 // (one 16-byte load of bf16) per thread.
 #include "core/fp8_layout.hpp"
 #include "cuda/bulk_copy.cuh"
@@ -71,7 +71,7 @@ struct Bf16Source {
   }
 };
 
-/// Block source: packed weights (layout v2, docs/packed-layout.md) B [N, K].
+/// Block source: packed weights (layout v3, docs/packed-layout.md) B [N, K].
 struct PackedSource {
   const uint8_t* data;
   int64_t N, K;

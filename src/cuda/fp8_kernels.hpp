@@ -16,7 +16,7 @@ namespace mxfp4::cuda {
 void fp8_image_from_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule rule, uint8_t* out,
                          cudaStream_t stream);
 
-/// FP8 image of packed weights B (layout v2) into `out` (ImageGeometry::of(B.N, B.K).total_bytes()).
+/// FP8 image of packed weights B (layout v3) into `out` (ImageGeometry::of(B.N, B.K).total_bytes()).
 void fp8_image_from_packed(const PackedWeights& B, uint8_t* out, cudaStream_t stream);
 
 /// C [M, N] = A * B^T on e4m3 wgmma from the two images (a_img: activations, B.fp8: weights);

@@ -152,16 +152,8 @@ __global__ void __launch_bounds__(kThreads) fp8_fixup_kernel(const FixupArgs a) 
 void fp8_fixup(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule rule, const uint8_t* a_img,
                const PackedWeights& B, void* C, bool c_f32, int64_t ldc, cudaStream_t stream) {
   const FixupArgs args{A, M, K, lda, rule, a_img, B.data, B.fp8, B.N, C, c_f32, ldc};
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(132);
-  cfg.blockDim = dim3(kThreads);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;  // PDL after gemm_fp8
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  check(cudaLaunchKernelEx(&cfg, fp8_fixup_kernel, args), "cudaLaunchKernelEx(fp8_fixup_kernel)");
+  // Programmatic dependent launch after gemm_fp8 (common.cuh launch_pdl).
+  launch_pdl(fp8_fixup_kernel, dim3(132), dim3(kThreads), stream, "cudaLaunchKernelEx(fp8_fixup_kernel)", args);
 }
 
 }  // namespace mxfp4::cuda

@@ -37,7 +37,7 @@
 //   - otherwise the CTAs of a cluster reduce through distributed shared memory: with 8 or 16
 //     tokens at split >= 4 every rank pushes the rows that others own into their receive
 //     buffers (st.async, counted on the owner's mbarrier); otherwise every rank pulls its rows
-//     after a cluster barrier (push_reduce, kPushKernel).
+//     after a cluster barrier (push_reduce).
 
 #include <cooperative_groups.h>
 
@@ -46,6 +46,7 @@
 #include "cuda/bulk_copy.cuh"
 #include "cuda/common.cuh"
 #include "cuda/quantize_kernels.cuh"
+#include "cuda/splitk_reduce.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace cg = cooperative_groups;
@@ -79,17 +80,19 @@ struct FusedArgs {
   int recv_off;           // split-K through a cluster by push (push_reduce): the receive buffer's byte offset
 };
 
-/// Split-K through a cluster of `split` CTAs: push (every rank st.async's the rows that other
-/// ranks own into their receive buffers; no cluster barrier at the end) for split >= 4, pull
-/// (two cluster barriers around remote loads) for split 2. Session 10 measured both on every
-/// cluster shape: push won 0.07-0.16 us at split 4 and 8 (4x2880x512 4.50 -> 4.34 us) and lost
-/// 0.1-0.6 us at split 2 (32x4096x512 5.61 -> 6.19), docs/perf-notes.md.
-__host__ __device__ constexpr bool push_reduce(int split) { return split >= 4; }
-/// Kernels that carry the push code: 8 or 16 tokens (N8 <= 2), clusters (not WS). The wgmma
-/// kernels (N8 >= 4), whose dispatcher shapes are mostly split 2, pull only: with the push code
-/// compiled in, their split-2 calls ran 0.06-0.15 us slower (session 10).
+/// True when kernel <N8, WS> reduces split-K through its cluster of `split` CTAs by push
+/// (every rank st.async's the rows that other ranks own into their receive buffers; no cluster
+/// barrier at the end), false for pull (two cluster barriers around remote loads) or no
+/// cluster. The one rule for the launcher (receive buffer) and the kernel. Push only in the
+/// 8/16-token cluster kernels (N8 <= 2, not WS) at split >= 4. Session 10 measured both on
+/// every cluster shape: push won 0.07-0.16 us at split 4 and 8 (4x2880x512 4.50 -> 4.34 us)
+/// and lost 0.1-0.6 us at split 2 (32x4096x512 5.61 -> 6.19); with the push code compiled in,
+/// the wgmma kernels' (N8 >= 4, mostly split 2) pull calls ran 0.06-0.15 us slower, so they
+/// do not carry it (docs/perf-notes.md).
 template <int N8, bool WS>
-constexpr bool kPushKernel = N8 <= 2 && !WS;
+__host__ __device__ constexpr bool push_reduce(int split) {
+  return N8 <= 2 && !WS && split >= 4;
+}
 
 /// Shared-memory layout for a CTA of SLABS slabs and N8 token tiles: mbarriers, a ring of
 /// `stages` slots (weights, plus A's fragments on path "splitk"), path "fused"'s A buffer; the
@@ -151,7 +154,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const int tiles_m = (rows + 7) / 8;
   const uint32_t* frags = PREQUANT ? p.frags + (m0 / 8) * ks_total * 64 : nullptr;
   // Push reduction: rank r owns token rows [r * rpr, +rpr) of the tile (fewer or none at the end).
-  const bool push = kPushKernel<N8, WS> && push_reduce(p.split);
+  const bool push = push_reduce<N8, WS>(p.split);
   const int rpr = (rows + p.split - 1) / p.split;
   const int own_rows = max(0, min(rows, (rank + 1) * rpr) - rank * rpr);
 
@@ -489,103 +492,18 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       store4(m, nl, *reinterpret_cast<const float4*>(red + m * kP + nl));
     }
   } else if (ws_split) {
-    // Every rank stores its partial tile ([rows][kBlockN] fp32) and counts itself on the tile's
-    // counter; the last to arrive sums all ranks' partials in rank order (its own from shared
-    // memory: the same values) and stores C. The fences make each rank's stores visible
-    // GPU-wide before its arrival, and the last rank's loads (L2, .cg) see them all.
     constexpr int kTileFloats = 8 * N8 * kBlockN;
-    __shared__ int last_rank;
     const int64_t tile = blockIdx.x / unsigned(p.split);  // one token tile (M <= 16: splitk_scratch)
-    float* tile_partials = p.partials + tile * p.split * kTileFloats;
     if (KW == 1) __syncthreads();
-    for (int q = threadIdx.x; q < quads; q += kThreads) {
-      const int m = q / kQuads, nl = 4 * (q % kQuads);
-      *reinterpret_cast<float4*>(tile_partials + rank * kTileFloats + m * kBlockN + nl) =
-          *reinterpret_cast<const float4*>(red + m * kP + nl);
-    }
-    // One GPU-scope fence per CTA, not per thread (a MEMBAR.GPU per thread cost 1-3 us in
-    // session 9's first try): the barrier orders every thread's stores before thread 0's
-    // fence, whose cumulativity publishes them with its arrival; the last rank's thread 0
-    // fences after it has seen every arrival, and the barrier passes that on to its readers.
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      last_rank = atomicAdd(p.counters + tile, 1) == p.split - 1;
-      // Every rank has counted itself: reset for the next call (quantize_fragments zeroes the
-      // counters too, for a fresh or caller-provided workspace).
-      if (last_rank) {
-        p.counters[tile] = 0;
-        __threadfence();
-      }
-    }
-    __syncthreads();
-    if (!last_rank) return;
-    for (int q = threadIdx.x; q < quads; q += kThreads) {
-      const int m = q / kQuads, nl = 4 * (q % kQuads);
-      float4 part[8] = {};  // part[rank] stays unread: its values come from shared memory
-#pragma unroll
-      for (int r = 0; r < 8; ++r)
-        if (r < p.split && r != rank)
-          part[r] = __ldcg(reinterpret_cast<const float4*>(tile_partials + r * kTileFloats + m * kBlockN + nl));
-      const float4 own = *reinterpret_cast<const float4*>(red + m * kP + nl);
-      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-      for (int r = 0; r < 8; ++r) {
-        if (r >= p.split) continue;
-        const float4 v = r == rank ? own : part[r];
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-      }
-      store4(m, nl, sum);
-    }
+    splitk_reduce_workspace<kThreads, kQuads, kP, kTileFloats>(red, quads, rank, p.split,
+                                                               p.partials + tile * p.split * kTileFloats,
+                                                               p.counters + tile, store4);
   } else if (push) {
-    // Push: every quad of a row that another rank owns goes to that rank's receive buffer
-    // (slot = my rank) by st.async, counted on its recv_bar; then I wait for my rows from every
-    // other rank and sum all ranks in rank order (bitwise the pull's sums). Nobody reads another
-    // rank's shared memory and every rank waits for all bytes sent to it, so no barrier follows.
-    float* recv = reinterpret_cast<float*>(smem_raw + p.recv_off);
     if (KW == 1) __syncthreads();  // red is complete
-    cluster_wait();                // every rank's recv_bar is initialised
-    for (int q = threadIdx.x; q < quads; q += kThreads) {
-      const int m = q / kQuads, nl = 4 * (q % kQuads), owner = m / rpr;
-      if (owner == rank) continue;
-      st_async_cluster_f4(recv + (rank * rpr + m - owner * rpr) * kP + nl, recv_bar, uint32_t(owner),
-                          *reinterpret_cast<const float4*>(red + m * kP + nl));
-    }
-    if (own_rows > 0) {
-      mbarrier_wait(recv_bar, 0u);
-      for (int q = threadIdx.x; q < own_rows * kQuads; q += kThreads) {
-        const int i = q / kQuads, nl = 4 * (q % kQuads), m = rank * rpr + i;
-        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int r = 0; r < p.split; ++r) {
-          const float4 v = *reinterpret_cast<const float4*>(r == rank ? red + m * kP + nl : recv + (r * rpr + i) * kP + nl);
-          sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-        }
-        store4(m, nl, sum);
-      }
-    }
+    splitk_reduce_push<kThreads, kQuads, kP>(red, reinterpret_cast<float*>(smem_raw + p.recv_off), recv_bar, quads,
+                                             rpr, own_rows, rank, p.split, store4);
   } else {
-    // Pull: rank r sums its share of the tile from every rank's shared memory, all remote
-    // loads of a thread issued before the (rank-ordered, deterministic) sum.
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
-    const float* src[8];
-#pragma unroll
-    for (int r = 0; r < 8; ++r) src[r] = cluster.map_shared_rank(red, r < p.split ? r : 0);
-    const int per_rank = (quads + p.split - 1) / p.split;
-    const int q_end = min(quads, (rank + 1) * per_rank);
-    for (int q = rank * per_rank + threadIdx.x; q < q_end; q += kThreads) {
-      const int m = q / kQuads, nl = 4 * (q % kQuads);
-      float4 part[8];
-#pragma unroll
-      for (int r = 0; r < 8; ++r)
-        if (r < p.split) part[r] = *reinterpret_cast<const float4*>(src[r] + m * kP + nl);
-      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-      for (int r = 0; r < 8; ++r)
-        if (r < p.split) sum.x += part[r].x, sum.y += part[r].y, sum.z += part[r].z, sum.w += part[r].w;
-      store4(m, nl, sum);
-    }
-    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it
+    splitk_reduce_pull<kThreads, kQuads, kP>(red, quads, rank, p.split, store4);
   }
 }
 

@@ -1,4 +1,4 @@
-// GPU layout conversions: AITER scale/weight shuffles (spec §4) and packed layout v2
+// GPU layout conversions: AITER scale/weight shuffles (spec §4) and packed layout v3
 // (docs/packed-layout.md). Offsets come from the formulas the CPU uses (fmt::aiter_*_offset,
 // src/core/packed_layout.hpp).
 #include "cuda/common.cuh"
@@ -38,7 +38,7 @@ __device__ __forceinline__ uint32_t source_code(const MxMatrix& b, int64_t r, in
   return (b.codes[off] >> (4 * (k % 2))) & 0xFu;
 }
 
-/// Threads [0, words): one 32-bit code word each (8 nibbles gathered from the source);
+/// Threads [0, words): one 32-bit code word each (8 codes gathered from the source);
 /// threads [words, words + scale bytes): one scale byte each. Every byte of `out` is written.
 __global__ void prepack_kernel(MxMatrix b, PackedGeometry geo, uint8_t* __restrict__ out) {
   const int64_t words = geo.code_bytes / 4, kblocks_p = geo.k_padded / 32;
@@ -54,7 +54,7 @@ __global__ void prepack_kernel(MxMatrix b, PackedGeometry geo, uint8_t* __restri
       const int q = p % 4, e = p / 4;
       const int64_t r = 16 * nt + g + 8 * (q & 1);
       const int64_t k = 64 * kc + 16 * jw + 2 * t + 8 * (q >> 1) + e;
-      w |= source_code(b, r, k) << (4 * p);
+      w |= packed::scatter_code(source_code(b, r, k), q, e);
     }
     reinterpret_cast<uint32_t*>(out)[idx] = w;
     return;
@@ -86,7 +86,7 @@ __global__ void unpack_kernel(const uint8_t* __restrict__ packed, PackedGeometry
     for (int q = 0; q < 4; ++q) {
       const int64_t r = 16 * nt + g + 8 * (q & 1);
       const int64_t k = 64 * kc + 16 * jw + 2 * t + 8 * (q >> 1);
-      if (r < N && k < K) codes[r * (K / 2) + k / 2] = uint8_t(((w >> (4 * q)) & 0xF) | (((w >> (4 * q + 16)) & 0xF) << 4));
+      if (r < N && k < K) codes[r * (K / 2) + k / 2] = uint8_t(packed::gather_code(w, q, 0) | (packed::gather_code(w, q, 1) << 4));
     }
     return;
   }

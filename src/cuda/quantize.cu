@@ -73,13 +73,56 @@ __global__ void dequantize_kernel(MxMatrix q, Out* __restrict__ out, int64_t str
   }
 }
 
+/// The quantizer's shared-memory tile holds its CTA's 16 chunks as 256 16-byte pieces (piece p
+/// = words 4p .. 4p + 3 of the chunks' global order), each stored at swizzle_piece(p): an XOR of
+/// p's low three bits with higher bits of p, so that the 8 lanes of one 16-byte access phase
+/// (lanes 8i .. 8i + 7) hit 8 different 4-bank groups both when the threads store their pieces
+/// (tile_piece) and when the CTA copies pieces 0, 1, 2, ... out in order (without it, the
+/// stores were 8-way (wgmma order) or 16-way (mma order, 4-byte stores) bank conflicts).
+///   wgmma: p = 16 step + 8 reg + fragment lane / 4; the swizzle key is p >> 3 = 2 step + reg.
+///   mma:   p = 16 step + fragment lane / 2; the key is step (p >> 4), shifted past the
+///          fragment lane's lowest bit, which a phase's lanes share pairwise.
+template <FragOrder O>
+__device__ __forceinline__ int swizzle_piece(int p) {
+  return O == FragOrder::wgmma ? p ^ ((p >> 3) & 7) : p ^ (((p >> 4) & 3) << 1);
+}
+
+/// Piece slot (swizzled) of the 16 bytes that lane `lane` of warp `warp` stores: its quarter
+/// block (block lane / 4, quarter q = lane % 4) lies in K16 step 2 (lane / 4) + q / 2 at
+/// register q % 2 of fragment lanes 4 warp .. 4 warp + 3 (quantize_quarter_to_fragment_words).
+///   wgmma: those 4 words are one piece, 16 step + 8 (q % 2) + warp;
+///   mma:   the words of fragment lanes 4 warp + 2 (q % 2) + {0, 1}, both registers, form
+///          piece 16 step + 2 warp + q % 2 (tile_piece_words trades halves with lane ^ 1).
+template <FragOrder O>
+__device__ __forceinline__ int tile_piece(int lane, int warp) {
+  const int q = lane % 4, step = 2 * (lane / 4) + q / 2;
+  return swizzle_piece<O>(O == FragOrder::wgmma ? 16 * step + 8 * (q % 2) + warp : 16 * step + 2 * warp + q % 2);
+}
+
+/// The 16 bytes of tile_piece from the lane's 4 fragment words (register q % 2 of fragment
+/// lanes 4 warp + t, word t). mma order: lane q % 2 = 0 keeps fragment lanes +0, +1 and lane
+/// q % 2 = 1 keeps +2, +3; each sends the other pair to lane ^ 1 (same step, other register),
+/// giving {lane f register 0, f register 1, f + 1 register 0, f + 1 register 1}. All 32 lanes
+/// of the warp must call this together.
+template <FragOrder O>
+__device__ __forceinline__ uint4 tile_piece_words(const uint32_t (&w)[4], int q) {
+  if constexpr (O == FragOrder::wgmma) {
+    return make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    const bool odd = q % 2 != 0;
+    const uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, odd ? w[0] : w[2], 1);
+    const uint32_t r1 = __shfl_xor_sync(0xFFFFFFFFu, odd ? w[1] : w[3], 1);
+    return odd ? make_uint4(r0, w[2], r1, w[3]) : make_uint4(w[0], r0, w[1], r1);
+  }
+}
+
 /// A [M, K] -> bf16 fragments for the splitk and tiled GEMMs (quantize_kernels.cuh,
 /// a_fragment_index) over the padded [m_padded = round_up(M, 8), k_padded] grid, padding -> 0.
 /// A CTA of 8 warps covers one token tile (8 rows, warp w = row 8j + w) and 8 K blocks:
 /// lane l quantizes elements 8 (l % 4) .. +7 of block 8 blockIdx.x + l / 4, so a warp reads
 /// 512 contiguous bytes of its row. The CTA's fragments are up to 16 whole chunks (K16 steps;
 /// fewer in the last CTA of a row when K16 steps % 16 != 0), contiguous in `frags`: they are
-/// assembled in shared memory and stored as one 16-byte piece per thread (4-byte stores
+/// assembled in shared memory (swizzle_piece) and stored as one 16-byte piece per thread (4-byte stores
 /// scattered over the chunks cost ~1 us per call at M >= 32, docs/perf-notes.md session 8).
 /// Token tiles run along grid.y (strided when there are more than 65535); every index comes
 /// from the grid, with no division by a runtime value.
@@ -90,7 +133,7 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
                                                                       ScaleRule rule, int* __restrict__ counters,
                                                                       int64_t n_counters) {
   static_assert(kThreads == 256, "8 warps (one token tile) x 32 lanes (8 K blocks)");
-  __shared__ __align__(16) uint32_t tile[16 * 64];  // the CTA's 16 chunks
+  __shared__ uint4 tile16[16 * 16];  // the CTA's 16 chunks as 16-byte pieces, swizzled (tile_piece)
   // Launched with programmatic dependent launch (launch_pdl): wait for the stream's previous
   // kernel (which may write A, or still read `frags` as the previous call's GEMM) first. Then
   // the GEMM launched after this kernel (PDL too) may start its weight loads: everything
@@ -124,11 +167,10 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
     // A warp in a padding row (r >= M) writes zeros, the quantizer's result for them, without
     // running it (at M = 1, 7 of the 8 rows). The row is the warp's, so the test is uniform.
     if (r < M) quantize_quarter_to_fragment_words(A, M, K, lda, r, c, q, rule, words);  // all lanes of the warp
-#pragma unroll
-    for (int t = 0; t < 4; ++t) tile[a_fragment_index<O>(0, 2 * (lane / 4) + q / 2, 0, 4 * warp + t, q % 2)] = words[t];
+    tile16[tile_piece<O>(lane, warp)] = tile_piece_words<O>(words, q);
     __syncthreads();
     if (int(threadIdx.x) < steps * 16) {
-      const uint4 piece = reinterpret_cast<const uint4*>(tile)[threadIdx.x];
+      const uint4 piece = tile16[swizzle_piece<O>(int(threadIdx.x))];
       reinterpret_cast<uint4*>(frags + (j * ks + 16 * int64_t(blockIdx.x)) * 64)[threadIdx.x] = piece;
     }
     __syncthreads();  // the tile is rewritten by the next token tile

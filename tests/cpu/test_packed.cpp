@@ -1,10 +1,11 @@
-// Packed layout v2 (docs/packed-layout.md): sizes, the doc's example offsets, an independent
+// Packed layout v3 (docs/packed-layout.md): sizes, the doc's example offsets, an independent
 // forward reading of the doc's tile/lane/byte tables, padding zero, prepack -> unpack identity.
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "common/test_util.hpp"
+#include "core/packed_layout.hpp"
 #include "mxfp4/mxfp4.hpp"
 
 namespace mxfp4::test {
@@ -17,9 +18,17 @@ TEST(PackedLayout, Sizes) {
   EXPECT_EQ(packed_bytes(7168, 2048), 7168 * 2048 / 2 + 7168 * 2048 / 32);
 }
 
+// The doc's bit table: bit j (0: m, 1: e0, 2: e1, 3: sign) of the code of register q, half e
+// sits at word bit kDocBit[q][e][j] (docs/packed-layout.md, "Code region").
+constexpr int kDocBit[4][2][4] = {{{6, 7, 8, 15}, {22, 23, 24, 31}},
+                                  {{10, 11, 12, 19}, {26, 27, 28, 3}},
+                                  {{16, 17, 18, 25}, {0, 1, 2, 9}},
+                                  {{20, 13, 14, 21}, {4, 29, 30, 5}}};
+
 TEST(PackedLayout, DocExampleOffsets) {
-  // N = 16, K = 64: codes of (row 9, k = 34) and (row 9, k = 35) in the high nibbles of
-  // bytes 88 and 90; scale of (row 9, block 1) at 519 (docs/packed-layout.md, "Example").
+  // N = 16, K = 64: codes 0xB of (row 9, k = 34) and 0xA of (row 9, k = 35) in the word at
+  // byte 88 (register 1): 0x08080C08; scale of (row 9, block 1) at 519
+  // (docs/packed-layout.md, "Example").
   const int64_t N = 16, K = 64;
   std::vector<uint8_t> codes(N * K / 2, 0), scales(N * K / 32, 0);
   codes[9 * 32 + 17] = 0xAB;
@@ -27,7 +36,7 @@ TEST(PackedLayout, DocExampleOffsets) {
   std::vector<uint8_t> out(size_t(packed_bytes(N, K)), 0x77);
   prepack(MxMatrix{codes.data(), scales.data(), N, K}, out.data());
   for (size_t i = 0; i < out.size(); ++i) {
-    const int want = i == 88 ? 0xB0 : i == 90 ? 0xA0 : i == 519 ? 0xCD : 0;
+    const int want = i == 88 ? 0x08 : i == 89 ? 0x0C : i == 90 ? 0x08 : i == 91 ? 0x08 : i == 519 ? 0xCD : 0;
     EXPECT_EQ(int(out[i]), want) << "offset " << i;
   }
 }
@@ -36,7 +45,7 @@ TEST(PackedLayout, DocExampleOffsets) {
 // Returns -1 for padding. Code bytes: value index r * (K/2) + k/2.
 struct DocLayout {
   int64_t N, K, Np, Kp;
-  std::vector<int64_t> code_src;   // per code-region nibble (2 * byte + half): plain element r*K + k, or -1
+  std::vector<int64_t> code_src;   // per code (8 * word + q + 4e): plain element r*K + k, or -1
   std::vector<int64_t> scale_src;  // per scale-region byte: plain scale index or -1
   DocLayout(int64_t rows, int64_t cols) : N(rows), K(cols), Np((rows + 15) / 16 * 16), Kp((cols + 63) / 64 * 64) {
     code_src.assign(size_t(Np * Kp), -1);
@@ -47,12 +56,12 @@ struct DocLayout {
         for (int64_t l = 0; l < 32; ++l) {
           const int64_t g = l / 4, t = l % 4;
           for (int64_t jw = 0; jw < 4; ++jw)      // word 2h + s
-            for (int64_t p = 0; p < 8; ++p) {     // nibble p = q + 4e
+            for (int64_t p = 0; p < 8; ++p) {     // code p = q + 4e
               const int64_t q = p % 4, e = p / 4;
               const int64_t r = 16 * nt + g + 8 * (q % 2);
               const int64_t k = 64 * kc + 16 * jw + 2 * t + 8 * (q / 2) + e;
-              const int64_t byte = tile * 512 + 16 * l + 4 * jw + p / 2;
-              if (r < N && k < K) code_src[size_t(2 * byte + p % 2)] = r * K + k;
+              const int64_t word = (tile * 512 + 16 * l + 4 * jw) / 4;
+              if (r < N && k < K) code_src[size_t(8 * word + p)] = r * K + k;
             }
         }
         for (int64_t g = 0; g < 8; ++g)
@@ -67,6 +76,41 @@ struct DocLayout {
 const std::vector<std::pair<int64_t, int64_t>> kShapes = {{1, 32},  {3, 64},  {15, 96},  {16, 64},  {17, 160},
                                                            {33, 32}, {48, 1664}, {258, 96}, {260, 128}};
 
+// The kernels' decoder (packed::decode_word_scaled_down, also compiled into the GPU K loops)
+// against the doc's bit table: every code in every register and half, next to random
+// neighbours, decodes to the bf16 pair e2m1(code) * 2^-126; the library's scatter/gather
+// agree with the table, and every word bit belongs to exactly one code.
+TEST(PackedLayout, DecoderMatchesDocBitTable) {
+  uint32_t seen = 0;
+  for (int q = 0; q < 4; ++q)
+    for (int e = 0; e < 2; ++e)
+      for (int j = 0; j < 4; ++j) {
+        EXPECT_EQ(packed::code_bit(q, e, j), kDocBit[q][e][j]) << q << " " << e << " " << j;
+        EXPECT_EQ(seen & (1u << kDocBit[q][e][j]), 0u) << "bit used twice";
+        seen |= 1u << kDocBit[q][e][j];
+      }
+  EXPECT_EQ(seen, 0xFFFFFFFFu);
+  Rng rng(77);
+  for (int trial = 0; trial < 20000; ++trial) {
+    uint32_t codes[4][2], w = 0;
+    for (int q = 0; q < 4; ++q)
+      for (int e = 0; e < 2; ++e) {
+        codes[q][e] = trial < 16 ? uint32_t(trial) : uint32_t(rng.next_u64() & 0xFu);  // every code first
+        for (int j = 0; j < 4; ++j) w |= ((codes[q][e] >> j) & 1u) << kDocBit[q][e][j];
+      }
+    uint32_t r[4];
+    packed::decode_word_scaled_down(w, r);
+    for (int q = 0; q < 4; ++q)
+      for (int e = 0; e < 2; ++e) {
+        ASSERT_EQ(packed::gather_code(w, q, e), codes[q][e]);
+        ASSERT_EQ(packed::scatter_code(codes[q][e], q, e) & ~packed::scatter_code(0xFu, q, e), 0u);
+        const float got = fmt::bf16_to_f32(uint16_t(r[q] >> (16 * e)));
+        const float want = fmt::e2m1_to_f32(uint8_t(codes[q][e])) * fmt::exp2i(-126);
+        ASSERT_EQ(fmt::f32_bits(got), fmt::f32_bits(want)) << "word " << std::hex << w << " q " << q << " e " << e;
+      }
+  }
+}
+
 TEST(PackedLayout, MatchesDocTablesWithZeroPadding) {
   for (auto [N, K] : kShapes) {
     const HostMx b = random_mx(N, K, uint64_t(N * 1000 + K));
@@ -77,9 +121,13 @@ TEST(PackedLayout, MatchesDocTablesWithZeroPadding) {
     ASSERT_EQ(out.size(), code_bytes + doc.scale_src.size());
     for (size_t i = 0; i < doc.code_src.size(); ++i) {
       const int64_t src = doc.code_src[i];
-      const int got = (out[i / 2] >> (4 * (i % 2))) & 0xF;
+      const uint8_t* wb = out.data() + 4 * (i / 8);
+      const uint32_t w = uint32_t(wb[0]) | (uint32_t(wb[1]) << 8) | (uint32_t(wb[2]) << 16) | (uint32_t(wb[3]) << 24);
+      const int q = int(i % 4), e = int((i % 8) / 4);
+      int got = 0;
+      for (int j = 0; j < 4; ++j) got |= int((w >> kDocBit[q][e][j]) & 1u) << j;
       const int want = src < 0 ? 0 : (b.codes[size_t(src / 2)] >> (4 * (src % 2))) & 0xF;
-      ASSERT_EQ(got, want) << N << "x" << K << " code nibble " << i;
+      ASSERT_EQ(got, want) << N << "x" << K << " code " << i;
     }
     for (size_t i = 0; i < doc.scale_src.size(); ++i) {
       const int64_t src = doc.scale_src[i];

@@ -352,7 +352,7 @@ TEST(GpuGemm, K12K13SmallMAndSplitKNeverLeak) {
 }
 
 // Split-K through a cluster at every split the dispatcher or a tune can pick (2..8): the push
-// reduction (8 or 16 tokens per CTA at split >= 4, kPushKernel) with every token count of
+// reduction (8 or 16 tokens per CTA at split >= 4, push_reduce) with every token count of
 // its tiles, ranks owning no rows (rows < split) and ranks with no K chunks (K = 320: 5
 // chunks, split 6..8), next to the pull (split 2, 3; 32 and 64 tokens). K = 1536 keeps path
 // splitk on clusters (the workspace reduction takes split 8 only from K = 4096). Random data

@@ -1,5 +1,5 @@
 """AITER layout converters and prepack/unpack on numpy arrays: spec §4 offset examples,
-round trips, agreement with the numpy model, packed layout v2 size and inverse."""
+round trips, agreement with the numpy model, packed layout v3 size and inverse."""
 import numpy as np
 import pytest
 
@@ -87,12 +87,13 @@ def test_prepack_dense_equals_prepack_of_quantize(rng):
 
 def test_packed_layout_example():
     # docs/packed-layout.md example, N = 16, K = 64: the codes of (row 9, k = 34) and
-    # (row 9, k = 35) are the high nibbles of bytes 88 and 90; the scale of (row 9, block 1)
-    # is at 512 + 4 + 3 = 519.
+    # (row 9, k = 35) are register 1 of the word at byte 88 (bits 10, 11, 12, 19 and 26, 27,
+    # 28, 3: codes 0xA and 0x5 give 0x14080800); the scale of (row 9, block 1) is at
+    # 512 + 4 + 3 = 519.
     codes = np.zeros((16, 32), np.uint8)
     scales = np.zeros((16, 2), np.uint8)
     codes[9, 17] = 0x5A
     scales[9, 1] = 0x33
     data = mxfp4.prepack(codes, scales).data
-    assert data[88] == 0xA0 and data[90] == 0x50 and np.count_nonzero(data[:512]) == 2
+    assert list(data[88:92]) == [0x00, 0x08, 0x08, 0x14] and np.count_nonzero(data[:512]) == 3
     assert data[519] == 0x33 and np.count_nonzero(data[512:]) == 1

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Adds a per-CTA globaltimer timeline to the small-M kernel, src/cuda/gemm_fused_kernel.cuh and
-its launchers in src/cuda/gemm_fused.cu (a measurement aid, never
-committed instrumented): thread 0 of every CTA records kernel start, the return of
-griddepcontrol.wait and the prologue's copy issue, the arrival of the first and of the last stage, the end of the K loop,
-the partial tile's completion in shared memory (reddone), the return of the split-K cluster
-barrier (= end of the K loop without split-K), the end of the pull's remote loads and stores
-(pulled; = end without them), the end of the kernel and, on path fused, the end of its in-kernel quantization of A (= the wait's return
-on path splitk), plus its SM id, into a __device__ array that trace.cu reads back.
+its launchers in src/cuda/gemm_fused.cu (a measurement aid, never committed instrumented):
+thread 0 of every CTA records kernel start, the return of griddepcontrol.wait and the
+prologue's copy issue, the arrival of the first and of the last stage, the end of the K loop,
+the partial tile's completion in shared memory (reddone), the end of the kernel and, on path
+fused, the end of its in-kernel quantization of A (= the wait's return on path splitk), plus
+its SM id, into a __device__ array that trace.cu reads back. The split-K reductions live in
+src/cuda/splitk_reduce.cuh and are not stamped inside: "clustbar" is the K loop's end and
+"pulled" the kernel's end (session 10 found that a cold call's per-phase stamps there did not
+predict what a change saves in a graph). Since that move, the ranks of the workspace
+reduction that do not sum the tile are traced too (before, they returned before the stamp).
 
 Usage (on the GPU machine, in a scratch copy or with `git stash` afterwards):
     python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu
@@ -41,10 +44,8 @@ EDITS = [
      "  const unsigned long long t3 = gtime();\n  unsigned long long tc = t3, tp = 0;\n  // Epilogue: the KW warps"),
     ("  const int64_t n0 = slab0 * 16;\n",
      "  const unsigned long long tr = gtime();\n  const int64_t n0 = slab0 * 16;\n"),
-    ("    cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory\n",
-     "    cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory\n    tc = gtime();\n"),
-    ("    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it\n  }\n}\n",
-     "    tp = gtime();\n    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it\n  }\n"
+    ("    splitk_reduce_pull<kThreads, kQuads, kP>(red, quads, rank, p.split, store4);\n  }\n}\n",
+     "    splitk_reduce_pull<kThreads, kQuads, kP>(red, quads, rank, p.split, store4);\n  }\n"
      "  if (threadIdx.x == 0 && cta < 8192) {\n"
      "    unsigned smid;\n    asm volatile(\"mov.u32 %0, %smid;\" : \"=r\"(smid));\n"
      "    g_trace[cta][0] = t0, g_trace[cta][1] = t1, g_trace[cta][2] = t2, g_trace[cta][3] = tl;\n"
