@@ -302,12 +302,8 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
 
   // N8 <= 2: even and odd K16 steps accumulate into separate registers (two independent HMMA
   // chains per token tile instead of one, which the latency of each HMMA would serialise),
-  // added in a fixed order after the loop.
-#ifdef MXFP4_EXP_CHAINS4  // experiment: one chain per K16 step of a chunk at 8 tokens
-  constexpr int kChains = N8 == 1 ? 4 : N8 <= 2 ? 2 : 1;
-#else
+  // added in a fixed order after the loop. Four chains at N8 = 1 were slower (session 11).
   constexpr int kChains = N8 <= 2 ? 2 : 1;
-#endif
   // Path "splitk" with 32 or 64 tokens: the K loop on register-A wgmma (FragOrder::wgmma).
   constexpr bool kWgmma = PREQUANT && N8 >= 4;
   static_assert(!kWgmma || SLABS % 4 == 0, "a warpgroup is 4 slabs at one kw");

@@ -138,17 +138,10 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
   // kernel (which may write A, or still read `frags` as the previous call's GEMM) first. Then
   // the GEMM launched after this kernel (PDL too) may start its weight loads: everything
   // before this grid is complete, so the weights are final. It waits for this grid's
-  // completion before it reads the fragments.
-#ifdef MXFP4_EXP_EARLY_TRIGGER
-  // Measurement only (session 10 plan, item 0b): how much does the GEMM's later launch cost?
-  // Unsafe in general: the GEMM could then stream weights that a kernel before this call is
-  // still writing.
-  grid_dependents_launch();
-  grid_dependency_wait();
-#else
+  // completion before it reads the fragments. (Triggering before the wait, which would be
+  // unsafe, measured no faster in session 11: the GEMM's launch is already hidden.)
   grid_dependency_wait();
   grid_dependents_launch();
-#endif
   // The GEMM's split-K tile counters (path splitk's reduction through the workspace) start
   // each call at zero: the GEMM that used them last has completed (the wait above), and this
   // call's GEMM reads them only after its own wait for this grid's completion, so the zeroing
