@@ -3,6 +3,8 @@
 // image is bit-identical to fp8::build_image of the CPU-quantized matrix) and from packed
 // weights (layout v3). One CTA of 1024 threads per (64-row tile, 128-K slice), 8 elements
 // (one 16-byte load of bf16) per thread.
+#include <cuda_fp8.h>
+
 #include "core/fp8_layout.hpp"
 #include "cuda/bulk_copy.cuh"
 #include "cuda/common.cuh"
@@ -19,12 +21,14 @@ struct Bf16Source {
   const uint16_t* A;
   int64_t M, K, lda;
   ScaleRule rule;
-  /// Codes of elements k0 .. k0+7 of row r and the scale byte of their 32-element block,
-  /// quantized together with the 3 adjacent lanes holding the block's other quarters (all
-  /// lanes of the warp call this together). The same primitives and block rule as
-  /// fmt::quantize_block (max and the non-finite flag are order-free): bit-identical to it.
-  /// Zeros outside [M, K].
-  __device__ uint8_t quarter(int64_t r, int64_t k0, uint8_t (&codes)[8]) const {
+  /// e2m1 values (signed grid values in {0, 0.5, ..., 6}, -0 kept) of elements k0 .. k0+7 of
+  /// row r and the scale byte of their 32-element block, quantized together with the 3
+  /// adjacent lanes holding the block's other quarters (all lanes of the warp call this
+  /// together). The same primitives and block rule as fmt::quantize_block (max and the
+  /// non-finite flag are order-free), and e2m1_round_value, which equals the value of
+  /// e2m1_encode's code (checked exhaustively on the CPU): bit-identical to it. Zeros outside
+  /// [M, K]; zeros and the NaN scale byte for a block with a non-finite element.
+  __device__ uint8_t quarter(int64_t r, int64_t k0, float (&vals)[8]) const {
     float v[8];
     if (r < M && k0 < K) {
       const uint16_t* src = A + r * lda + k0;
@@ -60,13 +64,16 @@ struct Bf16Source {
     }
     if (nonfinite) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i) codes[i] = 0;
+      for (int i = 0; i < 8; ++i) vals[i] = 0.f;
       return kScaleNaN;
     }
     const int s = fmt::shared_exponent(amax, rule);
     const float inv = fmt::exp2i(-s);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) codes[i] = fmt::e2m1_encode(v[i] * inv);
+    for (int i = 0; i < 8; ++i) {
+      const float q = fmt::e2m1_round_value(fabsf(v[i]) * inv);
+      vals[i] = fmt::f32_from_bits(fmt::f32_bits(q) | (fmt::f32_bits(v[i]) & 0x80000000u));
+    }
     return uint8_t(s + 127);
   }
 };
@@ -75,18 +82,20 @@ struct Bf16Source {
 struct PackedSource {
   const uint8_t* data;
   int64_t N, K;
-  __device__ uint8_t quarter(int64_t r, int64_t k0, uint8_t (&codes)[8]) const {
+  /// e2m1 values (fmt::e2m1_to_f32, -0 kept) of elements k0 .. k0+7 of row r and their block's
+  /// scale byte; zeros and scale byte 127 outside [N, K].
+  __device__ uint8_t quarter(int64_t r, int64_t k0, float (&vals)[8]) const {
     if (r >= N || k0 >= K) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i) codes[i] = 0;
+      for (int i = 0; i < 8; ++i) vals[i] = 0.f;
       return 127;
     }
     const PackedGeometry g = PackedGeometry::of(N, K);
 #pragma unroll
     for (int i = 0; i < 8; i += 2) {
       const uint8_t pair = packed::read_code_pair(data, r, k0 + i, g.k_padded);
-      codes[i] = pair & 0xF;
-      codes[i + 1] = pair >> 4;
+      vals[i] = fmt::e2m1_to_f32(pair & 0xF);
+      vals[i + 1] = fmt::e2m1_to_f32(pair >> 4);
     }
     return data[packed::scale_offset(r, k0 / 32, g.rows_padded, g.k_padded)];
   }
@@ -106,11 +115,11 @@ __global__ void __launch_bounds__(kThreads) fp8_image_kernel(Source src, int64_t
   const int64_t t = blockIdx.x, j = blockIdx.y;
   const int rr = int(threadIdx.x) / 16, i = int(threadIdx.x) % 16;
   const int64_t r = t * fp8::kAtomRows + rr, k0 = j * fp8::kSliceK + 8 * i;
-  uint8_t codes[8];
-  const uint8_t sb = src.quarter(r, k0, codes);
+  float vals[8];
+  const uint8_t sb = src.quarter(r, k0, vals);
   bool nonzero = false;
 #pragma unroll
-  for (int e = 0; e < 8; ++e) nonzero |= (codes[e] & 7u) != 0;
+  for (int e = 0; e < 8; ++e) nonzero |= vals[e] != 0.f;
   const int s = int(sb) - 127;
   constexpr int kNone = 1 << 20;
   const bool counts = nonzero && sb != kScaleNaN;
@@ -124,13 +133,22 @@ __global__ void __launch_bounds__(kThreads) fp8_image_kernel(Source src, int64_t
   int R = 0;
   const bool ok = fp8::plan_group(lo, hi, hi > -kNone, nan != 0, R);
   const bool flagged = r < rows && !ok;
+  // The e4m3 bytes of value * 2^(s - R) (fp8::e2m1_to_e4m3 on the CPU): for a group that stays
+  // on the FP8 path s - R lies in [kMinShift, kMaxShift], so the fp32 product is exact and
+  // exactly representable in e4m3, and the hardware conversion (cvt.rn.satfinite.e4m3x2.f32,
+  // first element in the low byte) returns its unique encoding; +-0 keep their sign (0x00,
+  // 0x80). Flagged groups are zero, and so is s - R's factor for them (never used).
+  const float f = flagged ? 0.f : fmt::exp2i(min(max(s - R, fp8::kMinShift), fp8::kMaxShift));
   uint32_t words[2];
 #pragma unroll
   for (int w = 0; w < 2; ++w) {
-    uint32_t word = 0;
+    uint32_t pair[2];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) word |= uint32_t(flagged ? 0 : fp8::e2m1_to_e4m3(codes[4 * w + e], s - R)) << (8 * e);
-    words[w] = word;
+    for (int h = 0; h < 2; ++h) {
+      const float2 x = make_float2(vals[4 * w + 2 * h] * f, vals[4 * w + 2 * h + 1] * f);
+      pair[h] = flagged ? 0u : uint32_t(__nv_cvt_float2_to_fp8x2(x, __NV_SATFINITE, __NV_E4M3));
+    }
+    words[w] = pair[0] | pair[1] << 16;
   }
   *reinterpret_cast<uint2*>(out + g.code_offset(r, k0)) = make_uint2(words[0], words[1]);
   if (i == 0) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <utility>
 
 #include "common/test_util.hpp"
@@ -92,19 +93,35 @@ TEST(GpuFp8, ActivationImageIsByteIdenticalToTheCpuOracle) {
   for (int64_t k = 32; k < 64; ++k) a[size_t(5 * K + k)] = fmt::f32_to_bf16(0x1p-20f);
   a[size_t(7 * K + 300)] = 0x7FC0;                                                     // row 7: NaN
   for (int64_t k = 128; k < 256; ++k) a[size_t(9 * K + k)] = 0;                         // row 9: zero slice
-  const HostMx aq = quantize_bf16(a, M, K);
+  // Rows 20..59: every block scaled by 2^e, e drawn from [-7, 7] per block, so each slice's
+  // shifts s - R cover the whole exact range [kMinShift, kMaxShift] (spans up to 14 stay on
+  // the FP8 path); rows 60..63: +-1.5 * 2^e with e = -7 and +7 in alternate blocks (block
+  // exponents exactly 14 apart under every rule).
+  std::mt19937_64 rng(920002);
+  for (int64_t r = 20; r < 64; ++r)
+    for (int64_t b = 0; b < K / 32; ++b) {
+      const int e = r < 60 ? int(rng() % 15) - 7 : (b % 2 ? 7 : -7);
+      for (int64_t k = 32 * b; k < 32 * b + 32; ++k) {
+        const float x = r < 60 ? fmt::bf16_to_f32(a[size_t(r * K + k)]) : (rng() % 2 ? 1.5f : -1.5f);
+        a[size_t(r * K + k)] = fmt::f32_to_bf16(std::ldexp(x, e));
+      }
+    }
   const DeviceBuf da(a);
   const int64_t bytes = fp8::ImageGeometry::of(M, K).total_bytes();
-  DeviceBuf img(size_t(bytes), 0x77);
-  cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, K, ScaleRule::aiter, img.get(), nullptr);
-  const std::vector<uint8_t> gpu = img.download<uint8_t>();
-  std::vector<uint8_t> cpu(static_cast<size_t>(bytes));
-  fp8::build_image(aq.view(), cpu.data());
-  for (size_t i = 0; i < cpu.size(); ++i) ASSERT_EQ(gpu[i], cpu[i]) << "byte " << i;
-  const fp8::GroupPlan plan = fp8::plan_groups(aq.view());
-  EXPECT_FALSE(plan.exact[size_t(5 * plan.slices)]);
-  EXPECT_FALSE(plan.exact[size_t(7 * plan.slices + 2)]);
-  EXPECT_TRUE(plan.exact[size_t(9 * plan.slices + 1)]);
+  for (ScaleRule rule : {ScaleRule::aiter, ScaleRule::floor, ScaleRule::rceil}) {
+    const HostMx aq = quantize_bf16(a, M, K, rule);
+    DeviceBuf img(size_t(bytes), 0x77);
+    cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, K, rule, img.get(), nullptr);
+    const std::vector<uint8_t> gpu = img.download<uint8_t>();
+    std::vector<uint8_t> cpu(static_cast<size_t>(bytes));
+    fp8::build_image(aq.view(), cpu.data());
+    for (size_t i = 0; i < cpu.size(); ++i) ASSERT_EQ(gpu[i], cpu[i]) << "rule " << int(rule) << " byte " << i;
+    const fp8::GroupPlan plan = fp8::plan_groups(aq.view());
+    EXPECT_FALSE(plan.exact[size_t(5 * plan.slices)]);
+    EXPECT_FALSE(plan.exact[size_t(7 * plan.slices + 2)]);
+    EXPECT_TRUE(plan.exact[size_t(9 * plan.slices + 1)]);
+    EXPECT_TRUE(plan.exact[size_t(60 * plan.slices + 1)]);  // span 14: exact, on the FP8 path
+  }
 }
 
 /// The adversarial groups in weights and activations, every fp8 tile shape, bf16 and
