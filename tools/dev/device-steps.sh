@@ -3,7 +3,7 @@
 # files): scripts/device-check.sh with the given options (build, tests, sanitizers, bench,
 # timeline: its own options and logs, under $OUT/dc), then each further argument in order, then
 # everything packed into $OUT/all.tgz. Further arguments: `split` builds and runs
-# tools/dev/probes/call_split.cu on the splitk decode shapes; anything else runs as a shell
+# tools/dev/probes/call_split.cu on the splitk decode shapes and the fp8 shapes of M 128-1024; anything else runs as a shell
 # command. $FAST holds the fast GPU test filter (~60 s) for --filter.
 # Usage: tools/dev/device-steps.sh 'DEVICE_CHECK_OPTIONS' [split] [COMMAND...]
 #   e.g. tools/dev/device-steps.sh '--filter "$FAST" --sanitizers racecheck' split "nvidia-smi"
@@ -23,7 +23,8 @@ for st in "$@"; do
   case $st in
     split)
       tools/dev/call-split.sh build-device "" 16 2112 7168 32 4096 512 64 7168 2048 64 2880 512 8 2112 7168 \
-        16 3072 1536 64 3072 1536 > "$o/logs/call_split.log" 2>&1
+        16 3072 1536 64 3072 1536 128 2112 7168 256 2880 512 256 3072 1536 256 7168 2048 1024 7168 2048 \
+        > "$o/logs/call_split.log" 2>&1
       cat "$o/logs/call_split.log" ;;
     *) eval "$st" ;;
   esac

@@ -1,10 +1,11 @@
-// Where a path "splitk" call's time goes in a CUDA graph (a measurement aid, not built by
-// CMake): per-call medians of graphs of `calls` launches of (1) an empty kernel, (2) the A
-// quantizer (quantize_fragments) alone, (3) the GEMM kernel alone on fragments quantized
-// once, (4) both, as the library runs them; each with split-K through clusters and, where
-// splitk_scratch uses it, again through the workspace (its counters reset themselves after
-// the first quantizer run). Weights rotate over copies past the L2 like
-// `mxfp4 bench`; their codes are arbitrary and every scale byte is 127. Usage (after
+// Where a path "splitk" or "fp8" call's time goes in a CUDA graph (a measurement aid, not built
+// by CMake): per-call medians of graphs of `calls` launches of (1) an empty kernel, (2) the A
+// quantizer alone (splitk: quantize_fragments; fp8: A's FP8 image), (3) the GEMM kernel alone on
+// A quantized once, (4) both, as the library runs them, and for path fp8 also (5) the fix-up
+// alone and (6) all three (the library's call). Path splitk runs with split-K through clusters
+// and, where splitk_scratch uses it, again through the workspace (its counters reset
+// themselves after the first quantizer run). Weights rotate over copies past the L2 like
+// `mxfp4 bench`; their codes are arbitrary and every scale byte is 127 (no fp8 group is flagged). Usage (after
 // scripts/device-check.sh has built build-device; tools/dev/call-split.sh does these two steps):
 //   nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -Isrc tools/dev/probes/call_split.cu build-device/libmxfp4.a \
 //        -lcublas -lcublasLt "$(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' build-device/CMakeCache.txt)" -o /tmp/call_split && /tmp/call_split M N K [M N K ...]
@@ -16,7 +17,9 @@
 #include <functional>
 #include <vector>
 
+#include "core/fp8_layout.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/fp8_kernels.hpp"
 #include "cuda/gemm_kernels.hpp"
 #include "cuda/quantize_kernels.cuh"
 #include "dispatch/path_name.hpp"
@@ -52,6 +55,45 @@ double time_graph(cudaStream_t s, int calls, const std::function<void(int)>& lau
   return us[us.size() / 2];
 }
 
+/// Path fp8: A's image, the GEMM, the fix-up, alone and together (as gemm() runs them).
+void fp8_split(cudaStream_t s, int sms, int64_t M, int64_t N, int64_t K, const GemmConfig& cfg) {
+  const int64_t pbytes = packed_bytes(N, K), fbytes = fp8_weights_bytes(N, K);
+  const int64_t code_bytes = ((N + 15) / 16 * 16) * ((K + 63) / 64 * 64) / 2;
+  const int copies = int(std::max<int64_t>(1, (256ll << 20) / (pbytes + fbytes) + 1));
+  uint8_t *w, *wf, *img;
+  uint16_t *A, *C;
+  CK(cudaMalloc(&w, size_t(pbytes) * copies));
+  CK(cudaMalloc(&wf, size_t(fbytes) * copies));
+  CK(cudaMemset(w, 0x3A, size_t(pbytes) * copies));
+  std::vector<PackedWeights> wts(static_cast<size_t>(copies));
+  for (int c = 0; c < copies; ++c) {
+    CK(cudaMemset(w + c * pbytes + code_bytes, 127, size_t(pbytes - code_bytes)));
+    wts[size_t(c)] = PackedWeights{w + c * pbytes, N, K};
+    cuda::fp8_image_from_packed(wts[size_t(c)], wf + c * fbytes, s);
+    wts[size_t(c)].fp8 = wf + c * fbytes;
+  }
+  CK(cudaMalloc(&A, size_t(M * K * 2)));
+  CK(cudaMemset(A, 0x3F, size_t(M * K * 2)));  // bf16 0x3F3F ~ 0.75
+  CK(cudaMalloc(&C, size_t(M * N * 2)));
+  CK(cudaMalloc(&img, size_t(fp8::ImageGeometry::of(M, K).total_bytes())));
+  auto image = [&](int) { cuda::fp8_image_from_bf16(A, M, K, K, ScaleRule::aiter, img, s); };
+  auto gemm = [&](int i) { cuda::gemm_fp8(img, M, K, wts[size_t(i % copies)], C, false, N, cfg, sms, s); };
+  auto fixup = [&](int i) {
+    cuda::fp8_fixup(A, M, K, K, ScaleRule::aiter, img, wts[size_t(i % copies)], C, false, N, s);
+  };
+  image(0), gemm(0), fixup(0);
+  CK(cudaStreamSynchronize(s));
+  const int calls = std::max(copies, 40);
+  const double t_empty = time_graph(s, calls, [&](int) { empty_kernel<<<132, 128, 0, s>>>(); });
+  const double t_i = time_graph(s, calls, image), t_g = time_graph(s, calls, gemm);
+  const double t_f = time_graph(s, calls, fixup);
+  const double t_ig = time_graph(s, calls, [&](int i) { image(i), gemm(i); });
+  const double t_all = time_graph(s, calls, [&](int i) { image(i), gemm(i), fixup(i); });
+  printf("%lldx%lldx%lld (%s): empty %.2f  image %.2f  gemm %.2f  fixup %.2f  image+gemm %.2f  all %.2f us per call\n",
+         (long long)M, (long long)N, (long long)K, describe(cfg).c_str(), t_empty, t_i, t_g, t_f, t_ig, t_all);
+  cudaFree(w), cudaFree(wf), cudaFree(A), cudaFree(C), cudaFree(img);
+}
+
 int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -60,6 +102,10 @@ int main(int argc, char** argv) {
   for (int a = 1; a + 2 < argc; a += 3) {
     const int64_t M = atoll(argv[a]), N = atoll(argv[a + 1]), K = atoll(argv[a + 2]);
     const GemmConfig cfg = cuda::config_for(M, N, K);
+    if (cfg.path == GemmPath::fp8) {
+      fp8_split(s, sms, M, N, K, cfg);
+      continue;
+    }
     if (cfg.path != GemmPath::splitk) {
       printf("%lldx%lldx%lld: path %s, not splitk; skipped\n", (long long)M, (long long)N, (long long)K,
              describe(cfg).c_str());
