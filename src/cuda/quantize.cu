@@ -209,7 +209,11 @@ void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_strid
 void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
                         cudaStream_t stream, FragOrder order, int* counters, int64_t n_counters) {
   const int64_t m_padded = round_up(M, 8), k_padded = round_up(K, 64);
-  const dim3 grid(unsigned(ceil_div(k_padded / 32, 8)), unsigned(std::min<int64_t>(m_padded / 8, 65535)));
+#ifndef MXFP4_EXP_QTILES  // experiment (session 11 plan, item 0b): token tiles per CTA
+#define MXFP4_EXP_QTILES 1
+#endif
+  const int64_t tiles = ceil_div(m_padded / 8, int64_t(MXFP4_EXP_QTILES));
+  const dim3 grid(unsigned(ceil_div(k_padded / 32, 8)), unsigned(std::min<int64_t>(tiles, 65535)));
   auto kernel = order == FragOrder::wgmma ? quantize_fragments_kernel<FragOrder::wgmma>
                                           : quantize_fragments_kernel<FragOrder::mma>;
   launch_pdl(kernel, grid, dim3(kThreads), stream, "quantize_fragments_kernel", A, M, K, lda,
