@@ -85,10 +85,14 @@ MXFP4_HD void decode_word_scaled_down(uint32_t w, uint32_t (&r)[4]) {
   r[3] = (rotr32(w, 6) & kRot6) | (rotr32(w, 14) & kRot14);
 }
 
+/// The 32-bit code word at `p` (little-endian bytes, any alignment).
+MXFP4_HD uint32_t load_word(const uint8_t* p) {
+  return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+}
+
 /// The plain code byte of (row r, columns k, k+1), k even: code(k) | code(k+1) << 4.
 MXFP4_HD uint8_t read_code_pair(const uint8_t* packed, int64_t r, int64_t k, int64_t Kp) {
-  const uint8_t* p = packed + code_word_offset(r, k, Kp);
-  const uint32_t w = uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+  const uint32_t w = load_word(packed + code_word_offset(r, k, Kp));
   const int q = code_register(r, k);
   return uint8_t(gather_code(w, q, 0) | (gather_code(w, q, 1) << 4));
 }
@@ -96,7 +100,7 @@ MXFP4_HD uint8_t read_code_pair(const uint8_t* packed, int64_t r, int64_t k, int
 /// Stores the plain code byte `pair` of (row r, columns k, k+1), k even, into its bits.
 MXFP4_HD void write_code_pair(uint8_t* packed, int64_t r, int64_t k, int64_t Kp, uint8_t pair) {
   uint8_t* p = packed + code_word_offset(r, k, Kp);
-  uint32_t w = uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+  uint32_t w = load_word(p);
   const int q = code_register(r, k);
   w &= ~(scatter_code(0xFu, q, 0) | scatter_code(0xFu, q, 1));
   w |= scatter_code(pair & 0xFu, q, 0) | scatter_code(uint32_t(pair) >> 4, q, 1);

@@ -127,10 +127,7 @@ struct Operand {
         const uint8_t* tile = packed->data + (nt * (Kp / 64) + kc) * 512;
         uint32_t w = 0;
         for (int i = 0; i < 1024; ++i) {
-          if (i % 8 == 0) {  // the next code word (little-endian), 8 codes
-            const uint8_t* wb = tile + 4 * (i / 8);
-            w = uint32_t(wb[0]) | (uint32_t(wb[1]) << 8) | (uint32_t(wb[2]) << 16) | (uint32_t(wb[3]) << 24);
-          }
+          if (i % 8 == 0) w = packed::load_word(tile + 4 * (i / 8));  // the next code word, 8 codes
           const int64_t r = nt * 16 + map.row[i], k = kc * 64 + map.col[i];
           if (r < r0 || r >= r1 || k >= K) continue;
           out[(r - r0) * K + k] = lut[map.row[i]][map.col[i] / 32][packed::gather_code(w, i % 4, (i % 8) / 4)];

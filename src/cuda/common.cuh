@@ -73,13 +73,6 @@ struct PackedGeometry {
 
 #if defined(__CUDACC__)
 
-/// One packed code word (8 e2m1 codes, packed layout v3) -> the four bf16x2 fragment
-/// registers holding the codes' values times 2^-126 (packed::decode_word_scaled_down: one
-/// rotate and one AND per register, two of each for the last).
-__device__ __forceinline__ void e2m1x8_to_bf16x8_scaled_down(uint32_t w, uint32_t (&r)[4]) {
-  packed::decode_word_scaled_down(w, r);
-}
-
 /// bf16x2 multiply (round to nearest even; subnormals kept: PTX mul.rn.bf16x2 has no ftz).
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
   uint32_t d;
@@ -172,7 +165,7 @@ __device__ __forceinline__ void chunk_scale_factors(uint32_t sc, uint32_t (&f)[2
 /// multiplied by 2^126.
 __device__ __forceinline__ void decode_weight_fragment(uint32_t word, const uint32_t (&f)[2][2], bool fused, int step,
                                                        uint32_t (&a)[4]) {
-  e2m1x8_to_bf16x8_scaled_down(word, a);
+  packed::decode_word_scaled_down(word, a);  // the codes times 2^-126
   const int blk = step >> 1;  // K16 steps 0,1 -> block 0; 2,3 -> block 1
   if (!fused) {
     const uint32_t up = pow2_bf16x2(126);

@@ -72,15 +72,13 @@ __device__ __forceinline__ int64_t a_fragment_index(int64_t j, int64_t i, int64_
   return (j * ks + i) * 64 + (O == FragOrder::mma ? 2 * lane + reg : 32 * reg + lane);
 }
 
-/// Quantizes 8 consecutive elements `v` of a 32-element block whose other 24 elements are held
-/// by the 3 neighbouring lanes (lanes 4i..4i+3 hold one block, in element order) and returns
-/// their dequantized bf16 values e2m1 * 2^s in `deq`. Same block rule as fmt::quantize_block
-/// (max and the non-finite flag are order-free) and the same element result
-/// (fmt::e2m1_quantize_dequantize_bf16, checked against e2m1_encode + dequant_f32 for every
-/// bf16 input and scale on the CPU), so the result is bit-identical to it. All 32 lanes of the
+/// Shared exponent s (spec §2, fmt::shared_exponent under `rule`) of the 32-element block whose
+/// 8 consecutive elements `v` this lane holds, the other 24 being held by the 3 neighbouring
+/// lanes (lanes 4i..4i+3 hold one block, in element order). Returns false, leaving s unset,
+/// when the block has a non-finite element (its scale is then the NaN byte). Same block rule
+/// as fmt::quantize_block (max and the non-finite flag are order-free). All 32 lanes of the
 /// warp must call this together.
-__device__ __forceinline__ void quantize_quarter_block_to_bf16(const float (&v)[8], ScaleRule rule,
-                                                               uint16_t (&deq)[8]) {
+__device__ __forceinline__ bool quarter_block_exponent(const float (&v)[8], ScaleRule rule, int& s) {
   float amax = 0.f;
   uint32_t nonfinite = 0;
 #pragma unroll
@@ -94,15 +92,36 @@ __device__ __forceinline__ void quantize_quarter_block_to_bf16(const float (&v)[
     amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, d));
     nonfinite |= __shfl_xor_sync(0xFFFFFFFFu, nonfinite, d);
   }
-  if (nonfinite) {
+  if (nonfinite) return false;
+  s = fmt::shared_exponent(amax, rule);
+  return true;
+}
+
+/// Quantizes 8 consecutive elements `v` of a 32-element block held by 4 lanes
+/// (quarter_block_exponent) and returns their dequantized bf16 values e2m1 * 2^s in `deq`. The
+/// same element result as fmt::e2m1_quantize_dequantize_bf16 (checked against e2m1_encode +
+/// dequant_f32 for every bf16 input and scale on the CPU), so the result is bit-identical to
+/// fmt::quantize_block. All 32 lanes of the warp must call this together.
+__device__ __forceinline__ void quantize_quarter_block_to_bf16(const float (&v)[8], ScaleRule rule,
+                                                               uint16_t (&deq)[8]) {
+  int s;
+  if (!quarter_block_exponent(v, rule, s)) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) deq[i] = fmt::f32_to_bf16(fmt::dequant_f32(0, kScaleNaN));
     return;
   }
-  const int s = fmt::shared_exponent(amax, rule);
   const float inv = fmt::exp2i(-s), scale = fmt::exp2i(s);
 #pragma unroll
   for (int i = 0; i < 8; ++i) deq[i] = fmt::e2m1_quantize_dequantize_bf16(v[i], inv, scale);
+}
+
+/// The 8 bf16 values held as 4 pairs `w` (element 2i in the low half of w[i]) in fp32, exactly.
+__device__ __forceinline__ void bf16_pairs_to_f32(const uint32_t (&w)[4], float (&v)[8]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    v[2 * i] = fmt::bf16_to_f32(uint16_t(w[i] & 0xFFFFu));
+    v[2 * i + 1] = fmt::bf16_to_f32(uint16_t(w[i] >> 16));
+  }
 }
 
 /// Quantizes the quarter block held as 4 bf16 pairs `w` (element 2i in the low half of w[i])
@@ -111,11 +130,7 @@ __device__ __forceinline__ void quantize_quarter_block_to_bf16(const float (&v)[
 /// elements 2t, 2t + 1 (the same pairing as `w`).
 __device__ __forceinline__ void quantize_quarter_words(const uint32_t (&w)[4], ScaleRule rule, uint32_t (&words)[4]) {
   float v[8];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    v[2 * i] = fmt::bf16_to_f32(uint16_t(w[i] & 0xFFFFu));
-    v[2 * i + 1] = fmt::bf16_to_f32(uint16_t(w[i] >> 16));
-  }
+  bf16_pairs_to_f32(w, v);
   uint16_t deq[8];
   quantize_quarter_block_to_bf16(v, rule, deq);
 #pragma unroll
@@ -123,13 +138,11 @@ __device__ __forceinline__ void quantize_quarter_words(const uint32_t (&w)[4], S
 }
 
 /// Loads elements 8q .. 8q+7 of the 32-element block (row r, K block c) of the bf16 matrix
-/// A [M, K] (row stride lda; zeros outside [M, K]) and quantizes them (quantize_quarter_words;
-/// all 32 lanes must call this together): word t belongs at
-/// a_fragment_index(r / 8, 2c + q / 2, KS, 4 * (r % 8) + t, q % 2).
-__device__ __forceinline__ void quantize_quarter_to_fragment_words(const uint16_t* A, int64_t M, int64_t K,
-                                                                   int64_t lda, int64_t r, int64_t c, int q,
-                                                                   ScaleRule rule, uint32_t (&words)[4]) {
-  uint32_t w[4] = {0u, 0u, 0u, 0u};
+/// A [M, K] (row stride lda) as 4 pairs (element 2i of them in the low half of w[i]); zeros
+/// when r >= M or 32c >= K. One 16-byte load when the address allows it.
+__device__ __forceinline__ void load_quarter_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, int64_t r,
+                                                  int64_t c, int q, uint32_t (&w)[4]) {
+  w[0] = w[1] = w[2] = w[3] = 0u;
   if (r < M && c * 32 < K) {
     const uint16_t* src = A + r * lda + c * 32 + 8 * q;
     if ((reinterpret_cast<uintptr_t>(src) & 15) == 0) {
@@ -140,6 +153,17 @@ __device__ __forceinline__ void quantize_quarter_to_fragment_words(const uint16_
       for (int i = 0; i < 4; ++i) w[i] = uint32_t(src[2 * i]) | (uint32_t(src[2 * i + 1]) << 16);
     }
   }
+}
+
+/// Loads elements 8q .. 8q+7 of the 32-element block (row r, K block c) of the bf16 matrix
+/// A [M, K] (row stride lda; zeros outside [M, K]) and quantizes them (quantize_quarter_words;
+/// all 32 lanes must call this together): word t belongs at
+/// a_fragment_index(r / 8, 2c + q / 2, KS, 4 * (r % 8) + t, q % 2).
+__device__ __forceinline__ void quantize_quarter_to_fragment_words(const uint16_t* A, int64_t M, int64_t K,
+                                                                   int64_t lda, int64_t r, int64_t c, int q,
+                                                                   ScaleRule rule, uint32_t (&words)[4]) {
+  uint32_t w[4];
+  load_quarter_bf16(A, M, K, lda, r, c, q, w);
   quantize_quarter_words(w, rule, words);
 }
 
