@@ -55,35 +55,53 @@ double time_graph(cudaStream_t s, int calls, const std::function<void(int)>& lau
   return us[us.size() / 2];
 }
 
+/// The buffers of one shape's measurement: `copies` packed weight copies (rotated past the L2
+/// like `mxfp4 bench`; codes arbitrary, every scale byte 127), with their FP8 images when
+/// `fp8`, and A (bf16 ~0.75 everywhere) and C.
+struct Buffers {
+  std::vector<PackedWeights> w;
+  uint8_t *packed = nullptr, *images = nullptr;
+  uint16_t *A = nullptr, *C = nullptr;
+  Buffers(int64_t M, int64_t N, int64_t K, bool fp8, cudaStream_t s) {
+    const int64_t pbytes = packed_bytes(N, K), fbytes = fp8 ? fp8_weights_bytes(N, K) : 0;
+    const int64_t code_bytes = cuda::PackedGeometry::of(N, K).code_bytes;
+    const int copies = int(std::max<int64_t>(1, (256ll << 20) / (pbytes + fbytes) + 1));
+    CK(cudaMalloc(&packed, size_t(pbytes) * copies));
+    CK(cudaMemset(packed, 0x3A, size_t(pbytes) * copies));
+    if (fp8) CK(cudaMalloc(&images, size_t(fbytes) * copies));
+    for (int c = 0; c < copies; ++c) {
+      CK(cudaMemset(packed + c * pbytes + code_bytes, 127, size_t(pbytes - code_bytes)));
+      w.push_back(PackedWeights{packed + c * pbytes, N, K});
+      if (fp8) {
+        cuda::fp8_image_from_packed(w.back(), images + c * fbytes, s);
+        w.back().fp8 = images + c * fbytes;
+      }
+    }
+    CK(cudaMalloc(&A, size_t(M * K * 2)));
+    CK(cudaMemset(A, 0x3F, size_t(M * K * 2)));  // bf16 0x3F3F ~ 0.75
+    CK(cudaMalloc(&C, size_t(M * N * 2)));
+  }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+  ~Buffers() { cudaFree(packed), cudaFree(images), cudaFree(A), cudaFree(C); }
+  const PackedWeights& weights(int i) const { return w[size_t(i) % w.size()]; }
+  int copies() const { return int(w.size()); }
+};
+
 /// Path fp8: A's image, the GEMM, the fix-up, alone and together (as gemm() runs them).
 void fp8_split(cudaStream_t s, int sms, int64_t M, int64_t N, int64_t K, const GemmConfig& cfg) {
-  const int64_t pbytes = packed_bytes(N, K), fbytes = fp8_weights_bytes(N, K);
-  const int64_t code_bytes = ((N + 15) / 16 * 16) * ((K + 63) / 64 * 64) / 2;
-  const int copies = int(std::max<int64_t>(1, (256ll << 20) / (pbytes + fbytes) + 1));
-  uint8_t *w, *wf, *img;
-  uint16_t *A, *C;
-  CK(cudaMalloc(&w, size_t(pbytes) * copies));
-  CK(cudaMalloc(&wf, size_t(fbytes) * copies));
-  CK(cudaMemset(w, 0x3A, size_t(pbytes) * copies));
-  std::vector<PackedWeights> wts(static_cast<size_t>(copies));
-  for (int c = 0; c < copies; ++c) {
-    CK(cudaMemset(w + c * pbytes + code_bytes, 127, size_t(pbytes - code_bytes)));
-    wts[size_t(c)] = PackedWeights{w + c * pbytes, N, K};
-    cuda::fp8_image_from_packed(wts[size_t(c)], wf + c * fbytes, s);
-    wts[size_t(c)].fp8 = wf + c * fbytes;
-  }
-  CK(cudaMalloc(&A, size_t(M * K * 2)));
-  CK(cudaMemset(A, 0x3F, size_t(M * K * 2)));  // bf16 0x3F3F ~ 0.75
-  CK(cudaMalloc(&C, size_t(M * N * 2)));
+  const Buffers b(M, N, K, true, s);
+  uint16_t *A = b.A, *C = b.C;
+  uint8_t* img;
   CK(cudaMalloc(&img, size_t(fp8::ImageGeometry::of(M, K).total_bytes())));
   auto image = [&](int) { cuda::fp8_image_from_bf16(A, M, K, K, ScaleRule::aiter, img, s); };
-  auto gemm = [&](int i) { cuda::gemm_fp8(img, M, K, wts[size_t(i % copies)], C, false, N, cfg, sms, s); };
+  auto gemm = [&](int i) { cuda::gemm_fp8(img, M, K, b.weights(i), C, false, N, cfg, sms, s); };
   auto fixup = [&](int i) {
-    cuda::fp8_fixup(A, M, K, K, ScaleRule::aiter, img, wts[size_t(i % copies)], C, false, N, s);
+    cuda::fp8_fixup(A, M, K, K, ScaleRule::aiter, img, b.weights(i), C, false, N, s);
   };
   image(0), gemm(0), fixup(0);
   CK(cudaStreamSynchronize(s));
-  const int calls = std::max(copies, 40);
+  const int calls = std::max(b.copies(), 40);
   const double t_empty = time_graph(s, calls, [&](int) { empty_kernel<<<132, 128, 0, s>>>(); });
   const double t_i = time_graph(s, calls, image), t_g = time_graph(s, calls, gemm);
   const double t_f = time_graph(s, calls, fixup);
@@ -91,7 +109,7 @@ void fp8_split(cudaStream_t s, int sms, int64_t M, int64_t N, int64_t K, const G
   const double t_all = time_graph(s, calls, [&](int i) { image(i), gemm(i), fixup(i); });
   printf("%lldx%lldx%lld (%s): empty %.2f  image %.2f  gemm %.2f  fixup %.2f  image+gemm %.2f  all %.2f us per call\n",
          (long long)M, (long long)N, (long long)K, describe(cfg).c_str(), t_empty, t_i, t_g, t_f, t_ig, t_all);
-  cudaFree(w), cudaFree(wf), cudaFree(A), cudaFree(C), cudaFree(img);
+  cudaFree(img);
 }
 
 int main(int argc, char** argv) {
@@ -111,17 +129,9 @@ int main(int argc, char** argv) {
              describe(cfg).c_str());
       continue;
     }
-    const int64_t pbytes = packed_bytes(N, K), code_bytes = ((N + 15) / 16 * 16) * ((K + 63) / 64 * 64) / 2;
-    const int copies = int(std::max<int64_t>(1, (256ll << 20) / pbytes + 1));
-    uint8_t* w;
-    uint16_t *A, *C;
+    const Buffers b(M, N, K, false, s);
+    uint16_t *A = b.A, *C = b.C;
     uint32_t* frags;  // the workspace: fragments, then the split-K scratch (dispatch/path_name.hpp)
-    CK(cudaMalloc(&w, size_t(pbytes) * copies));
-    CK(cudaMemset(w, 0x3A, size_t(pbytes) * copies));
-    for (int c = 0; c < copies; ++c) CK(cudaMemset(w + c * pbytes + code_bytes, 127, size_t(pbytes - code_bytes)));
-    CK(cudaMalloc(&A, size_t(M * K * 2)));
-    CK(cudaMemset(A, 0x3F, size_t(M * K * 2)));  // bf16 0x3F3F ~ 0.75
-    CK(cudaMalloc(&C, size_t(M * N * 2)));
     const SplitkScratch scratch = splitk_scratch(M, N, K, cfg);
     CK(cudaMalloc(&frags, scratch.end));
     uint8_t* ws = reinterpret_cast<uint8_t*>(frags);
@@ -136,12 +146,11 @@ int main(int argc, char** argv) {
         cuda::quantize_fragments(A, M, K, K, frags, ScaleRule::aiter, s, order, cnt, through_ws ? scratch.tiles : 0);
       };
       auto gemm = [&](int i) {
-        const PackedWeights pw{w + (i % copies) * pbytes, N, K};
-        cuda::gemm_fused(A, M, K, K, pw, C, false, N, cfg, ScaleRule::aiter, frags, part, cnt, sms, s);
+        cuda::gemm_fused(A, M, K, K, b.weights(i), C, false, N, cfg, ScaleRule::aiter, frags, part, cnt, sms, s);
       };
       quant(0), gemm(0);
       CK(cudaStreamSynchronize(s));
-      const int calls = std::max(copies, 40);
+      const int calls = std::max(b.copies(), 40);
       const double t_empty = time_graph(s, calls, [&](int) { empty_kernel<<<132, 128, 0, s>>>(); });
       const double t_q = time_graph(s, calls, quant);
       const double t_g = time_graph(s, calls, gemm);
@@ -150,7 +159,7 @@ int main(int argc, char** argv) {
              (long long)M, (long long)N, (long long)K, describe(cfg).c_str(), through_ws ? "workspace" : "clusters",
              t_empty, t_q, t_g, t_both);
     }
-    cudaFree(w), cudaFree(A), cudaFree(C), cudaFree(frags);
+    cudaFree(frags);
   }
   return 0;
 }
