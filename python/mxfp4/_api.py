@@ -195,9 +195,9 @@ def packed_bytes(N: int, K: int) -> int:
 
 def fp8_weights_bytes(N: int, K: int) -> int:
     """Bytes of the FP8 image of weights B [N, K] (:func:`prepack_fp8`; docs/fp8-path.md):
-    ``S * Rp * 132 + S * Rp / 64`` rounded up to 16, with ``Rp`` = N rounded up to the
+    ``S * Rp * 132 + S * Rp / 16`` rounded up to 16, with ``Rp`` = N rounded up to the
     image's row padding (256) and ``S = ceil(K / 128)`` (e4m3 codes, one float32 scale per row
-    and 128-K slice, one flag byte per 64-row tile and slice): about 1.03 bytes per weight.
+    and 128-K slice, one flag byte per 16 rows and slice): about 1.03 bytes per weight.
 
     Raises:
         TypeError: N or K not an integer (bool included).

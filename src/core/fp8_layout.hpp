@@ -15,8 +15,9 @@
 //           group exponent R (fp8::e2m1_to_e4m3); 0 for padding and for flagged groups.
 //   scales  S * Rp floats at offset S * Rp * 128: [j][row] = 2^R of the group, 1.0 for groups
 //           without nonzero codes and for padding, 0.0 for a flagged group.
-//   flags   S * Rp/64 bytes after the scales: [j][t] = 1 when a group of 64-row tile t in
-//           slice j is flagged, else 0.
+//   flags   S * Rp/16 bytes after the scales: [j][q] = 1 when a group of 16-row quarter tile
+//           q (rows 16q .. 16q+15) in slice j is flagged, else 0 (one byte per CTA of the
+//           image kernel, which covers 16 rows of one slice).
 // A group is flagged (computed by the exact fix-up kernel instead) when its nonzero blocks'
 // exponents span more than 14 binades, a block has the NaN scale 0xFF, or |R| > kMaxAbsR
 // (then 2^(Ra + Rb) times a slice sum could leave fp32's normal range).
@@ -32,6 +33,7 @@ inline constexpr int kSliceK = 128;       ///< K elements per scaling group (4 b
 inline constexpr int kRowPad = 256;       ///< image rows are padded to this
 inline constexpr int kAtomRows = 64;      ///< rows per 8192-byte atom
 inline constexpr int kAtomBytes = kAtomRows * kSliceK;
+inline constexpr int kFlagRows = 16;      ///< rows per flag byte
 inline constexpr int kMinShift = -8, kMaxShift = 6;  ///< e2m1 * 2^d is exact in e4m3 for d here
 /// Largest |R| kept on the FP8 path: slice sums of e4m3 products are multiples of 2^-18 below
 /// 2^25, so S * 2^(Ra + Rb) stays a normal fp32 number for |Ra|, |Rb| <= 48.
@@ -47,8 +49,9 @@ struct ImageGeometry {
   MXFP4_HD int64_t code_bytes() const { return slices * rows_padded * kSliceK; }
   MXFP4_HD int64_t scale_offset() const { return code_bytes(); }
   MXFP4_HD int64_t flag_offset() const { return code_bytes() + slices * rows_padded * 4; }
+  MXFP4_HD int64_t flag_count() const { return slices * (rows_padded / kFlagRows); }
   MXFP4_HD int64_t total_bytes() const {  // rounded up to 16 bytes
-    return (flag_offset() + slices * (rows_padded / kAtomRows) + 15) / 16 * 16;
+    return (flag_offset() + flag_count() + 15) / 16 * 16;
   }
   /// Byte offset of the e4m3 code of element (row r, column k).
   MXFP4_HD int64_t code_offset(int64_t r, int64_t k) const {
@@ -57,8 +60,9 @@ struct ImageGeometry {
   }
   /// Index (in floats from scale_offset()) of the scale of group (row r, slice j).
   MXFP4_HD int64_t scale_index(int64_t r, int64_t j) const { return j * rows_padded + r; }
-  /// Index (in bytes from flag_offset()) of the flag of (64-row tile t, slice j).
-  MXFP4_HD int64_t flag_index(int64_t t, int64_t j) const { return j * (rows_padded / kAtomRows) + t; }
+  /// Index (in bytes from flag_offset()) of the flag of (16-row quarter tile q, slice j): rows
+  /// 16q .. 16q+15.
+  MXFP4_HD int64_t flag_index(int64_t q, int64_t j) const { return j * (rows_padded / kFlagRows) + q; }
 };
 
 /// Group exponent and status of one (row, slice) from its blocks' exponents: `lo`/`hi` the

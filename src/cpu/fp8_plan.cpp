@@ -69,7 +69,7 @@ void build_image(const MxMatrix& m, uint8_t* out) {
       const size_t i = size_t(r * p.slices + j);
       scales[g.scale_index(r, j)] = p.exact[i] ? std::ldexp(1.f, p.R[i]) : 0.f;
       if (!p.exact[i]) {
-        flags[g.flag_index(r / kAtomRows, j)] = 1;
+        flags[g.flag_index(r / kFlagRows, j)] = 1;
         continue;
       }
       for (int64_t k = j * kSliceK; k < std::min(m.K, (j + 1) * kSliceK); ++k) {

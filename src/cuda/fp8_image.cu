@@ -1,7 +1,7 @@
 // Builders of the FP8 operand image (src/core/fp8_layout.hpp, docs/fp8-path.md): from bf16
 // activations (quantized per spec §2 with the primitives and block rule of fmt::quantize_block, so the
 // image is bit-identical to fp8::build_image of the CPU-quantized matrix) and from packed
-// weights (layout v3). One CTA of 1024 threads per (64-row tile, 128-K slice), 8 elements
+// weights (layout v3). One CTA of 256 threads per (16-row quarter tile, 128-K slice), 8 elements
 // (one 16-byte load of bf16) per thread.
 #include <cuda_fp8.h>
 
@@ -14,7 +14,9 @@
 namespace mxfp4::cuda {
 namespace {
 
-constexpr int kThreads = 1024;  ///< 64 rows x 16 threads: one CTA per (64-row tile, slice)
+/// 16 rows x 16 threads: one CTA per (16-row quarter tile, slice), the rows of one flag byte.
+/// (64-row CTAs of 1024 threads put 256x2880x512's image on 16 SMs: 4x the issue per SM.)
+constexpr int kThreads = fp8::kFlagRows * 16;
 
 /// Block source: bf16 activations A [M, K] (row stride lda), quantized under `rule`.
 struct Bf16Source {
@@ -101,9 +103,9 @@ struct PackedSource {
   }
 };
 
-/// One CTA per (64-row tile, 128-K slice): thread 16 rr + i owns elements 8i .. 8i+7 of the
-/// slice in row rr; the 16 threads of a row (adjacent lanes) agree on the group exponent R
-/// with shuffles, and the CTA on the tile flag.
+/// One CTA per (16-row quarter tile q, 128-K slice j): thread 16 rr + i owns elements
+/// 8i .. 8i+7 of the slice in row 16q + rr; the 16 threads of a row (adjacent lanes) agree on
+/// the group exponent R with shuffles, and the CTA on the flag byte of (q, j).
 template <class Source>
 __global__ void __launch_bounds__(kThreads) fp8_image_kernel(Source src, int64_t rows, int64_t K, uint8_t* __restrict__ out) {
   // Launched with PDL (launch_pdl): wait for the stream's previous kernel, which may write the
@@ -114,7 +116,7 @@ __global__ void __launch_bounds__(kThreads) fp8_image_kernel(Source src, int64_t
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const int64_t t = blockIdx.x, j = blockIdx.y;
   const int rr = int(threadIdx.x) / 16, i = int(threadIdx.x) % 16;
-  const int64_t r = t * fp8::kAtomRows + rr, k0 = j * fp8::kSliceK + 8 * i;
+  const int64_t r = t * fp8::kFlagRows + rr, k0 = j * fp8::kSliceK + 8 * i;
   float vals[8];
   const uint8_t sb = src.quarter(r, k0, vals);
   bool nonzero = false;
@@ -158,7 +160,7 @@ __global__ void __launch_bounds__(kThreads) fp8_image_kernel(Source src, int64_t
   const int any_flag = __syncthreads_or(int(flagged));
   if (threadIdx.x == 0) out[g.flag_offset() + g.flag_index(t, j)] = uint8_t(any_flag != 0);
   // The alignment padding after the flags (< 16 bytes) is zeroed, so every byte is written.
-  const int64_t flags_end = g.flag_offset() + g.slices * (g.rows_padded / fp8::kAtomRows);
+  const int64_t flags_end = g.flag_offset() + g.flag_count();
   if (t == 0 && j == 0 && threadIdx.x < g.total_bytes() - flags_end) out[flags_end + threadIdx.x] = 0;
 }
 
@@ -167,7 +169,7 @@ void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cuda
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   if (g.slices > 65535)  // slices run along grid.y
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 slices of 128");
-  const dim3 grid(unsigned(g.rows_padded / fp8::kAtomRows), unsigned(g.slices));
+  const dim3 grid(unsigned(g.rows_padded / fp8::kFlagRows), unsigned(g.slices));
   launch_pdl(fp8_image_kernel<Source>, grid, dim3(kThreads), stream, name, src, rows, K, out);
 }
 

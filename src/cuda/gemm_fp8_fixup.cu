@@ -81,10 +81,10 @@ __device__ bool row_flagged(const uint8_t* img, const fp8::ImageGeometry& g, int
   return false;
 }
 
-/// True (in every thread of the CTA) when 64-row tile t of the image has a flagged group.
-__device__ bool tile_flagged(const uint8_t* img, const fp8::ImageGeometry& g, int64_t t) {
+/// True (in every thread of the CTA) when 16-row quarter tile q of the image has a flagged group.
+__device__ bool tile_flagged(const uint8_t* img, const fp8::ImageGeometry& g, int64_t q) {
   int any = 0;
-  for (int64_t j = threadIdx.x; j < g.slices; j += kThreads) any |= img[g.flag_offset() + g.flag_index(t, j)];
+  for (int64_t j = threadIdx.x; j < g.slices; j += kThreads) any |= img[g.flag_offset() + g.flag_index(q, j)];
   return __syncthreads_or(any) != 0;
 }
 
@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(kThreads) fp8_fixup_kernel(const FixupArgs a) 
   const fp8::ImageGeometry ga = fp8::ImageGeometry::of(a.M, a.K), gb = fp8::ImageGeometry::of(a.N, a.K);
   // Both images are complete: B's since prepack_fp8, A's since the GEMM let this grid launch
   // (its threads signal launch_dependents only after their wait for the image kernel).
-  const int64_t na = ga.slices * (ga.rows_padded / fp8::kAtomRows), nb = gb.slices * (gb.rows_padded / fp8::kAtomRows);
+  const int64_t na = ga.flag_count(), nb = gb.flag_count();
   int any = 0;
 #pragma unroll 8
   for (int64_t i = threadIdx.x; i < na; i += kThreads) any |= a.a_img[ga.flag_offset() + i];
@@ -135,14 +135,15 @@ __global__ void __launch_bounds__(kThreads) fp8_fixup_kernel(const FixupArgs a) 
   // too (the PDL contract), and C is written only after it.
   grid_dependency_wait();
   if (!__syncthreads_or(any)) return;
-  for (int64_t t = 0; t < ga.rows_padded / fp8::kAtomRows; ++t) {
-    if (!tile_flagged(a.a_img, ga, t)) continue;
-    for (int64_t r = t * fp8::kAtomRows; r < min(a.M, (t + 1) * fp8::kAtomRows); ++r)
+  constexpr int kQ = fp8::kFlagRows;
+  for (int64_t q = 0; q < ga.rows_padded / kQ; ++q) {
+    if (!tile_flagged(a.a_img, ga, q)) continue;
+    for (int64_t r = q * kQ; r < min(a.M, (q + 1) * kQ); ++r)
       if (row_flagged(a.a_img, ga, r)) fix_line<false>(a, r, ga);
   }
-  for (int64_t t = 0; t < gb.rows_padded / fp8::kAtomRows; ++t) {
-    if (!tile_flagged(a.b_img, gb, t)) continue;
-    for (int64_t n = t * fp8::kAtomRows; n < min(a.N, (t + 1) * fp8::kAtomRows); ++n)
+  for (int64_t q = 0; q < gb.rows_padded / kQ; ++q) {
+    if (!tile_flagged(a.b_img, gb, q)) continue;
+    for (int64_t n = q * kQ; n < min(a.N, (q + 1) * kQ); ++n)
       if (row_flagged(a.b_img, gb, n)) fix_line<true>(a, n, ga);
   }
 }

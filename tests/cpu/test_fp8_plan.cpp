@@ -161,7 +161,7 @@ TEST(Fp8Image, DecodesToTheDequantizedValuesAndFlagsTheRest) {
       if (r >= m.rows) ASSERT_EQ(scale, 1.f) << r;
       if (r < m.rows && !on_path) {
         ASSERT_EQ(scale, 0.f) << r << "," << j;
-        ASSERT_EQ(flags[g.flag_index(r / 64, j)], 1) << r << "," << j;
+        ASSERT_EQ(flags[g.flag_index(r / fp8::kFlagRows, j)], 1) << r << "," << j;
       }
       for (int64_t k = j * 128; k < (j + 1) * 128; ++k) {
         const uint8_t code = img[size_t(g.code_offset(r, k))];
@@ -174,8 +174,11 @@ TEST(Fp8Image, DecodesToTheDequantizedValuesAndFlagsTheRest) {
         ASSERT_EQ(fp8::e4m3_to_f32(code) * scale, want) << r << "," << k;
       }
     }
-  EXPECT_EQ(flags[g.flag_index(1, 0)], 1);  // row 70 lives in tile 1
+  EXPECT_EQ(flags[g.flag_index(4, 0)], 1);  // row 70 lives in quarter tile 4 (rows 64..79)
   EXPECT_EQ(flags[g.flag_index(0, 0)], 0);
+  EXPECT_EQ(flags[g.flag_index(3, 0)], 0);  // rows 48..63 share row 70's 64-row tile, not its flag
+  EXPECT_EQ(flags[g.flag_index(5, 0)], 0);
+  EXPECT_EQ(g.flag_count(), 4 * (256 / 16));
   // Rows of one 64-row tile and one slice are contiguous 128-byte lines, chunk-swizzled.
   EXPECT_EQ(g.code_offset(0, 0), 0);
   EXPECT_EQ(g.code_offset(1, 0), 128 + 16);

@@ -18,8 +18,8 @@ E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 
 def _image_bytes(Rp, S):
     """Image bytes for Rp padded rows and S slices (src/core/fp8_layout.hpp): codes S*Rp*128,
-    float32 scales S*Rp, flags S*Rp/64, rounded up to 16."""
-    return -(-(S * Rp * 132 + S * (Rp // 64)) // 16) * 16
+    float32 scales S*Rp, flags S*Rp/16 (one per 16 rows and slice), rounded up to 16."""
+    return -(-(S * Rp * 132 + S * (Rp // 16)) // 16) * 16
 
 
 def _image_geometry(N, K):
@@ -34,12 +34,12 @@ def _image_geometry(N, K):
 
 
 def _decode_image(img, N, K):
-    """(values float64 [N, K], scales float32 [S, Rp], flags uint8 [S, Rp/64]) of an FP8 image,
+    """(values float64 [N, K], scales float32 [S, Rp], flags uint8 [S, Rp/16]) of an FP8 image,
     from the layout documented in src/core/fp8_layout.hpp."""
     Rp, S = _image_geometry(N, K)
     code_bytes = S * Rp * 128
     scales = img[code_bytes:code_bytes + S * Rp * 4].view(np.float32).reshape(S, Rp)
-    flags = img[code_bytes + S * Rp * 4:code_bytes + S * Rp * 4 + S * (Rp // 64)].reshape(S, Rp // 64)
+    flags = img[code_bytes + S * Rp * 4:code_bytes + S * Rp * 4 + S * (Rp // 16)].reshape(S, Rp // 16)
     r, k = np.meshgrid(np.arange(N), np.arange(K), indexing="ij")
     j, kk, t, rr = k // 128, k % 128, r // 64, r % 64
     off = (j * (Rp // 64) + t) * 8192 + rr * 128 + ((kk // 16) ^ (rr % 8)) * 16 + kk % 16
