@@ -291,10 +291,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                    "packed_bytes(%lld, %lld) = %lld", (long long)N, (long long)K, (long long)v);
       } catch (const InvalidArgument&) {
       }
-      try {  // codes S * Rp * 128, scales S * Rp * 4, flags S * Rp / 64, rounded up to 16
+      try {  // codes S * Rp * 128, scales S * Rp * 4, flags S * Rp / 16, rounded up to 16
         const int64_t v = fp8_weights_bytes(N, K);
         const i128 rows = ru(N, 256), slices = ru(K, 128) / 128;
-        FUZZ_CHECK(N >= 1 && K >= 32 && K % 32 == 0 && i128(v) == ru(slices * rows * 132 + slices * rows / 64, 16),
+        FUZZ_CHECK(N >= 1 && K >= 32 && K % 32 == 0 && i128(v) == ru(slices * rows * 132 + slices * rows / 16, 16),
                    "fp8_weights_bytes(%lld, %lld) = %lld", (long long)N, (long long)K, (long long)v);
       } catch (const InvalidArgument&) {
       }
