@@ -87,8 +87,11 @@ TEST(GpuFp8, WeightImageIsByteIdenticalToTheCpuOracle) {
 
 TEST(GpuFp8, ActivationImageIsByteIdenticalToTheCpuOracle) {
   MXFP4_REQUIRE_GPU();
-  constexpr int64_t M = 150, K = 640;
+  constexpr int64_t M = 150, K = 672;  // 6 slices, the last one 32 wide
   std::vector<uint16_t> a = randn_bf16(size_t(M * K), 920001);
+  // Row 10: a block of -2^-133 (scale byte 0, every code -0) among normal blocks, so its
+  // shift s - R lies far outside [-8, 6] while its bytes must stay 0x80 (review, session 11).
+  for (int64_t k = 32; k < 64; ++k) a[size_t(10 * K + k)] = 0x8001;
   for (int64_t k = 0; k < 32; ++k) a[size_t(5 * K + k)] = fmt::f32_to_bf16(0x1p20f);   // row 5: span 40
   for (int64_t k = 32; k < 64; ++k) a[size_t(5 * K + k)] = fmt::f32_to_bf16(0x1p-20f);
   a[size_t(7 * K + 300)] = 0x7FC0;                                                     // row 7: NaN
