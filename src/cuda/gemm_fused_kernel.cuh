@@ -220,11 +220,14 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       // A warp whose tasks are all past the CTA's tokens (padding of the last token tile, or
       // past the batch) writes zeros, the quantizer's result for them, without running it:
       // at M = 1 seven of eight rows are padding (docs/perf-notes.md, session 5).
+      // Each lane stores one 16-byte piece (mma_piece_of_quarter): fragment lanes
+      // 4 (r % 8) + 2 (q % 2) + {0, 1}, both registers.
+      auto store = [&](const uint4& piece) {
+        if (task < tasks)
+          *reinterpret_cast<uint4*>(abuf + a_fragment_index(r / 8, 2 * b + q / 2, ks_buf, 4 * (r % 8) + 2 * (q % 2), 0)) = piece;
+      };
       if (__all_sync(0xFFFFFFFFu, task >= tasks || r >= rows)) {
-        if (task < tasks) {
-#pragma unroll
-          for (int t = 0; t < 4; ++t) abuf[a_fragment_index(r / 8, 2 * b + q / 2, ks_buf, 4 * (r % 8) + t, q % 2)] = 0u;
-        }
+        store(make_uint4(0u, 0u, 0u, 0u));
         continue;
       }
       uint32_t words[4];
@@ -239,9 +242,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
         quantize_quarter_to_fragment_words(p.A + m0 * p.lda, task < tasks ? rows : 0, p.K, p.lda, r,
                                            2 * (kc0 + c0) + b, q, p.rule, words);
       }
-      if (task >= tasks) continue;
-#pragma unroll
-      for (int t = 0; t < 4; ++t) abuf[a_fragment_index(r / 8, 2 * b + q / 2, ks_buf, 4 * (r % 8) + t, q % 2)] = words[t];
+      store(mma_piece_of_quarter(words, q));  // all lanes of the warp shuffle
     }
   };
 

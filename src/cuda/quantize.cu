@@ -104,19 +104,14 @@ __device__ __forceinline__ int tile_piece(int lane, int warp) {
 }
 
 /// The 16 bytes of tile_piece from the lane's 4 fragment words (register q % 2 of fragment
-/// lanes 4 warp + t, word t). mma order: lane q % 2 = 0 keeps fragment lanes +0, +1 and lane
-/// q % 2 = 1 keeps +2, +3; each sends the other pair to lane ^ 1 (same step, other register),
-/// giving {lane f register 0, f register 1, f + 1 register 0, f + 1 register 1}. All 32 lanes
-/// of the warp must call this together.
+/// lanes 4 warp + t, word t): as they are in wgmma order, mma_piece_of_quarter in mma order.
+/// All 32 lanes of the warp must call this together.
 template <FragOrder O>
 __device__ __forceinline__ uint4 tile_piece_words(const uint32_t (&w)[4], int q) {
   if constexpr (O == FragOrder::wgmma) {
     return make_uint4(w[0], w[1], w[2], w[3]);
   } else {
-    const bool odd = q % 2 != 0;
-    const uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, odd ? w[0] : w[2], 1);
-    const uint32_t r1 = __shfl_xor_sync(0xFFFFFFFFu, odd ? w[1] : w[3], 1);
-    return odd ? make_uint4(r0, w[2], r1, w[3]) : make_uint4(w[0], r0, w[1], r1);
+    return mma_piece_of_quarter(w, q);
   }
 }
 

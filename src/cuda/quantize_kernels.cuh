@@ -137,6 +137,20 @@ __device__ __forceinline__ void quantize_quarter_words(const uint32_t (&w)[4], S
   for (int t = 0; t < 4; ++t) words[t] = uint32_t(deq[2 * t]) | (uint32_t(deq[2 * t + 1]) << 16);
 }
 
+/// One 16-byte piece of mma-order fragments from a quarter block's 4 fragment words `w`
+/// (register q % 2 of fragment lanes f0 + t, word t; quantize_quarter_words), traded with the
+/// lane holding the block's other half of that K16 step (lane ^ 1, register 1 - q % 2): lane
+/// q % 2 = 0 returns {f0 register 0, f0 register 1, f0 + 1 register 0, f0 + 1 register 1},
+/// the words at a_fragment_index(.., f0, 0) .. +3, and lane q % 2 = 1 the same for fragment
+/// lanes f0 + 2, f0 + 3. One 16-byte store per lane instead of four 4-byte stores that hit
+/// two banks per warp (16-way conflicts). All 32 lanes of the warp must call this together.
+__device__ __forceinline__ uint4 mma_piece_of_quarter(const uint32_t (&w)[4], int q) {
+  const bool odd = q % 2 != 0;
+  const uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, odd ? w[0] : w[2], 1);
+  const uint32_t r1 = __shfl_xor_sync(0xFFFFFFFFu, odd ? w[1] : w[3], 1);
+  return odd ? make_uint4(r0, w[2], r1, w[3]) : make_uint4(w[0], r0, w[1], r1);
+}
+
 /// Loads elements 8q .. 8q+7 of the 32-element block (row r, K block c) of the bf16 matrix
 /// A [M, K] (row stride lda) as 4 pairs (element 2i of them in the low half of w[i]); zeros
 /// when r >= M or 32c >= K. One 16-byte load when the address allows it.
