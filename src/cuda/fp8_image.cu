@@ -10,6 +10,7 @@
 #include "cuda/common.cuh"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/fp8_kernels.hpp"
+#include "cuda/quantize_kernels.cuh"
 
 namespace mxfp4::cuda {
 namespace {
@@ -31,45 +32,16 @@ struct Bf16Source {
   /// e2m1_encode's code (checked exhaustively on the CPU): bit-identical to it. Zeros outside
   /// [M, K]; zeros and the NaN scale byte for a block with a non-finite element.
   __device__ uint8_t quarter(int64_t r, int64_t k0, float (&vals)[8]) const {
+    uint32_t w[4];
+    load_quarter_bf16(A, M, K, lda, r, k0 / 32, int(k0 % 32) / 8, w);
     float v[8];
-    if (r < M && k0 < K) {
-      const uint16_t* src = A + r * lda + k0;
-      uint32_t w[4];
-      if ((reinterpret_cast<uintptr_t>(src) & 15) == 0) {
-        const uint4 u = __ldg(reinterpret_cast<const uint4*>(src));
-        w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
-      } else {  // a view with an odd row stride or offset
-#pragma unroll
-        for (int i = 0; i < 4; ++i) w[i] = uint32_t(src[2 * i]) | (uint32_t(src[2 * i + 1]) << 16);
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        v[2 * i] = fmt::bf16_to_f32(uint16_t(w[i] & 0xFFFFu));
-        v[2 * i + 1] = fmt::bf16_to_f32(uint16_t(w[i] >> 16));
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = 0.f;
-    }
-    float amax = 0.f;
-    uint32_t nonfinite = 0;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const uint32_t a = fmt::f32_bits(v[i]) & 0x7FFFFFFFu;
-      nonfinite |= uint32_t(a >= 0x7F800000u);
-      amax = fmaxf(amax, fmt::f32_from_bits(a < 0x7F800000u ? a : 0u));
-    }
-#pragma unroll
-    for (int d = 1; d < 4; d <<= 1) {
-      amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, d));
-      nonfinite |= __shfl_xor_sync(0xFFFFFFFFu, nonfinite, d);
-    }
-    if (nonfinite) {
+    bf16_pairs_to_f32(w, v);
+    int s;
+    if (!quarter_block_exponent(v, rule, s)) {
 #pragma unroll
       for (int i = 0; i < 8; ++i) vals[i] = 0.f;
       return kScaleNaN;
     }
-    const int s = fmt::shared_exponent(amax, rule);
     const float inv = fmt::exp2i(-s);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
