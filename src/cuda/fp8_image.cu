@@ -1,8 +1,9 @@
 // Builders of the FP8 operand image (src/core/fp8_layout.hpp, docs/fp8-path.md): from bf16
 // activations (quantized per spec §2 with the primitives and block rule of fmt::quantize_block, so the
 // image is bit-identical to fp8::build_image of the CPU-quantized matrix) and from packed
-// weights (layout v3). One CTA of 256 threads per (16-row quarter tile, 128-K slice), 8 elements
-// (one 16-byte load of bf16) per thread.
+// weights (layout v3). One CTA of 16 x kRows threads per (kRows-row tile, 128-K slice), kRows
+// 16 or 64 (chosen per call, image_rows_per_cta), 8 elements (one 16-byte load of bf16) per
+// thread.
 #include <cuda_fp8.h>
 
 #include "core/fp8_layout.hpp"
@@ -15,9 +16,6 @@
 namespace mxfp4::cuda {
 namespace {
 
-/// 16 rows x 16 threads: one CTA per (16-row quarter tile, slice), the rows of one flag byte.
-/// (64-row CTAs of 1024 threads put 256x2880x512's image on 16 SMs: 4x the issue per SM.)
-constexpr int kThreads = fp8::kFlagRows * 16;
 
 /// Block source: bf16 activations A [M, K] (row stride lda), quantized under `rule`.
 struct Bf16Source {
@@ -75,11 +73,12 @@ struct PackedSource {
   }
 };
 
-/// One CTA per (16-row quarter tile q, 128-K slice j): thread 16 rr + i owns elements
-/// 8i .. 8i+7 of the slice in row 16q + rr; the 16 threads of a row (adjacent lanes) agree on
-/// the group exponent R with shuffles, and the CTA on the flag byte of (q, j).
-template <class Source>
-__global__ void __launch_bounds__(kThreads) fp8_image_kernel(Source src, int64_t rows, int64_t K, uint8_t* __restrict__ out) {
+/// One CTA per (kRows-row tile t, 128-K slice j): thread 16 rr + i owns elements 8i .. 8i+7 of
+/// the slice in row kRows t + rr; the 16 threads of a row (adjacent lanes) agree on the group
+/// exponent R with shuffles, and the 8 warps of each 16 rows on the flag byte of their quarter
+/// tile.
+template <class Source, int kRows>
+__global__ void __launch_bounds__(kRows * 16) fp8_image_kernel(Source src, int64_t rows, int64_t K, uint8_t* __restrict__ out) {
   // Launched with PDL (launch_pdl): wait for the stream's previous kernel, which may write the
   // source or still read `out`; then the GEMM (PDL) may start and request B, which is final by
   // then. It waits for this grid before reading A's image.
@@ -88,7 +87,7 @@ __global__ void __launch_bounds__(kThreads) fp8_image_kernel(Source src, int64_t
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const int64_t t = blockIdx.x, j = blockIdx.y;
   const int rr = int(threadIdx.x) / 16, i = int(threadIdx.x) % 16;
-  const int64_t r = t * fp8::kFlagRows + rr, k0 = j * fp8::kSliceK + 8 * i;
+  const int64_t r = t * kRows + rr, k0 = j * fp8::kSliceK + 8 * i;
   float vals[8];
   const uint8_t sb = src.quarter(r, k0, vals);
   bool nonzero = false;
@@ -129,8 +128,19 @@ __global__ void __launch_bounds__(kThreads) fp8_image_kernel(Source src, int64_t
     float* scales = reinterpret_cast<float*>(out + g.scale_offset());
     scales[g.scale_index(r, j)] = r >= rows ? 1.f : ok ? fmt::exp2i(R) : 0.f;
   }
-  const int any_flag = __syncthreads_or(int(flagged));
-  if (threadIdx.x == 0) out[g.flag_offset() + g.flag_index(t, j)] = uint8_t(any_flag != 0);
+  // Rows 16 q' .. 16 q' + 15 of the tile are warps 8 q' .. 8 q' + 7.
+  constexpr int kQuarters = kRows / fp8::kFlagRows, kWarpsPerQuarter = fp8::kFlagRows * 16 / 32;
+  __shared__ int warp_flagged[kRows / 2];
+  const int warp = int(threadIdx.x) / 32;
+  const int warp_any = __any_sync(0xFFFFFFFFu, flagged);
+  if (threadIdx.x % 32 == 0) warp_flagged[warp] = warp_any;
+  __syncthreads();
+  if (threadIdx.x < kQuarters) {
+    int any = 0;
+#pragma unroll
+    for (int w = 0; w < kWarpsPerQuarter; ++w) any |= warp_flagged[threadIdx.x * kWarpsPerQuarter + w];
+    out[g.flag_offset() + g.flag_index(t * kQuarters + threadIdx.x, j)] = uint8_t(any != 0);
+  }
   // The alignment padding after the flags (< 16 bytes) is zeroed, so every byte is written.
   const int64_t flags_end = g.flag_offset() + g.flag_count();
   if (t == 0 && j == 0 && threadIdx.x < g.total_bytes() - flags_end) out[flags_end + threadIdx.x] = 0;
@@ -141,11 +151,26 @@ void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cuda
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   if (g.slices > 65535)  // slices run along grid.y
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 slices of 128");
-  const dim3 grid(unsigned(g.rows_padded / fp8::kFlagRows), unsigned(g.slices));
-  launch_pdl(fp8_image_kernel<Source>, grid, dim3(kThreads), stream, name, src, rows, K, out);
+  if (fp8_image_rows_per_cta(rows, K) == 64) {
+    const dim3 grid(unsigned(g.rows_padded / 64), unsigned(g.slices));
+    launch_pdl(fp8_image_kernel<Source, 64>, grid, dim3(64 * 16), stream, name, src, rows, K, out);
+  } else {
+    const dim3 grid(unsigned(g.rows_padded / 16), unsigned(g.slices));
+    launch_pdl(fp8_image_kernel<Source, 16>, grid, dim3(16 * 16), stream, name, src, rows, K, out);
+  }
 }
 
 }  // namespace
+
+/// 16 rows (one flag byte, 256 threads) spread a small image's issue over more SMs
+/// (256x2880x512: 64 instead of 16); from 256 such items on, 64 rows (1024 threads) keep the
+/// image on fewer SMs, so that more of the GEMM's CTAs, launched early by PDL but too large to
+/// share an SM with image CTAs, start their weight loads while the image runs (session 12
+/// bench: 16-row CTAs everywhere cost 256x7168x2048 +1.1 us and 128x2112x7168 +1.5 us).
+int fp8_image_rows_per_cta(int64_t rows, int64_t K) {
+  const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
+  return g.slices * (g.rows_padded / fp8::kFlagRows) >= 256 ? 64 : 16;
+}
 
 void fp8_image_from_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule rule, uint8_t* out,
                          cudaStream_t stream) {

@@ -87,43 +87,51 @@ TEST(GpuFp8, WeightImageIsByteIdenticalToTheCpuOracle) {
 
 TEST(GpuFp8, ActivationImageIsByteIdenticalToTheCpuOracle) {
   MXFP4_REQUIRE_GPU();
-  constexpr int64_t M = 150, K = 672;  // 6 slices, the last one 32 wide
-  std::vector<uint16_t> a = randn_bf16(size_t(M * K), 920001);
-  // Row 10: a block of -2^-133 (scale byte 0, every code -0) among normal blocks, so its
-  // shift s - R lies far outside [-8, 6] while its bytes must stay 0x80 (review, session 11).
-  for (int64_t k = 32; k < 64; ++k) a[size_t(10 * K + k)] = 0x8001;
-  for (int64_t k = 0; k < 32; ++k) a[size_t(5 * K + k)] = fmt::f32_to_bf16(0x1p20f);   // row 5: span 40
-  for (int64_t k = 32; k < 64; ++k) a[size_t(5 * K + k)] = fmt::f32_to_bf16(0x1p-20f);
-  a[size_t(7 * K + 300)] = 0x7FC0;                                                     // row 7: NaN
-  for (int64_t k = 128; k < 256; ++k) a[size_t(9 * K + k)] = 0;                         // row 9: zero slice
-  // Rows 20..59: every block scaled by 2^e, e drawn from [-7, 7] per block, so each slice's
-  // shifts s - R cover the whole exact range [kMinShift, kMaxShift] (spans up to 14 stay on
-  // the FP8 path); rows 60..63: +-1.5 * 2^e with e = -7 and +7 in alternate blocks (block
-  // exponents exactly 14 apart under every rule).
-  std::mt19937_64 rng(920002);
-  for (int64_t r = 20; r < 64; ++r)
-    for (int64_t b = 0; b < K / 32; ++b) {
-      const int e = r < 60 ? int(rng() % 15) - 7 : (b % 2 ? 7 : -7);
-      for (int64_t k = 32 * b; k < 32 * b + 32; ++k) {
-        const float x = r < 60 ? fmt::bf16_to_f32(a[size_t(r * K + k)]) : (rng() % 2 ? 1.5f : -1.5f);
-        a[size_t(r * K + k)] = fmt::f32_to_bf16(std::ldexp(x, e));
+  // K = 672: 6 slices, the last one 32 wide, 16-row CTAs; K = 2080: 17 slices, the last one 32
+  // wide, 64-row CTAs (each writes four flag bytes).
+  constexpr int64_t M = 150;
+  for (const int64_t K : {int64_t{672}, int64_t{2080}}) {
+    ASSERT_EQ(cuda::fp8_image_rows_per_cta(M, K), K == 672 ? 16 : 64);
+    std::vector<uint16_t> a = randn_bf16(size_t(M * K), 920001);
+    // Row 10: a block of -2^-133 (scale byte 0, every code -0) among normal blocks, so its
+    // shift s - R lies far outside [-8, 6] while its bytes must stay 0x80 (review, session 11).
+    for (int64_t k = 32; k < 64; ++k) a[size_t(10 * K + k)] = 0x8001;
+    for (int64_t k = 0; k < 32; ++k) a[size_t(5 * K + k)] = fmt::f32_to_bf16(0x1p20f);   // row 5: span 40
+    for (int64_t k = 32; k < 64; ++k) a[size_t(5 * K + k)] = fmt::f32_to_bf16(0x1p-20f);
+    a[size_t(7 * K + 300)] = 0x7FC0;                                                     // row 7: NaN
+    for (int64_t k = 128; k < 160; ++k) a[size_t(100 * K + k)] = fmt::f32_to_bf16(0x1p-20f);  // row 100 (quarter 6):
+    for (int64_t k = 160; k < 192; ++k) a[size_t(100 * K + k)] = fmt::f32_to_bf16(0x1p20f);   // span 40 in slice 1
+    for (int64_t k = 128; k < 256; ++k) a[size_t(9 * K + k)] = 0;                         // row 9: zero slice
+    // Rows 20..59: every block scaled by 2^e, e drawn from [-7, 7] per block, so each slice's
+    // shifts s - R cover the whole exact range [kMinShift, kMaxShift] (spans up to 14 stay on
+    // the FP8 path); rows 60..63: +-1.5 * 2^e with e = -7 and +7 in alternate blocks (block
+    // exponents exactly 14 apart under every rule).
+    std::mt19937_64 rng(920002);
+    for (int64_t r = 20; r < 64; ++r)
+      for (int64_t b = 0; b < K / 32; ++b) {
+        const int e = r < 60 ? int(rng() % 15) - 7 : (b % 2 ? 7 : -7);
+        for (int64_t k = 32 * b; k < 32 * b + 32; ++k) {
+          const float x = r < 60 ? fmt::bf16_to_f32(a[size_t(r * K + k)]) : (rng() % 2 ? 1.5f : -1.5f);
+          a[size_t(r * K + k)] = fmt::f32_to_bf16(std::ldexp(x, e));
+        }
       }
+    const DeviceBuf da(a);
+    const int64_t bytes = fp8::ImageGeometry::of(M, K).total_bytes();
+    for (ScaleRule rule : {ScaleRule::aiter, ScaleRule::floor, ScaleRule::rceil}) {
+      const HostMx aq = quantize_bf16(a, M, K, rule);
+      DeviceBuf img(size_t(bytes), 0x77);
+      cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, K, rule, img.get(), nullptr);
+      const std::vector<uint8_t> gpu = img.download<uint8_t>();
+      std::vector<uint8_t> cpu(static_cast<size_t>(bytes));
+      fp8::build_image(aq.view(), cpu.data());
+      for (size_t i = 0; i < cpu.size(); ++i) ASSERT_EQ(gpu[i], cpu[i]) << "rule " << int(rule) << " byte " << i;
+      const fp8::GroupPlan plan = fp8::plan_groups(aq.view());
+      EXPECT_FALSE(plan.exact[size_t(5 * plan.slices)]);
+      EXPECT_FALSE(plan.exact[size_t(7 * plan.slices + 2)]);
+      EXPECT_FALSE(plan.exact[size_t(100 * plan.slices + 1)]);
+      EXPECT_TRUE(plan.exact[size_t(9 * plan.slices + 1)]);
+      EXPECT_TRUE(plan.exact[size_t(60 * plan.slices + 1)]);  // span 14: exact, on the FP8 path
     }
-  const DeviceBuf da(a);
-  const int64_t bytes = fp8::ImageGeometry::of(M, K).total_bytes();
-  for (ScaleRule rule : {ScaleRule::aiter, ScaleRule::floor, ScaleRule::rceil}) {
-    const HostMx aq = quantize_bf16(a, M, K, rule);
-    DeviceBuf img(size_t(bytes), 0x77);
-    cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, K, rule, img.get(), nullptr);
-    const std::vector<uint8_t> gpu = img.download<uint8_t>();
-    std::vector<uint8_t> cpu(static_cast<size_t>(bytes));
-    fp8::build_image(aq.view(), cpu.data());
-    for (size_t i = 0; i < cpu.size(); ++i) ASSERT_EQ(gpu[i], cpu[i]) << "rule " << int(rule) << " byte " << i;
-    const fp8::GroupPlan plan = fp8::plan_groups(aq.view());
-    EXPECT_FALSE(plan.exact[size_t(5 * plan.slices)]);
-    EXPECT_FALSE(plan.exact[size_t(7 * plan.slices + 2)]);
-    EXPECT_TRUE(plan.exact[size_t(9 * plan.slices + 1)]);
-    EXPECT_TRUE(plan.exact[size_t(60 * plan.slices + 1)]);  // span 14: exact, on the FP8 path
   }
 }
 
