@@ -84,6 +84,12 @@ def test_tune_without_cuda(cli):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+def test_tune_paths_names_the_bad_path(cli):
+    r = cli.run("tune", "--paths", "splitk,fp9")
+    assert r.returncode != 0
+    assert "fp9" in r.stderr
+
+
 def test_bench_cuda_small(cli, tmp_path):
     info = cli.ok("info").stdout
     if "CUDA devices: 0" in info or "built with CUDA: no" in info:

@@ -9,6 +9,7 @@
 #include "bench_data.hpp"
 #include "common.hpp"
 #include "cuda/bench_gpu.hpp"
+#include "dispatch/path_name.hpp"
 #include "dispatch/tune_cache.hpp"
 
 #ifndef MXFP4_SOURCE_DIR
@@ -69,10 +70,14 @@ Command add_tune(CLI::App& app) {
   auto shapes = std::make_shared<std::string>(std::string(MXFP4_SOURCE_DIR) + "/bench/shapes.txt");
   auto replays = std::make_shared<int>(10);
   auto verbose = std::make_shared<bool>(false);
+  auto paths = std::make_shared<std::vector<std::string>>();
   sub->add_option("--shapes", *shapes, "workload file of 'M N K' lines");
+  sub->add_option("--paths", *paths, "only these paths' candidates, comma-separated (default: all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"fused", "splitk", "tiled", "fp8"}));
   sub->add_option("--replays", *replays, "graph replays per configuration (median)")->check(CLI::Range(3, 1000));
   sub->add_flag("--verbose", *verbose, "print every candidate's time, not only the winner");
-  return {sub, [shapes, replays, verbose]() -> int {
+  return {sub, [shapes, replays, verbose, paths]() -> int {
             if (!mxfp4::built_with_cuda() || mxfp4::cuda_device_count() == 0)
               throw CliError("tune needs the CUDA backend and a GPU", 2);
             const std::string gpu = mxfp4::cuda_device_info(0).name;
@@ -84,6 +89,9 @@ Command add_tune(CLI::App& app) {
               double best = std::numeric_limits<double>::infinity();
               mxfp4::GemmConfig best_cfg;
               for (const mxfp4::GemmConfig& c : candidates(s.M)) {
+                if (!paths->empty() &&
+                    std::find(paths->begin(), paths->end(), mxfp4::gemm_path_name(c.path)) == paths->end())
+                  continue;
                 const auto r = mxfp4::cuda::bench_gemm(a.data(), s.M, s.K, b.view(), *replays, int64_t(256) << 20, &c,
                                                        false);
                 const bool correct = check_gemm(aq, b, r.C, rows).correct;
@@ -94,7 +102,7 @@ Command add_tune(CLI::App& app) {
                 if (r.ours_us < best) best = r.ours_us, best_cfg = c;
               }
               if (best == std::numeric_limits<double>::infinity())
-                throw CliError("no correct configuration for " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
+                throw CliError("no correct configuration (of the paths asked for) for " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
                                std::to_string(s.K));
               mxfp4::tune_cache::store(gpu, s.M, s.N, s.K, best_cfg);
               std::printf("%6lld %6lld %6lld %9.2f us  %s\n", (long long)s.M, (long long)s.N, (long long)s.K, best,
