@@ -38,15 +38,8 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   return GemmConfig{GemmPath::fp8, 128, 128, split, 20};
 }
 
-/// Path fp8 pays off at 64 < M <= 128 only for long K (see fp8_config), and only when the
-/// small-M kernel's two 64-row CTAs per 64-wide weight tile at split 2 would not fit one wave
-/// (4 x ceil(N / 64) > SMs: N > 2112 on an H200). Session 12 tune (bench/results/logs/
-/// tune-mid-m-session12-h200.log): 128x2112x7168 small-M kernel split 2 23.5 us against path
-/// fp8's best (128 x 128, split 4) 26.3 us; in session 4 the small-M kernel took 32.2 us there.
+/// Path fp8 pays off at 64 < M <= 128 only for long K (see fp8_config).
 constexpr int64_t kFp8MinK = 2048;
-bool fp8_at_mid_m(int64_t N, int64_t K, const DeviceInfo& dev) {
-  return K >= kFp8MinK && 4 * ceil_div(N, 64) > std::max(dev.sm_count, 1);
-}
 
 void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
   constexpr int64_t kMax = int64_t(1) << 40;  // far beyond any matrix that fits a GPU
@@ -126,13 +119,21 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 }
 }  // namespace
 
-/// M <= 64, and 64 < M <= 128 unless fp8_at_mid_m: the small-M kernel (small_m_config
-/// above); else the FP8 wgmma path (fp8_config; gemm() runs config_without_fp8 instead when
-/// the weights have no FP8 image).
+/// M <= 64, and 64 < M <= 128 with K < 2048: the small-M kernel (small_m_config above); else
+/// the FP8 wgmma path (fp8_config; gemm() runs config_without_fp8 instead when the weights
+/// have no FP8 image), except at 64 < M <= 128 where the small-M kernel's grid (64-row CTAs
+/// along N x M x split_k) fits one wave. Session 12 tune (bench/results/logs/
+/// tune-m128-session12-h200.log, --paths splitk,fp8): 128x2112x7168 (132 CTAs) small-M kernel
+/// 23.5 us against path fp8's choice 26.3 (bench 25.2 -> 23.5); where the grid spills into a
+/// second wave, path fp8's choice stays ahead of the small-M kernel's: 128x1024x8192 (256
+/// CTAs) 27.0 against 28.6 us, 96x4096x4096 (256) 25.5 against 27.9.
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   check_shape(M, N, K, "choose_gemm_config");
-  const bool fp8 = M > 128 || (M > 64 && fp8_at_mid_m(N, K, dev));
-  return fp8 ? fp8_config(M, N, K, dev) : small_m_config(M, N, K, dev);
+  if (M > 128) return fp8_config(M, N, K, dev);
+  const GemmConfig small = small_m_config(M, N, K, dev);
+  if (M <= 64 || K < kFp8MinK) return small;
+  const int64_t grid = ceil_div(N, small.block_n) * ceil_div(M, 64) * small.split_k;
+  return grid <= std::max(dev.sm_count, 1) ? small : fp8_config(M, N, K, dev);
 }
 
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
