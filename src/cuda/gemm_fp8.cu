@@ -93,11 +93,18 @@ __device__ __forceinline__ void store_pair(const Fp8Params& p, int64_t m, int64_
   }
 }
 
+#ifndef MXFP4_EXP_FP8_NOWAIT  // a measurement only (docs/perf-notes.md plan): wrong results
+#define MXFP4_EXP_FP8_NOWAIT 0
+#endif
+/// -DMXFP4_EXP_FP8_NOWAIT=1: the GEMM does not wait for the A image kernel (it reads whatever
+/// image is there), to time what serialising the image and the GEMM costs. Never a default.
+constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
+
 /// PDL in both directions: waits for the A image kernel (complete, writes visible), then lets
 /// the fix-up start; the fix-up reads A's flags before its own wait, so no thread may signal
 /// before its wait.
 __device__ __forceinline__ void wait_then_release_dependents() {
-  grid_dependency_wait();
+  if constexpr (!kExpNoWait) grid_dependency_wait();
   grid_dependents_launch();
 }
 
