@@ -16,8 +16,8 @@
 //   scales  S * Rp floats at offset S * Rp * 128: [j][row] = 2^R of the group, 1.0 for groups
 //           without nonzero codes and for padding, 0.0 for a flagged group.
 //   flags   S * Rp/16 bytes after the scales: [j][q] = 1 when a group of 16-row quarter tile
-//           q (rows 16q .. 16q+15) in slice j is flagged, else 0 (one byte per CTA of the
-//           image kernel, which covers 16 rows of one slice).
+//           q (rows 16q .. 16q+15) in slice j is flagged, else 0 (image-kernel CTAs cover
+//           16 or 64 rows of one slice and write one byte per 16 rows).
 // A group is flagged (computed by the exact fix-up kernel instead) when its nonzero blocks'
 // exponents span more than 14 binades, a block has the NaN scale 0xFF, or |R| > kMaxAbsR
 // (then 2^(Ra + Rb) times a slice sum could leave fp32's normal range).

@@ -2,7 +2,7 @@
 // activations (quantized per spec §2 with the primitives and block rule of fmt::quantize_block, so the
 // image is bit-identical to fp8::build_image of the CPU-quantized matrix) and from packed
 // weights (layout v3). One CTA of 16 x kRows threads per (kRows-row tile, 128-K slice), kRows
-// 16 or 64 (chosen per call, image_rows_per_cta), 8 elements (one 16-byte load of bf16) per
+// 16 or 64 (chosen per call, fp8_image_rows_per_cta), 8 elements (one 16-byte load of bf16) per
 // thread.
 #include <cuda_fp8.h>
 

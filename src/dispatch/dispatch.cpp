@@ -11,7 +11,8 @@ namespace mxfp4 {
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048), persistent (one CTA per SM walks
+/// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048 unless the small-M kernel runs one
+/// full wave: choose_gemm_config), persistent (one CTA per SM walks
 /// the tiles): 128 x 128 tiles as four 64 x 64 consumer warpgroups (20 warps), or, for
 /// M > 128, 128 x 64 tiles (12 warps) when fewer than half the SMs would get a 128 x 128 tile.
 /// For M <= 128 with that few tiles, split-K clusters of 128 x 128 tiles (2 or 4 CTAs per
@@ -23,7 +24,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 ///   - 128 x 64 won 256x3072x1536 (48 tiles of 128 x 128: 18.7 against 22.2 us) and
 ///     256x2880x512 (11.2 against 12.9);
 ///   - 128x2112x7168 (17 tiles): 128 x 128 split 4 28.1 us, 128 x 64 split 2 30.2, the
-///     small-M kernel 32.2; 128 x 64 split 4 (33 clusters of 4, more than fit at once) 34.7;
+///     small-M kernel 32.2 (23.5 in session 12, which now takes it); 128 x 64 split 4 (33
+///     clusters of 4, more than fit at once) 34.7;
 ///   - 128x2880x512: the small-M kernel 9.4 us, the best fp8 tile 9.6: short K stays there.
 /// 64-row tiles and the 2-CTA pair (block_m 256) never won.
 GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
@@ -122,7 +124,9 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 /// M <= 64, and 64 < M <= 128 with K < 2048: the small-M kernel (small_m_config above); else
 /// the FP8 wgmma path (fp8_config; gemm() runs config_without_fp8 instead when the weights
 /// have no FP8 image), except at 64 < M <= 128 where the small-M kernel's grid (64-row CTAs
-/// along N x M x split_k) fits one wave. Session 12 tune (bench/results/logs/
+/// along N x M x split_k) is one full wave (90-100% of the SMs; its split rule doubles until
+/// the grid reaches the SM count, so this holds only in bands of N, e.g. N 2049-2112 at M = 128
+/// on 132 SMs: the one configuration measured). Session 12 tune (bench/results/logs/
 /// tune-m128-session12-h200.log, --paths splitk,fp8): 128x2112x7168 (132 CTAs) small-M kernel
 /// 23.5 us against path fp8's choice 26.3 (bench 25.2 -> 23.5); where the grid spills into a
 /// second wave, path fp8's choice stays ahead of the small-M kernel's: 128x1024x8192 (256
@@ -133,7 +137,8 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
   const GemmConfig small = small_m_config(M, N, K, dev);
   if (M <= 64 || K < kFp8MinK) return small;
   const int64_t grid = ceil_div(N, small.block_n) * ceil_div(M, 64) * small.split_k;
-  return grid <= std::max(dev.sm_count, 1) ? small : fp8_config(M, N, K, dev);
+  const int64_t sms = std::max(dev.sm_count, 1);
+  return grid <= sms && 10 * grid >= 9 * sms ? small : fp8_config(M, N, K, dev);
 }
 
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {

@@ -36,6 +36,9 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   EXPECT_EQ(choose_gemm_config(128, 2176, 7168, dev).path, GemmPath::fp8);
   EXPECT_EQ(choose_gemm_config(128, 1024, 8192, dev).path, GemmPath::fp8);
   EXPECT_EQ(choose_gemm_config(96, 4096, 4096, dev).path, GemmPath::fp8);
+  // A grid well under one wave (N = 256: 4 tiles x 2 x split 8 = 64 CTAs) is not measured:
+  // path fp8 keeps it (review, session 12).
+  EXPECT_EQ(choose_gemm_config(128, 256, 7168, dev).path, GemmPath::fp8);
 }
 
 // Weights without an FP8 image: the small-M kernel's rule up to M = 128, tiled beyond.
@@ -275,8 +278,10 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
         // only in one wave.
         if (M > 128) EXPECT_EQ(c.path, GemmPath::fp8) << describe(c);
         if (M <= 64 || (M <= 128 && K < 2048)) EXPECT_NE(c.path, GemmPath::fp8) << describe(c);
-        if (M > 64 && M <= 128 && K >= 2048 && c.path != GemmPath::fp8)
-          EXPECT_LE((N + c.block_n - 1) / c.block_n * 2 * c.split_k, 132) << describe(c);
+        if (M > 64 && M <= 128 && K >= 2048 && c.path != GemmPath::fp8) {
+          const int64_t grid = (N + c.block_n - 1) / c.block_n * 2 * c.split_k;
+          EXPECT_TRUE(grid <= 132 && 10 * grid >= 9 * 132) << describe(c);
+        }
         EXPECT_EQ(gemm_config_problem(c, M), "") << describe(c);
         EXPECT_EQ(gemm_workspace_bytes(M, K, c) == 0, c.path == GemmPath::fused) << describe(c);
       }

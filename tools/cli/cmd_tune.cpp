@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "bench_data.hpp"
 #include "common.hpp"
@@ -88,10 +89,17 @@ Command add_tune(CLI::App& app) {
               const auto rows = sample_rows(s.M, s.N, s.K);
               double best = std::numeric_limits<double>::infinity();
               mxfp4::GemmConfig best_cfg;
-              for (const mxfp4::GemmConfig& c : candidates(s.M)) {
-                if (!paths->empty() &&
-                    std::find(paths->begin(), paths->end(), mxfp4::gemm_path_name(c.path)) == paths->end())
-                  continue;
+              std::vector<mxfp4::GemmConfig> run;
+              for (const mxfp4::GemmConfig& c : candidates(s.M))
+                if (paths->empty() ||
+                    std::find(paths->begin(), paths->end(), mxfp4::gemm_path_name(c.path)) != paths->end())
+                  run.push_back(c);
+              if (run.empty()) {  // e.g. --paths fp8 at M <= 64: nothing to time, nothing stored
+                std::printf("%6lld %6lld %6lld  skipped: no candidate of the given paths at this M\n", (long long)s.M,
+                            (long long)s.N, (long long)s.K);
+                continue;
+              }
+              for (const mxfp4::GemmConfig& c : run) {
                 const auto r = mxfp4::cuda::bench_gemm(a.data(), s.M, s.K, b.view(), *replays, int64_t(256) << 20, &c,
                                                        false);
                 const bool correct = check_gemm(aq, b, r.C, rows).correct;
@@ -102,7 +110,7 @@ Command add_tune(CLI::App& app) {
                 if (r.ours_us < best) best = r.ours_us, best_cfg = c;
               }
               if (best == std::numeric_limits<double>::infinity())
-                throw CliError("no correct configuration (of the paths asked for) for " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
+                throw CliError("no correct configuration for " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
                                std::to_string(s.K));
               mxfp4::tune_cache::store(gpu, s.M, s.N, s.K, best_cfg);
               std::printf("%6lld %6lld %6lld %9.2f us  %s\n", (long long)s.M, (long long)s.N, (long long)s.K, best,
