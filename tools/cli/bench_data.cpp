@@ -104,56 +104,70 @@ std::vector<int64_t> sample_rows(int64_t M, int64_t N, int64_t K) {
   return rows;
 }
 
+Reference reference_rows(const HostMx& Aq, const HostMx& B, const std::vector<int64_t>& rows) {
+  // The sampled rows of A gathered into one matrix: one reference call decodes B once and
+  // runs the rows in parallel (a call per row decoded all of B each time).
+  HostMx a;
+  a.rows = int64_t(rows.size());
+  a.K = Aq.K;
+  const size_t cb = size_t(Aq.K / 2), sb = size_t(Aq.K / 32);
+  for (int64_t r : rows) {
+    a.codes.insert(a.codes.end(), Aq.codes.begin() + ptrdiff_t(size_t(r) * cb), Aq.codes.begin() + ptrdiff_t(size_t(r + 1) * cb));
+    a.scales.insert(a.scales.end(), Aq.scales.begin() + ptrdiff_t(size_t(r) * sb),
+                    Aq.scales.begin() + ptrdiff_t(size_t(r + 1) * sb));
+  }
+  Reference ref;
+  ref.rows = rows;
+  ref.N = B.rows;
+  const size_t n = rows.size() * size_t(B.rows);
+  ref.cref.assign(n, 0);
+  ref.f64.assign(n, 0);
+  ref.sabs.assign(n, 0);
+  if (!rows.empty()) mxfp4::gemm_reference(a.view(), B.view(), ref.cref.data(), B.rows, ref.f64.data(), ref.sabs.data());
+  return ref;
+}
+
+CheckResult check_gemm(const Reference& ref, const std::vector<uint16_t>& C) {
+  const int64_t N = ref.N;
+  CheckResult res;
+  for (size_t i = 0; i < ref.rows.size(); ++i) {
+    const int64_t m = ref.rows[i];
+    for (int64_t c = 0; c < N; ++c) {
+      const size_t j = i * size_t(N) + size_t(c);
+      const uint16_t bits = C[size_t(m * N + c)];
+      const float got = mxfp4::fmt::bf16_to_f32(bits);
+      const double r = ref.f64[j];
+      const double bound = std::ldexp(std::fabs(r), -8) + std::ldexp(ref.sabs[j], -12);
+      bool ok;
+      double ratio;
+      if (std::isnan(r) || std::isnan(got)) {
+        ok = std::isnan(r) && std::isnan(got);
+        ratio = ok ? 0 : std::numeric_limits<double>::infinity();
+      } else if (std::isinf(got)) {
+        ok = ref.cref[j] == bits;
+        ratio = ok ? 0 : std::numeric_limits<double>::infinity();
+      } else {
+        const double err = std::fabs(double(got) - r);
+        ratio = bound > 0 ? err / bound : (err == 0 ? 0 : std::numeric_limits<double>::infinity());
+        ok = err <= bound;
+      }
+      res.max_err_ratio = std::max(res.max_err_ratio, ratio);
+      if (!ok && res.correct) {
+        std::ostringstream s;
+        s.precision(9);
+        s << "C[" << m << ", " << c << "] = " << got << ", ref = " << r << ", bound = " << bound;
+        res.first_failure = s.str();
+      }
+      res.correct = res.correct && ok;
+    }
+  }
+  res.rows_checked = int64_t(ref.rows.size());
+  return res;
+}
+
 CheckResult check_gemm(const HostMx& Aq, const HostMx& B, const std::vector<uint16_t>& C,
                        const std::vector<int64_t>& rows) {
-  const int64_t N = B.rows;
-  CheckResult res;
-  constexpr int64_t kMaxRowsPerCall = 64;
-  std::vector<uint16_t> cref;
-  std::vector<double> f64, sabs;
-  size_t i = 0;
-  while (i < rows.size()) {
-    // A run of consecutive rows [r0, r0 + n) becomes one reference call on a row-sliced view.
-    const int64_t r0 = rows[i];
-    int64_t n = 1;
-    while (i + size_t(n) < rows.size() && rows[i + size_t(n)] == r0 + n && n < kMaxRowsPerCall) ++n;
-    i += size_t(n);
-    cref.assign(size_t(n * N), 0);
-    f64.assign(size_t(n * N), 0);
-    sabs.assign(size_t(n * N), 0);
-    mxfp4::gemm_reference(Aq.rows_view(r0, n), B.view(), cref.data(), N, f64.data(), sabs.data());
-    for (int64_t r = 0; r < n; ++r) {
-      for (int64_t c = 0; c < N; ++c) {
-        const size_t j = size_t(r * N + c);
-        const float got = mxfp4::fmt::bf16_to_f32(C[size_t((r0 + r) * N + c)]);
-        const double ref = f64[j];
-        const double bound = std::ldexp(std::fabs(ref), -8) + std::ldexp(sabs[j], -12);
-        bool ok;
-        double ratio;
-        if (std::isnan(ref) || std::isnan(got)) {
-          ok = std::isnan(ref) && std::isnan(got);
-          ratio = ok ? 0 : std::numeric_limits<double>::infinity();
-        } else if (std::isinf(got)) {
-          ok = cref[j] == C[size_t((r0 + r) * N + c)];
-          ratio = ok ? 0 : std::numeric_limits<double>::infinity();
-        } else {
-          const double err = std::fabs(double(got) - ref);
-          ratio = bound > 0 ? err / bound : (err == 0 ? 0 : std::numeric_limits<double>::infinity());
-          ok = err <= bound;
-        }
-        res.max_err_ratio = std::max(res.max_err_ratio, ratio);
-        if (!ok && res.correct) {
-          std::ostringstream s;
-          s.precision(9);
-          s << "C[" << (r0 + r) << ", " << c << "] = " << got << ", ref = " << ref << ", bound = " << bound;
-          res.first_failure = s.str();
-        }
-        res.correct = res.correct && ok;
-      }
-    }
-    res.rows_checked += n;
-  }
-  return res;
+  return check_gemm(reference_rows(Aq, B, rows), C);
 }
 
 }  // namespace mxfp4cli::bench

@@ -39,9 +39,22 @@ struct CheckResult {
   std::string first_failure;  ///< "C[m, n] = ..., ref = ..., bound = ..." for the first bad element
 };
 
-/// Checks C [M, N] (bf16 bits) against gemm_reference(Aq, B) on `rows`:
+/// gemm_reference(Aq, B) on rows `rows` of C (ascending, each in [0, Aq.rows)), computed once
+/// so that many results of one shape (`mxfp4 tune`'s candidates) are checked against it.
+struct Reference {
+  std::vector<int64_t> rows;
+  int64_t N = 0;
+  std::vector<uint16_t> cref;     ///< [rows.size()][N] the reference rounded to bf16
+  std::vector<double> f64, sabs;  ///< [rows.size()][N] exact sum and sum_k |a_k b_k|
+};
+Reference reference_rows(const HostMx& Aq, const HostMx& B, const std::vector<int64_t>& rows);
+
+/// Checks C [M, N] (bf16 bits) against `ref` on its rows:
 /// |C - ref| <= 2^-8 |ref| + 2^-12 sum_k |a_k b_k|, NaN exactly where ref is NaN, and an
 /// infinite C only where the rounded reference is the same infinity.
+CheckResult check_gemm(const Reference& ref, const std::vector<uint16_t>& C);
+
+/// check_gemm(reference_rows(Aq, B, rows), C).
 CheckResult check_gemm(const HostMx& Aq, const HostMx& B, const std::vector<uint16_t>& C,
                        const std::vector<int64_t>& rows);
 
