@@ -16,7 +16,6 @@
 namespace mxfp4::cuda {
 namespace {
 
-
 /// Block source: bf16 activations A [M, K] (row stride lda), quantized under `rule`.
 struct Bf16Source {
   const uint16_t* A;
