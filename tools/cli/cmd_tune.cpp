@@ -81,7 +81,8 @@ Command add_tune(CLI::App& app) {
   return {sub, [shapes, replays, verbose, paths]() -> int {
             if (!mxfp4::built_with_cuda() || mxfp4::cuda_device_count() == 0)
               throw CliError("tune needs the CUDA backend and a GPU", 2);
-            const std::string gpu = mxfp4::cuda_device_info(0).name;
+            const mxfp4::DeviceInfo dev = mxfp4::cuda_device_info(0);
+            const std::string gpu = dev.name;
             for (const Shape& s : read_shapes(*shapes)) {
               const auto a = randn_bf16(s.M, s.K, 0, {1, uint64_t(s.M), uint64_t(s.K)});
               const auto bd = randn_bf16(s.N, s.K, 0, {2, uint64_t(s.N), uint64_t(s.K)});
@@ -89,11 +90,21 @@ Command add_tune(CLI::App& app) {
               const Reference ref = reference_rows(aq, b, sample_rows(s.M, s.N, s.K));  // once per shape
               double best = std::numeric_limits<double>::infinity();
               mxfp4::GemmConfig best_cfg;
+              auto wanted = [&](const mxfp4::GemmConfig& c) {
+                return paths->empty() ||
+                       std::find(paths->begin(), paths->end(), mxfp4::gemm_path_name(c.path)) != paths->end();
+              };
               std::vector<mxfp4::GemmConfig> run;
               for (const mxfp4::GemmConfig& c : candidates(s.M))
-                if (paths->empty() ||
-                    std::find(paths->begin(), paths->end(), mxfp4::gemm_path_name(c.path)) != paths->end())
-                  run.push_back(c);
+                if (wanted(c)) run.push_back(c);
+              // The dispatcher's own choice is always timed (it may lie outside the candidate
+              // grid, e.g. split_k 3), so that the line after the winner shows how far it is.
+              const mxfp4::GemmConfig chosen = mxfp4::choose_gemm_config(s.M, s.N, s.K, dev);
+              const std::string chosen_name = mxfp4::describe(chosen);
+              double chosen_us = -1;
+              if (!run.empty() && wanted(chosen) &&
+                  std::none_of(run.begin(), run.end(), [&](const mxfp4::GemmConfig& c) { return mxfp4::describe(c) == chosen_name; }))
+                run.push_back(chosen);
               if (run.empty()) {  // e.g. --paths fp8 at M <= 64: nothing to time, nothing stored
                 std::printf("%6lld %6lld %6lld  skipped: no candidate of the given paths at this M\n", (long long)s.M,
                             (long long)s.N, (long long)s.K);
@@ -107,6 +118,7 @@ Command add_tune(CLI::App& app) {
                   std::printf("  %6lld %6lld %6lld %9.2f us  %s%s\n", (long long)s.M, (long long)s.N, (long long)s.K,
                               r.ours_us, mxfp4::describe(c).c_str(), correct ? "" : "  WRONG");
                 if (!correct) continue;  // never store a wrong configuration
+                if (mxfp4::describe(c) == chosen_name) chosen_us = r.ours_us;
                 if (r.ours_us < best) best = r.ours_us, best_cfg = c;
               }
               if (best == std::numeric_limits<double>::infinity())
@@ -115,6 +127,9 @@ Command add_tune(CLI::App& app) {
               mxfp4::tune_cache::store(gpu, s.M, s.N, s.K, best_cfg);
               std::printf("%6lld %6lld %6lld %9.2f us  %s\n", (long long)s.M, (long long)s.N, (long long)s.K, best,
                           mxfp4::describe(best_cfg).c_str());
+              if (chosen_us > 0)
+                std::printf("        dispatcher's choice %9.2f us (%.2fx the winner)  %s\n", chosen_us, chosen_us / best,
+                            chosen_name.c_str());
             }
             std::printf("tune cache: %s\n", mxfp4::tune_cache::path().c_str());
             return 0;
