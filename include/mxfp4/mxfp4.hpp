@@ -259,7 +259,8 @@ std::string describe(const GemmConfig& cfg, int64_t M, int64_t N, int64_t K);
 /// path splitk reduces its split-K partial tiles through thread-block clusters; see the
 /// (M, N, K, cfg) overload for the reduction through the workspace (faster where it
 /// applies). Throws
-/// InvalidArgument for M or K outside [1, 2^40] or M * K > 2^60.
+/// InvalidArgument for M or K outside [1, 2^40], M * K > 2^60, or a cfg.path that is no
+/// GemmPath enumerator.
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg);
 
 /// Device scratch bytes for (M, N, K) with `cfg`, including, for path splitk with

@@ -69,7 +69,8 @@ void gemm_reference(const MxMatrix& A, const MxMatrix& B, uint16_t* C, int64_t l
 /// Fixed GemmConfig the CPU backend reports from explain_gemm().
 GemmConfig cpu_config();
 /// C = A * B^T for MXFP4 A [M, K] and B [N, K] (any layouts) into bf16 or fp32 C.
-/// fp32 tiles and OpenBLAS (or gemm_f32_blocked) when every partial sum is finite, the exact
+/// fp32 tiles and OpenBLAS (or gemm_f32_blocked; K in chunks of 1024 whose fp32 sums are added
+/// in fp64) when every partial sum is finite, the exact
 /// fp64 path otherwise (extreme scales); rows/columns with a NaN block are NaN. On the fp32
 /// path a bf16 C is exactly the fp32 C rounded to bf16 (the same fp32 sums); on the exact
 /// path each is the fp64 sum rounded once to its own type.
@@ -82,7 +83,9 @@ void gemm_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMat
 void gemm_bf16_packed(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B,
                       const GemmOut& C, ScaleRule rule, int threads);
 /// C32 [M, N] = A32 [M, K] * B32 [N, K]^T in fp32 by a blocked multithreaded loop (the path
-/// without OpenBLAS; sums each element in ascending k order). Exposed for tests.
-void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, int threads);
+/// without OpenBLAS; sums each element in ascending k order). Rows of A32 and B32 lie `ld`
+/// floats apart (ld >= K; -1: K), C32 is dense. Exposed for tests.
+void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, int threads,
+                      int64_t ld = -1);
 
 }  // namespace mxfp4::cpu

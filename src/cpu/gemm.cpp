@@ -170,17 +170,26 @@ bool fp32_path_is_safe(const ScaleScan& a, const ScaleScan& b, int64_t K) {
   return K <= (int64_t(1) << 16) || a.min_finite + b.min_finite >= 130;
 }
 
-// C32 [M, n] = A32 [M, K] * B32 [n, K]^T (row-major, dense).
-void sgemm_nt(const float* a32, const float* b32, float* c32, int64_t M, int64_t n, int64_t K, int threads) {
+// C32 [M, n] = A32 [M, K] * B32 [n, K]^T (row-major; rows of A32 and B32 `ld` floats apart,
+// C32 dense).
+void sgemm_nt(const float* a32, const float* b32, float* c32, int64_t M, int64_t n, int64_t K, int64_t ld,
+              int threads) {
 #if defined(MXFP4_HAVE_CBLAS)
-  if (M <= INT_MAX && n <= INT_MAX && K <= INT_MAX) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(n), int(K), 1.0f, a32, int(K), b32, int(K), 0.0f,
+  if (M <= INT_MAX && n <= INT_MAX && ld <= INT_MAX) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(n), int(K), 1.0f, a32, int(ld), b32, int(ld), 0.0f,
                 c32, int(n));
     return;
   }
 #endif
-  gemm_f32_blocked(a32, b32, c32, M, n, K, threads);
+  gemm_f32_blocked(a32, b32, c32, M, n, K, threads, ld);
 }
+
+/// K elements per fp32 partial sum of the fp32 path; the partials are added in fp64. fp32
+/// accumulation of L products errs by at most (L - 1) 2^-24 sum |a_k b_k| in any order
+/// (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., section 3.1), so
+/// L = 1024 keeps it below 2^-14 sum |a_k b_k|, a quarter of spec §3's 2^-12 term, for every K.
+/// Whole-K fp32 sums broke the bound at K = 2^22 (test Gemm.LongKWithCancellationStaysWithinContract).
+constexpr int64_t kChunkK = 1024;
 
 // Writes the fp32 sums src[0, n) of row m, columns [n0, n0 + n), into C: rounded to bf16 or
 // stored as fp32; NaN where row m of A or a row of B holds a NaN block (spec §2.1).
@@ -210,12 +219,22 @@ void gemm_fp32_path(const Operand& a, const Operand& b, const ScaleScan& scan_a,
   const int64_t nb = std::min(N, std::max<int64_t>(16, ((int64_t(1) << 19) / K) / 16 * 16));
   std::unique_ptr<float[]> b32(new float[size_t(nb * K)]);
   std::unique_ptr<float[]> c32(new float[size_t(M * nb)]);
+  std::vector<double> c64(K > kChunkK ? size_t(M * nb) : 0);
   for (int64_t n0 = 0; n0 < N; n0 += nb) {
     const int64_t n = std::min(nb, N - n0);
     parallel_for((n + 15) / 16, threads, std::max<int64_t>(1, 1024 / K), [&](int64_t g0, int64_t g1) {
       b.decode_rows(n0 + 16 * g0, n0 + std::min(n, 16 * g1), b32.get() + 16 * g0 * K);
     });
-    sgemm_nt(a32.get(), b32.get(), c32.get(), M, n, K, threads);
+    if (K <= kChunkK) {
+      sgemm_nt(a32.get(), b32.get(), c32.get(), M, n, K, K, threads);
+    } else {  // fp32 partial sums of kChunkK products, added in fp64, rounded to fp32 once
+      std::fill(c64.begin(), c64.begin() + ptrdiff_t(M * n), 0.0);
+      for (int64_t k0 = 0; k0 < K; k0 += kChunkK) {
+        sgemm_nt(a32.get() + k0, b32.get() + k0, c32.get(), M, n, std::min(kChunkK, K - k0), K, threads);
+        for (int64_t i = 0; i < M * n; ++i) c64[size_t(i)] += double(c32[size_t(i)]);
+      }
+      for (int64_t i = 0; i < M * n; ++i) c32[size_t(i)] = float(c64[size_t(i)]);
+    }
     parallel_for(M, threads, std::max<int64_t>(1, 16384 / n), [&](int64_t m0, int64_t m1) {
       for (int64_t m = m0; m < m1; ++m)
         store_row(C, m, n0, n, c32.get() + m * n, scan_a.nan_row[size_t(m)] != 0, scan_b.nan_row);
@@ -235,7 +254,9 @@ GemmConfig cpu_config() {
   return c;
 }
 
-void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, int threads) {
+void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, int threads,
+                      int64_t ld) {
+  if (ld < 0) ld = K;
   constexpr int64_t NR = 16, MR = 4, MC = 64, KC = 256;
   const int64_t ntiles = (N + NR - 1) / NR, mchunks = (M + MC - 1) / MC;
   // B^T packed per 16-column tile: bp[t][k][j] = B[16t + j][k], zero past N.
@@ -243,7 +264,7 @@ void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64
   parallel_for(ntiles, threads, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t)
       for (int64_t j = 0; j < NR && t * NR + j < N; ++j) {
-        const float* brow = B + (t * NR + j) * K;
+        const float* brow = B + (t * NR + j) * ld;
         float* dst = bp.data() + t * K * NR + j;
         for (int64_t k = 0; k < K; ++k) dst[k * NR] = brow[k];
       }
@@ -259,7 +280,7 @@ void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64
         const int64_t k1 = std::min(K, k0 + KC);
         for (int64_t mg = 0; mg < m_count; mg += MR) {
           const float* arow[MR];
-          for (int64_t i = 0; i < MR; ++i) arow[i] = A + (m_begin + std::min(mg + i, m_count - 1)) * K;
+          for (int64_t i = 0; i < MR; ++i) arow[i] = A + (m_begin + std::min(mg + i, m_count - 1)) * ld;
           float acc[MR][NR];
           for (int64_t i = 0; i < MR; ++i)
             for (int64_t j = 0; j < NR; ++j) acc[i][j] = tile[std::min(mg + i, MC - 1)][j];

@@ -30,7 +30,10 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// 64-row tiles and the 2-CTA pair (block_m 256) never won.
 GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
-  const int64_t tiles = ceil_div(M, 128) * ceil_div(N, 128), slices = ceil_div(K, 128);
+  // 128 x 128 tiles, capped at the SM count (M and N up to 2^40 each: the product would
+  // overflow, and every decision below only asks whether tiles reach a fraction of the SMs).
+  const int64_t mt = ceil_div(M, 128), nt = ceil_div(N, 128);
+  const int64_t tiles = mt >= sms || nt >= sms ? sms : mt * nt, slices = ceil_div(K, 128);
   if (2 * tiles >= sms) return GemmConfig{GemmPath::fp8, 128, 128, 1, 20};
   if (M > 128) return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};
   // Split 8 never won a tune (128x2112x7168: 36.6 against 28.1 us at split 4), and clusters
@@ -206,9 +209,9 @@ std::string describe(const GemmConfig& cfg) {
 }
 
 std::string describe(const GemmConfig& cfg, int64_t M, int64_t N, int64_t K) {
+  const bool via_workspace = splitk_scratch(M, N, K, cfg).needed;  // also validates M, N, K
   std::string s = describe(cfg);
-  if (cfg.split_k > 1 && cfg.path != GemmPath::tiled)
-    s += splitk_scratch(M, N, K, cfg).needed ? " reduce=workspace" : " reduce=clusters";
+  if (cfg.split_k > 1 && cfg.path != GemmPath::tiled) s += via_workspace ? " reduce=workspace" : " reduce=clusters";
   return s;
 }
 
@@ -217,12 +220,14 @@ std::string describe(const GemmConfig& cfg, int64_t M, int64_t N, int64_t K) {
 /// larger: gemm() runs config_without_fp8 (splitk or tiled) when the weights have no FP8 image, and
 /// the workspace sized for the chosen config must serve that call too.
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
-  if (cfg.path == GemmPath::fused) return 0;
   constexpr int64_t kMax = int64_t(1) << 40;
   if (M < 1 || K < 1 || M > kMax || K > kMax || M > (int64_t(1) << 60) / K) {
     throw InvalidArgument("mxfp4::gemm_workspace_bytes: M = " + std::to_string(M) + ", K = " + std::to_string(K) +
                           " out of range");
   }
+  if (!parse_gemm_path(gemm_path_name(cfg.path)))
+    throw InvalidArgument("mxfp4::gemm_workspace_bytes: unknown GemmPath value " + std::to_string(int(cfg.path)));
+  if (cfg.path == GemmPath::fused) return 0;
   const int64_t fragments = ceil_div(M, 8) * 8 * ceil_div(K, 64) * 64 * 2;
   if (cfg.path == GemmPath::fp8) return size_t(std::max(fp8::ImageGeometry::of(M, K).total_bytes(), fragments));
   return size_t(fragments);

@@ -374,6 +374,29 @@ TEST(Dispatch, DescribeNamesEveryField) {
   EXPECT_EQ(describe(c), "path=splitk block_n=64 block_m=16 split_k=4 warps=4");
 }
 
+// Review, session 12: sizes inside [1, 2^40] whose products overflow int64, and range checks
+// that an early return skipped.
+TEST(Dispatch, HugeSizesAndBadArgumentsAreHandled) {
+  const DeviceInfo dev = h200();
+  const int64_t big = int64_t(1) << 40;
+  EXPECT_EQ(describe(choose_gemm_config(big, big, 4096, dev)), "path=fp8 block_n=128 block_m=128 split_k=1 warps=20");
+  EXPECT_EQ(describe(choose_gemm_config(int64_t(1) << 36, int64_t(1) << 36, 1 << 20, dev)),
+            "path=fp8 block_n=128 block_m=128 split_k=1 warps=20");
+  GemmConfig fused;
+  fused.path = GemmPath::fused;
+  EXPECT_THROW(gemm_workspace_bytes(-5, -5, fused), InvalidArgument);
+  EXPECT_THROW(gemm_workspace_bytes(16, 0, fused), InvalidArgument);
+  EXPECT_EQ(gemm_workspace_bytes(16, 64, fused), 0u);
+  GemmConfig bad = fused;
+  bad.path = static_cast<GemmPath>(7);
+  EXPECT_THROW(gemm_workspace_bytes(16, 64, bad), InvalidArgument);
+  EXPECT_THROW(describe(GemmConfig{}, -1, -1, -1), InvalidArgument);
+  GemmConfig tiled;
+  tiled.path = GemmPath::tiled, tiled.split_k = 2;
+  EXPECT_THROW(describe(tiled, -1, 0, int64_t(1) << 50), InvalidArgument);
+  EXPECT_EQ(describe(fused, 4, 64, 64), describe(fused));
+}
+
 TEST(TuneCache, StoresAndReadsBackAndRejectsInvalidEntries) {
   const std::string file = ::testing::TempDir() + "/mxfp4_tune_test.json";
   std::remove(file.c_str());

@@ -269,6 +269,36 @@ TEST(Gemm, ActivationQuantizationIsBitExact) {
   }
 }
 
+/// Long K with cancellation (review, session 12): one +1 and one -1 product around 2^22 - 64
+/// products of 2^-32. fp32 accumulation over the whole K loses every small product that meets
+/// a partial sum near 1 (result 0 against the exact 2^-10, twice the bound 2^-11 + ...); the
+/// fp32 path sums K in chunks whose fp32 sums are added in fp64 (src/cpu/gemm.cpp).
+TEST(Gemm, LongKWithCancellationStaysWithinContract) {
+  const int64_t M = 1, N = 2, K = int64_t(1) << 22;
+  HostMx A, B;
+  A.rows = M, B.rows = N, A.K = B.K = K;
+  A.codes.assign(size_t(M * K / 2), 0x22);  // every code 1.0
+  A.scales.assign(size_t(M * K / 32), 127);
+  B.codes.assign(size_t(N * K / 2), 0x22);
+  B.scales.assign(size_t(N * K / 32), 127 - 32);  // 2^-32 products
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t first = n * (K / 32), last = first + K / 32 - 1;  // block indices of row n
+    // Block 0: one 1.0 (scale 2^0) and zeros; the last block: one -1.0 (n = 0) or +1.0.
+    for (int64_t i = 0; i < 16; ++i) B.codes[size_t(first * 16 + i)] = B.codes[size_t(last * 16 + i)] = 0x00;
+    B.codes[size_t(first * 16)] = 0x02;
+    B.codes[size_t(last * 16 + 15)] = n == 0 ? 0xA0 : 0x20;
+    B.scales[size_t(first)] = B.scales[size_t(last)] = 127;
+  }
+  std::vector<uint16_t> c(size_t(M * N), 0xFFFF);
+  gemm_quantized(A.view(), B.view(), c.data(), N);
+  const ContractReport rep = check_gemm_contract(c.data(), N, A.view(), B.view());
+  EXPECT_TRUE(rep.ok()) << rep.str();
+  std::vector<float> c32(size_t(M * N), NAN);
+  cpu::gemm_mx(A.view(), B.view(), cpu::GemmOut{c32.data(), true, N}, 2);
+  const double want = double(K - 64) * 0x1p-32;
+  EXPECT_NEAR(c32[0], want, 0x1p-12 * 2.0 + 0x1p-8 * want);
+}
+
 TEST(Gemm, BlockedFallbackKernel) {
   for (auto [M, N, K] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {5, 33, 300}, {70, 17, 513}, {64, 64, 256}}) {
     const auto a = randn_f32(size_t(M * K), uint64_t(M + N));
@@ -286,6 +316,14 @@ TEST(Gemm, BlockedFallbackKernel) {
           ASSERT_LE(std::fabs(c[size_t(m * N + n)] - s), double(K) * 0x1p-23 * sa + 1e-30) << m << "," << n;
         }
     }
+    // Rows ld = K + 7 floats apart (the fp32 path's K chunks): the same sums bit for bit.
+    const int64_t ld = K + 7;
+    std::vector<float> ap(size_t(M * ld), NAN), bpd(size_t(N * ld), NAN), c1(size_t(M * N)), c2(size_t(M * N), NAN);
+    for (int64_t m = 0; m < M; ++m) std::copy_n(a.data() + m * K, K, ap.data() + m * ld);
+    for (int64_t n = 0; n < N; ++n) std::copy_n(b.data() + n * K, K, bpd.data() + n * ld);
+    cpu::gemm_f32_blocked(a.data(), b.data(), c1.data(), M, N, K, 2);
+    cpu::gemm_f32_blocked(ap.data(), bpd.data(), c2.data(), M, N, K, 2, ld);
+    EXPECT_EQ(0, std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float))) << M << "x" << N << "x" << K;
   }
 }
 
