@@ -324,6 +324,29 @@ def _check_packed_size(data, N, K):
         raise ValueError(f"packed has {have} bytes; N={N}, K={K} needs packed_bytes(N, K) = {need}")
 
 
+def _is_u8(x):
+    return x.dtype == torch.uint8 if _is_torch(x) else x.dtype == np.uint8
+
+
+def _check_empty_batch(a2, K, fp8, N, codes=None, scales=None):
+    """The checks the library makes of a GEMM's operands, for M = 0, where it is not called:
+    a's K against the weights' K (ValueError), the FP8 image's size (ValueError), and for
+    codes/scales operands their dtype (TypeError) and the codes' shape [N, K/2] (ValueError)."""
+    if a2.shape[1] != K:
+        raise ValueError(f"a has K = {a2.shape[1]} columns; the weights have K = {K}")
+    if fp8 is not None:
+        need = int(_C.fp8_weights_bytes(int(N), int(K)))
+        have = int(fp8.numel() * fp8.element_size()) if _is_torch(fp8) else int(fp8.nbytes)
+        if have != need:
+            raise ValueError(f"fp8 has {have} bytes; N={N}, K={K} needs fp8_weights_bytes(N, K) = {need}")
+    for name, x in (("codes", codes), ("scales", scales)):
+        if x is not None and not _is_u8(x):
+            raise TypeError(f"{name} must be uint8 (or a byte dtype viewed as uint8); got {x.dtype}")
+    if codes is not None and (K % BLOCK_SIZE != 0 or tuple(codes.shape) != (N, K // 2)):
+        raise ValueError(f"codes must be [N, K/2] = [{N}, {K // 2}] with K a multiple of 32 (K = {K}); "
+                         f"got shape {tuple(codes.shape)}")
+
+
 def _prepack_fp8_impl(data, N, K, version):
     """The FP8 image (uint8 [fp8_weights_bytes(N, K)], data's framework and device) of the
     packed weights ``data``."""
@@ -336,6 +359,7 @@ def _prepack_fp8_impl(data, N, K, version):
 
 def _unpack_impl(data, N, K, version):
     data = _bytes(data, "packed")
+    _check_packed_size(data, N, K)  # before allocating [N, K/2]: an absurd N is a ValueError
     codes = _empty(data, (N, K // 2), "u8")
     scales = _empty(data, (N, K // BLOCK_SIZE), "u8")
     _C.unpack(data, N, K, version, codes, scales, _stream(data))
@@ -354,6 +378,8 @@ def _gemm_impl(a, data, N, K, version, rule, out_dtype=None, fp8=None):
     _check_packed_size(data, N, K)
     a2, lead = _rows(av, "a")
     M = a2.shape[0]
+    if M == 0:  # no library call below checks the operands of an empty batch
+        _check_empty_batch(a2, K, fp8, N)
     out = _empty(av, (*lead, N), kind)
     if M > 0:
         ws = None
@@ -384,6 +410,8 @@ def _gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule, out_dtype=N
         return _gemm_impl(a, data, N, K, version, rule, out_dtype)
     a2, lead = _rows(av, "a")
     M = a2.shape[0]
+    if M == 0:  # no library call below checks the operands of an empty batch
+        _check_empty_batch(a2, K, None, N, codes, scales)
     out = _empty(av, (*lead, N), kind)
     if M > 0:
         _C.gemm_mx(a2, codes, scales, N, cl, sl, out.reshape(M, N), rl, _stream(av))

@@ -239,8 +239,16 @@ void* bytes(const char* name, const A& a, int64_t bytes, const std::string& what
   return const_cast<void*>(a.data());
 }
 
+/// True when both are in [1, 2^40] (the library's range for any matrix dimension), so that
+/// their product (at most 2^80 before this check) cannot overflow: only then are buffer sizes
+/// computed here; otherwise the size check is skipped and the library rejects the sizes.
+inline bool dims_in_range(int64_t a, int64_t b) {
+  constexpr int64_t kMax = int64_t(1) << 40;
+  return a >= 1 && b >= 1 && a <= kMax && b <= kMax && a <= (int64_t(1) << 62) / b;
+}
+
 /// True when (rows, K) are sizes the library accepts, so buffer sizes can be computed.
-inline bool valid_rows_k(int64_t rows, int64_t K) { return rows >= 1 && K >= 32 && K % 32 == 0; }
+inline bool valid_rows_k(int64_t rows, int64_t K) { return dims_in_range(rows, K) && K >= 32 && K % 32 == 0; }
 
 inline std::string rk(const char* r, int64_t rows, int64_t K) {
   return std::string("(") + r + "=" + std::to_string(rows) + ", K=" + std::to_string(K) + ")";

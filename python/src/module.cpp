@@ -62,7 +62,7 @@ void shuffle_scales(const In& plain, int64_t rows, int64_t kblocks, const Out& s
   Devices devs;
   devs.add("plain", plain);
   devs.add("shuffled", shuffled);
-  const bool ok = rows >= 1 && kblocks >= 1;
+  const bool ok = dims_in_range(rows, kblocks);
   const auto dims = "(rows=" + std::to_string(rows) + ", kblocks=" + std::to_string(kblocks) + ")";
   auto* p = static_cast<const uint8_t*>(bytes("plain", plain, ok ? rows * kblocks : -1, "rows*kblocks " + dims));
   auto* s = static_cast<uint8_t*>(bytes("shuffled", shuffled, ok ? mxfp4::shuffled_scales_bytes(rows, kblocks) : -1,
@@ -77,7 +77,7 @@ void unshuffle_scales(const In& shuffled, int64_t rows, int64_t kblocks, const O
   Devices devs;
   devs.add("shuffled", shuffled);
   devs.add("plain", plain);
-  const bool ok = rows >= 1 && kblocks >= 1;
+  const bool ok = dims_in_range(rows, kblocks);
   const auto dims = "(rows=" + std::to_string(rows) + ", kblocks=" + std::to_string(kblocks) + ")";
   auto* s = static_cast<const uint8_t*>(bytes("shuffled", shuffled,
                                               ok ? mxfp4::shuffled_scales_bytes(rows, kblocks) : -1,
@@ -94,7 +94,7 @@ void weight_layout(const In& src, int64_t N, int64_t K, const Out& dst, uintptr_
   Devices devs;
   devs.add("src", src);
   devs.add("dst", dst);
-  const int64_t n = (N >= 1 && K >= 2) ? N * (K / 2) : -1;
+  const int64_t n = (K >= 2 && dims_in_range(N, K / 2)) ? N * (K / 2) : -1;
   const auto what = "N*K/2 " + rk("N", N, K);
   auto* s = static_cast<const uint8_t*>(bytes("src", src, n, what));
   auto* d = static_cast<uint8_t*>(bytes("dst", dst, n, what));

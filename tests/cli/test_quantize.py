@@ -199,3 +199,12 @@ def test_output_files_are_plain_npy(cli, tmp_path):
     assert (q == 0x66).all() and (s == 0x7D).all()
     np.testing.assert_array_equal(unpack(q)[:, :4], [[6, 6, 6, 6]] * 5)
     np.testing.assert_array_equal(pack(unpack(q)), q)
+
+
+def test_codes_and_scales_must_be_different_files(cli, tmp_path):
+    """Review, session 12: the same path for both outputs let the scales replace the codes."""
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((1, 32), np.float32))
+    out = tmp_path / "o.npy"
+    line = cli.fails("quantize", "-i", x, "--codes", out, "--scales", tmp_path / "." / "o.npy")
+    assert "same file" in line and not out.exists()

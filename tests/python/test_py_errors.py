@@ -316,3 +316,25 @@ def test_cuda_packed_view_at_odd_offset_rejected():
     buf[16:16 + n] = packed.data  # a 16-byte aligned view works
     ok = mxfp4.PackedTensor(buf[16:16 + n], 32, 128)
     assert torch.equal(mxfp4.gemm(a, ok), mxfp4.gemm(a, packed))
+
+
+def test_empty_batch_still_checks_the_operands(mx):
+    # Review, session 12: with M = 0 no library call runs, so these checks are made in Python.
+    codes, scales, p = mx  # N = 32, K = 128
+    with pytest.raises(ValueError, match="K = 64 columns"):
+        mxfp4.gemm(np.ones((0, 64), BF16), p)
+    assert mxfp4.gemm(np.ones((0, 128), BF16), p).shape == (0, 32)
+    with pytest.raises(ValueError, match=r"codes must be \[N, K/2\]"):
+        mxfp4.gemm(np.ones((0, 128), BF16), (np.zeros((5, 7), np.uint8), np.zeros((5, 4), np.uint8)))
+    with pytest.raises(TypeError, match="scales must be uint8"):
+        mxfp4.gemm(np.ones((0, 128), BF16), (codes, scales.astype(np.float32)))
+    assert mxfp4.gemm(np.ones((0, 128), BF16), (codes, scales)).shape == (0, 32)
+
+
+def test_absurd_sizes_are_value_errors_before_any_allocation(mx):
+    _, _, p = mx
+    with pytest.raises(ValueError, match="packed_bytes"):
+        mxfp4.unpack(mxfp4.PackedTensor(p.data, 2**40, 2**20))
+    # rows * kblocks = 2^64 wrapped to 0 in the binding and let an empty buffer pass.
+    with pytest.raises(ValueError):
+        mxfp4._C.shuffle_scales(np.zeros(0, np.uint8), 2**32, 2**32, np.zeros(0, np.uint8))

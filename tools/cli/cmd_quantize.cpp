@@ -1,6 +1,7 @@
 // mxfp4 quantize --input X.npy --codes Q.npy --scales S.npy [--rule aiter|floor|rceil]
 // X [rows, K]: '<u2' (bf16 bit patterns), '<f2' or '<f4'. Q uint8 [rows, K/2] (element 2i in
 // the low nibble), S uint8 [rows, K/32] E8M0 bytes (spec §1, §2).
+#include <filesystem>
 #include <memory>
 
 #include "common.hpp"
@@ -13,6 +14,9 @@ struct QuantizeArgs {
 };
 
 int run_quantize(const QuantizeArgs& a) {
+  // Two outputs: the scales written second would silently replace the codes.
+  if (std::filesystem::weakly_canonical(a.codes) == std::filesystem::weakly_canonical(a.scales))
+    throw CliError("--codes " + a.codes + " and --scales " + a.scales + " name the same file");
   const npy::Array x = load_matrix(a.input, "--input", {npy::Dtype::u2, npy::Dtype::f2, npy::Dtype::f4});
   const int64_t rows = x.shape[0], K = x.shape[1];
   if (rows < 1 || K < 32 || K % 32 != 0)
