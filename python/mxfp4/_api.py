@@ -441,8 +441,10 @@ def explain(M: int, N: int, K: int, device="cpu"):
         small-M kernel's configuration up to M = 128, the tiled kernel beyond).
 
     Raises:
-        ValueError: bad sizes or device. RuntimeError: CUDA with a CPU-only build.
+        TypeError: M, N or K not an integer. ValueError: bad sizes (outside int64 included) or
+        device. RuntimeError: CUDA with a CPU-only build.
     """
+    _size_args("explain", M=M, N=N, K=K)
     backend, index = _parse_device(device)
     return _C.explain_gemm(int(M), int(N), int(K), backend, index)
 

@@ -81,10 +81,10 @@ def shuffled_scales_shape(rows, kblocks):
     scale buffer for ``rows`` x ``kblocks`` scales (spec §4.1).
 
     Raises:
-        ValueError: rows or kblocks < 1.
+        ValueError: rows or kblocks outside [1, 2^40] (the library's range for a dimension).
     """
-    if int(rows) < 1 or int(kblocks) < 1:
-        raise ValueError(f"shuffled_scales_shape: rows = {rows} and kblocks = {kblocks} must be >= 1")
+    if not (1 <= int(rows) <= 2**40 and 1 <= int(kblocks) <= 2**40):
+        raise ValueError(f"shuffled_scales_shape: rows = {rows} and kblocks = {kblocks} must be in [1, 2^40]")
     return (_round_up(rows, 256), _round_up(kblocks, 8))
 
 

@@ -338,3 +338,13 @@ def test_absurd_sizes_are_value_errors_before_any_allocation(mx):
     # rows * kblocks = 2^64 wrapped to 0 in the binding and let an empty buffer pass.
     with pytest.raises(ValueError):
         mxfp4._C.shuffle_scales(np.zeros(0, np.uint8), 2**32, 2**32, np.zeros(0, np.uint8))
+
+
+def test_size_functions_reject_out_of_range_integers():
+    with pytest.raises(ValueError, match="out of range"):
+        mxfp4.explain(2**64, 1, 32)
+    with pytest.raises(TypeError, match="must be an integer"):
+        mxfp4.explain(True, 1, 32)
+    with pytest.raises(ValueError, match=r"\[1, 2\^40\]"):
+        mxfp4.shuffled_scales_shape(2**70, 1)
+    assert mxfp4.shuffled_scales_shape(300, 3) == (512, 8)
