@@ -75,17 +75,20 @@ class PackedTensor:
 
     Attributes:
         data: ``uint8 [packed_bytes(N, K)]`` numpy array or torch tensor (CPU or CUDA).
-        N, K: logical shape of B (K a multiple of 32).
+        N, K: logical shape of B (K a multiple of 32). The packed bytes do not record N:
+            any N with the same padded size (a multiple of 16 rows) passes the size check,
+            and a larger N than the weights had reads padding rows (zero weights), so keep N
+            with the data it was packed from.
         version: packed layout version (:data:`mxfp4.PACKED_LAYOUT_VERSION`); the library
             rejects other versions with TypeError.
         fp8: ``None`` or the weights' FP8 image, ``uint8 [fp8_weights_bytes(N, K)]`` in
             data's framework and on data's device (about 1.03 bytes per weight; made by
             :func:`prepack_fp8` or ``prepack(..., fp8=True)``; docs/fp8-path.md). With it
             the CUDA GEMM takes path fp8 (e4m3 tensor cores) where the dispatcher picks it
-            (M > 128, or M > 64 with K >= 2048: :func:`explain` tells); without it that shape runs
-            a bf16 path. Results on the CPU backend are identical with and without it. It must
-            describe the same weights as ``data``: :func:`gemm` checks its size (ValueError) and dtype (TypeError), not
-            its contents.
+            (M > 128, or M > 64 with K >= 2048: :func:`explain` tells); without it that shape
+            runs a bf16 path. Results on the CPU backend are identical with and without it. It
+            must describe the same weights as ``data``: :func:`gemm` checks its size
+            (ValueError) and dtype (TypeError), not its contents.
     """
 
     def __init__(self, data, N: int, K: int, version: int = PACKED_LAYOUT_VERSION, fp8=None):
