@@ -9,7 +9,7 @@
 # Usage: scripts/device-check.sh [--no-tests] [--no-bench] [--filter GTEST_FILTER]
 #          [--sanitizer | --sanitizers memcheck,racecheck,initcheck,synccheck | --sanitizers all]
 #          [--sanitizer-filter GTEST_FILTER] [--sanitizer-timeout SECONDS] [--bench-args "ARGS"]
-#          [--tune SHAPES_FILE] [--timeline CASES_FILE] [--jobs N]
+#          [--tune SHAPES_FILE] [--tune-paths LIST] [--timeline CASES_FILE] [--jobs N]
 #   --filter            gtest filter for the test step (default: all of ctest; one process, 480 s at
 #                       most: --filter 'Gpu*' takes ~280 s on an H200); not the sanitizers
 #   --sanitizer         memcheck only (same as --sanitizers memcheck)
@@ -17,6 +17,8 @@
 #                       kernel path plus the canary/alignment tests, the others over GpuSanitize.*
 #   --sanitizer-filter  one gtest filter for every tool instead of the defaults
 #   --sanitizer-timeout limit per tool (default 240 s; rc 124 when hit)
+#   --tune-paths        with --tune: only these paths' candidates (`mxfp4 tune --paths`, e.g.
+#                       fused,splitk)
 #   --tune              runs `mxfp4 tune --verbose` on SHAPES_FILE after the bench (cache in
 #                       build-device/, every candidate's time in tune.log); the bench itself
 #                       always uses the dispatcher
@@ -28,7 +30,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 out=${OUT:-$root/device-out}
 mkdir -p "$out"
-tests=1 bench=1 sanitizers='' san_filter='' san_timeout=240 filter='' bench_args='' tune='' timeline='' jobs=$(nproc)
+tests=1 bench=1 sanitizers='' san_filter='' san_timeout=240 filter='' bench_args='' tune='' tune_paths='' timeline='' jobs=$(nproc)
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-tests) tests=0 ;;
@@ -40,6 +42,7 @@ while [ $# -gt 0 ]; do
     --filter) filter=$2; shift ;;
     --bench-args) bench_args=$2; shift ;;
     --tune) tune=$2; shift ;;
+    --tune-paths) tune_paths=$2; shift ;;
     --timeline) timeline=$2; shift ;;
     --jobs) jobs=$2; shift ;;
     -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
@@ -134,7 +137,8 @@ if [ $bench = 1 ]; then
   cp bench/results/* "$out/" 2>/dev/null
 fi
 if [ -n "$tune" ]; then
-  step tune timeout 240 env MXFP4_TUNE_CACHE="$root/build-device/tune.json" build-device/mxfp4 tune --verbose --shapes "$tune"
+  step tune timeout 240 env MXFP4_TUNE_CACHE="$root/build-device/tune.json" build-device/mxfp4 tune --verbose --shapes "$tune" \
+    ${tune_paths:+--paths "$tune_paths"}
 fi
 if [ -n "$timeline" ]; then
   step timeline timeout 200 bash tools/dev/timeline/run.sh "$timeline"
