@@ -28,6 +28,7 @@ from ._core import (
     _gemm_mx_impl,
     _gemm_out_kind,
     _is_torch,
+    _nbytes,
     _nk,
     _parse_device,
     _prepack_dense_impl,
@@ -165,10 +166,6 @@ class PackedTensor:
         fp8 = f", fp8_bytes={self.fp8_nbytes}" if self.fp8 is not None else ""
         return (f"PackedTensor(N={self.N}, K={self.K}, version={self.version}, "
                 f"bytes={self.nbytes}{fp8}, {fw} on {self.device})")
-
-
-def _nbytes(x) -> int:
-    return int(x.numel() * x.element_size()) if _is_torch(x) else int(x.nbytes)
 
 
 def _torch_of(x):

@@ -314,12 +314,17 @@ def _prepack_dense_impl(w, rule):
     return out, int(version)
 
 
+def _nbytes(x) -> int:
+    """Bytes of a numpy array or torch tensor."""
+    return int(x.numel() * x.element_size()) if _is_torch(x) else int(x.nbytes)
+
+
 def _check_packed_size(data, N, K):
     """ValueError unless ``data`` holds packed_bytes(N, K) bytes. Run before allocating
     anything sized by (N, K): an absurd N must be the library's ValueError, not a MemoryError
     from the allocation."""
     need = int(_C.packed_bytes(int(N), int(K)))
-    have = int(data.numel() * data.element_size()) if _is_torch(data) else int(data.nbytes)
+    have = _nbytes(data)
     if have != need:
         raise ValueError(f"packed has {have} bytes; N={N}, K={K} needs packed_bytes(N, K) = {need}")
 
@@ -336,7 +341,7 @@ def _check_empty_batch(a2, K, fp8, N, codes=None, scales=None):
         raise ValueError(f"a has K = {a2.shape[1]} columns; the weights have K = {K}")
     if fp8 is not None:
         need = int(_C.fp8_weights_bytes(int(N), int(K)))
-        have = int(fp8.numel() * fp8.element_size()) if _is_torch(fp8) else int(fp8.nbytes)
+        have = _nbytes(fp8)
         if have != need:
             raise ValueError(f"fp8 has {have} bytes; N={N}, K={K} needs fp8_weights_bytes(N, K) = {need}")
     for name, x in (("codes", codes), ("scales", scales)):
