@@ -47,7 +47,7 @@ Span code_span(const MxMatrix& m, const char* name) { return {m.codes, detail::m
 Span scale_span(const MxMatrix& m, const char* name) { return {m.scales, detail::mx_scale_bytes(m), name}; }
 
 void require_config(const char* fn, const GemmConfig& c) {
-  if (c.path != GemmPath::fused && c.path != GemmPath::splitk && c.path != GemmPath::tiled && c.path != GemmPath::fp8)
+  if (!is_gemm_path(c.path))
     detail::throw_invalid(fn, cat("GemmConfig::path value ", int(c.path), " is not fused, splitk, tiled or fp8"));
   if (c.block_n < 16 || c.block_n % 16 != 0)
     detail::throw_invalid(fn, cat("GemmConfig::block_n = ", c.block_n, " must be a positive multiple of 16"));

@@ -159,6 +159,8 @@ const char* gemm_path_name(GemmPath p) {
   return "?";
 }
 
+bool is_gemm_path(GemmPath p) { return std::string_view(gemm_path_name(p)) != "?"; }
+
 std::optional<GemmPath> parse_gemm_path(std::string_view name) {
   for (GemmPath p : {GemmPath::fused, GemmPath::splitk, GemmPath::tiled, GemmPath::fp8})
     if (name == gemm_path_name(p)) return p;
@@ -225,7 +227,7 @@ size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
     throw InvalidArgument("mxfp4::gemm_workspace_bytes: M = " + std::to_string(M) + ", K = " + std::to_string(K) +
                           " out of range");
   }
-  if (!parse_gemm_path(gemm_path_name(cfg.path)))
+  if (!is_gemm_path(cfg.path))
     throw InvalidArgument("mxfp4::gemm_workspace_bytes: unknown GemmPath value " + std::to_string(int(cfg.path)));
   if (cfg.path == GemmPath::fused) return 0;
   const int64_t fragments = ceil_div(M, 8) * 8 * ceil_div(K, 64) * 64 * 2;

@@ -12,8 +12,11 @@
 
 namespace mxfp4 {
 
-/// "fused", "splitk" or "tiled".
+/// "fused", "splitk", "tiled" or "fp8" ("?" for a value that is no enumerator).
 const char* gemm_path_name(GemmPath p);
+/// True when `p` is one of the GemmPath enumerators (a GemmConfig from a cast or a file may hold
+/// any int).
+bool is_gemm_path(GemmPath p);
 /// Inverse of gemm_path_name; nullopt for any other string.
 std::optional<GemmPath> parse_gemm_path(std::string_view name);
 
