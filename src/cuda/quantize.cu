@@ -14,10 +14,6 @@ namespace mxfp4::cuda {
 namespace {
 
 constexpr int kThreads = 256;  // quantize_fragments_kernel: 8 warps = one token tile
-#ifndef MXFP4_EXP_QTILES  // experiment (docs/perf-notes.md plan, item 0b)
-#define MXFP4_EXP_QTILES 1
-#endif
-constexpr int kTilesPerCta = MXFP4_EXP_QTILES;  // quantize_fragments: token tiles per CTA (grid.y)
 
 template <DType D>
 __global__ void quantize_kernel(const void* __restrict__ x, int64_t rows, int64_t K, int64_t stride,
@@ -208,8 +204,7 @@ void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_strid
 void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
                         cudaStream_t stream, FragOrder order, int* counters, int64_t n_counters) {
   const int64_t m_padded = round_up(M, 8), k_padded = round_up(K, 64);
-  const int64_t tiles = ceil_div(m_padded / 8, int64_t(kTilesPerCta));
-  const dim3 grid(unsigned(ceil_div(k_padded / 32, 8)), unsigned(std::min<int64_t>(tiles, 65535)));
+  const dim3 grid(unsigned(ceil_div(k_padded / 32, 8)), unsigned(std::min<int64_t>(m_padded / 8, 65535)));
   auto kernel = order == FragOrder::wgmma ? quantize_fragments_kernel<FragOrder::wgmma>
                                           : quantize_fragments_kernel<FragOrder::mma>;
   launch_pdl(kernel, grid, dim3(kThreads), stream, "quantize_fragments_kernel", A, M, K, lda,
