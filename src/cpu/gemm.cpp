@@ -228,12 +228,16 @@ void gemm_fp32_path(const Operand& a, const Operand& b, const ScaleScan& scan_a,
     if (K <= kChunkK) {
       sgemm_nt(a32.get(), b32.get(), c32.get(), M, n, K, K, threads);
     } else {  // fp32 partial sums of kChunkK products, added in fp64, rounded to fp32 once
-      std::fill(c64.begin(), c64.begin() + ptrdiff_t(M * n), 0.0);
       for (int64_t k0 = 0; k0 < K; k0 += kChunkK) {
         sgemm_nt(a32.get() + k0, b32.get() + k0, c32.get(), M, n, std::min(kChunkK, K - k0), K, threads);
-        for (int64_t i = 0; i < M * n; ++i) c64[size_t(i)] += double(c32[size_t(i)]);
+        const bool first = k0 == 0, last = k0 + kChunkK >= K;
+        parallel_for(M, threads, std::max<int64_t>(1, 16384 / n), [&](int64_t m0, int64_t m1) {
+          for (int64_t i = m0 * n; i < m1 * n; ++i) {
+            c64[size_t(i)] = (first ? 0.0 : c64[size_t(i)]) + double(c32[size_t(i)]);
+            if (last) c32[size_t(i)] = float(c64[size_t(i)]);
+          }
+        });
       }
-      for (int64_t i = 0; i < M * n; ++i) c32[size_t(i)] = float(c64[size_t(i)]);
     }
     parallel_for(M, threads, std::max<int64_t>(1, 16384 / n), [&](int64_t m0, int64_t m1) {
       for (int64_t m = m0; m < m1; ++m)
