@@ -84,8 +84,8 @@ void gemm_bf16_packed(const uint16_t* A, int64_t M, int64_t K, int64_t lda, cons
                       const GemmOut& C, ScaleRule rule, int threads);
 /// C32 [M, N] = A32 [M, K] * B32 [N, K]^T in fp32 by a blocked multithreaded loop (the path
 /// without OpenBLAS; sums each element in ascending k order). Rows of A32 and B32 lie `ld`
-/// floats apart (ld >= K; -1: K), C32 is dense. Exposed for tests.
-void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, int threads,
-                      int64_t ld = -1);
+/// floats apart (ld >= K), C32 is dense. Exposed for tests.
+void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, int64_t ld,
+                      int threads);
 
 }  // namespace mxfp4::cpu

@@ -181,7 +181,7 @@ void sgemm_nt(const float* a32, const float* b32, float* c32, int64_t M, int64_t
     return;
   }
 #endif
-  gemm_f32_blocked(a32, b32, c32, M, n, K, threads, ld);
+  gemm_f32_blocked(a32, b32, c32, M, n, K, ld, threads);
 }
 
 /// K elements per fp32 partial sum of the fp32 path; the partials are added in fp64. fp32
@@ -258,9 +258,8 @@ GemmConfig cpu_config() {
   return c;
 }
 
-void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, int threads,
-                      int64_t ld) {
-  if (ld < 0) ld = K;
+void gemm_f32_blocked(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, int64_t ld,
+                      int threads) {
   constexpr int64_t NR = 16, MR = 4, MC = 64, KC = 256;
   const int64_t ntiles = (N + NR - 1) / NR, mchunks = (M + MC - 1) / MC;
   // B^T packed per 16-column tile: bp[t][k][j] = B[16t + j][k], zero past N.

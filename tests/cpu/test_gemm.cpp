@@ -305,7 +305,7 @@ TEST(Gemm, BlockedFallbackKernel) {
     const auto b = randn_f32(size_t(N * K), uint64_t(M * N + K));
     for (int threads : {1, 2, 3}) {
       std::vector<float> c(size_t(M * N), NAN);
-      cpu::gemm_f32_blocked(a.data(), b.data(), c.data(), M, N, K, threads);
+      cpu::gemm_f32_blocked(a.data(), b.data(), c.data(), M, N, K, K, threads);
       for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < N; ++n) {
           double s = 0, sa = 0;
@@ -321,8 +321,8 @@ TEST(Gemm, BlockedFallbackKernel) {
     std::vector<float> ap(size_t(M * ld), NAN), bpd(size_t(N * ld), NAN), c1(size_t(M * N)), c2(size_t(M * N), NAN);
     for (int64_t m = 0; m < M; ++m) std::copy_n(a.data() + m * K, K, ap.data() + m * ld);
     for (int64_t n = 0; n < N; ++n) std::copy_n(b.data() + n * K, K, bpd.data() + n * ld);
-    cpu::gemm_f32_blocked(a.data(), b.data(), c1.data(), M, N, K, 2);
-    cpu::gemm_f32_blocked(ap.data(), bpd.data(), c2.data(), M, N, K, 2, ld);
+    cpu::gemm_f32_blocked(a.data(), b.data(), c1.data(), M, N, K, K, 2);
+    cpu::gemm_f32_blocked(ap.data(), bpd.data(), c2.data(), M, N, K, ld, 2);
     EXPECT_EQ(0, std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float))) << M << "x" << N << "x" << K;
   }
 }
