@@ -17,7 +17,16 @@
 namespace mxfp4::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 128;
+/// CTAs of the fix-up. Few and small on purpose (session 12: call_split put 0.1-1.2 us on the
+/// fix-up launch when nothing is flagged, 0.9 at 256x2880x512): PDL lets them start during
+/// the GEMM, but only where an SM has room, and 132 CTAs of 256 threads at 128 registers fit
+/// nowhere beside a GEMM CTA (49152 or 61440 of 65536 registers), so most of them started
+/// after the GEMM's CTAs left, then scanned the flags. 16 CTAs of 128 threads (16384
+/// registers each) fit on the SMs the GEMM leaves free (256x2880x512: 42) or beside a
+/// 12-warp GEMM CTA, scan the flags during the GEMM, and return as soon as it completes.
+/// Flagged groups (rare) are fixed by these 16 CTAs alone.
+constexpr int kGrid = 16;
 constexpr int kChunk = 32;  ///< blocks of the shared row staged in shared memory at once
 
 struct FixupArgs {
@@ -121,7 +130,7 @@ __device__ void fix_line(const FixupArgs& a, int64_t line, const fp8::ImageGeome
   }
 }
 
-__global__ void __launch_bounds__(kThreads) fp8_fixup_kernel(const FixupArgs a) {
+__global__ void __launch_bounds__(kThreads, 4) fp8_fixup_kernel(const FixupArgs a) {
   const fp8::ImageGeometry ga = fp8::ImageGeometry::of(a.M, a.K), gb = fp8::ImageGeometry::of(a.N, a.K);
   // Both images are complete: B's since prepack_fp8, A's since the GEMM let this grid launch
   // (its threads signal launch_dependents only after their wait for the image kernel).
@@ -154,7 +163,7 @@ void fp8_fixup(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule r
                const PackedWeights& B, void* C, bool c_f32, int64_t ldc, cudaStream_t stream) {
   const FixupArgs args{A, M, K, lda, rule, a_img, B.data, B.fp8, B.N, C, c_f32, ldc};
   // Programmatic dependent launch after gemm_fp8 (common.cuh launch_pdl).
-  launch_pdl(fp8_fixup_kernel, dim3(132), dim3(kThreads), stream, "cudaLaunchKernelEx(fp8_fixup_kernel)", args);
+  launch_pdl(fp8_fixup_kernel, dim3(kGrid), dim3(kThreads), stream, "cudaLaunchKernelEx(fp8_fixup_kernel)", args);
 }
 
 }  // namespace mxfp4::cuda
