@@ -34,6 +34,8 @@ inline constexpr int kRowPad = 256;       ///< image rows are padded to this
 inline constexpr int kAtomRows = 64;      ///< rows per 8192-byte atom
 inline constexpr int kAtomBytes = kAtomRows * kSliceK;
 inline constexpr int kFlagRows = 16;      ///< rows per flag byte
+/// The flags of a slice fill whole 16-byte units, so the image ends on the last flag byte.
+static_assert(kRowPad / kFlagRows % 16 == 0, "the flags of a slice fill whole 16-byte units");
 inline constexpr int kMinShift = -8, kMaxShift = 6;  ///< e2m1 * 2^d is exact in e4m3 for d here
 /// Largest |R| kept on the FP8 path: slice sums of e4m3 products are multiples of 2^-18 below
 /// 2^25, so S * 2^(Ra + Rb) stays a normal fp32 number for |Ra|, |Rb| <= 48.
@@ -50,7 +52,7 @@ struct ImageGeometry {
   MXFP4_HD int64_t scale_offset() const { return code_bytes(); }
   MXFP4_HD int64_t flag_offset() const { return code_bytes() + slices * rows_padded * 4; }
   MXFP4_HD int64_t flag_count() const { return slices * (rows_padded / kFlagRows); }
-  MXFP4_HD int64_t total_bytes() const {  // rounded up to 16 bytes
+  MXFP4_HD int64_t total_bytes() const {  // rounded up to 16 bytes (a no-op: see kFlagRows)
     return (flag_offset() + flag_count() + 15) / 16 * 16;
   }
   /// Byte offset of the e4m3 code of element (row r, column k).

@@ -140,9 +140,8 @@ __global__ void __launch_bounds__(kRows * 16) fp8_image_kernel(Source src, int64
     for (int w = 0; w < kWarpsPerQuarter; ++w) any |= warp_flagged[threadIdx.x * kWarpsPerQuarter + w];
     out[g.flag_offset() + g.flag_index(t * kQuarters + threadIdx.x, j)] = uint8_t(any != 0);
   }
-  // The alignment padding after the flags (< 16 bytes) is zeroed, so every byte is written.
-  const int64_t flags_end = g.flag_offset() + g.flag_count();
-  if (t == 0 && j == 0 && threadIdx.x < g.total_bytes() - flags_end) out[flags_end + threadIdx.x] = 0;
+  // No padding follows the flags (fp8_layout.hpp: they end 16-byte aligned), so every byte
+  // of the image has been written.
 }
 
 template <class Source>
