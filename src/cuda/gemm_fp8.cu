@@ -12,7 +12,8 @@
 //     tensor core) and promotes it: acc += scratch * 2^(Ra[m] + Rb[n]), one FFMA per element
 //     with the slice's scale products held in registers (setmaxnreg), exact up to the fp32
 //     rounding of the add (|R| <= 48, fp8::kMaxAbsR); WN = 128 runs as two m64n64 halves in
-//     flight so that one half's promotion overlaps the other's MMA.
+//     flight so that one half's promotion overlaps the other's MMA, and WN = 64 tiles of one or
+//     two consumer warpgroups keep two k32 steps in flight (two scratch accumulators).
 // Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the
 // rows and columns of C they touch afterwards.
 #include <algorithm>
@@ -157,6 +158,10 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   // accumulator and scale products of 64 x 128), the producer ~30; the launch gives 168 (384
   // threads). Four 64 x 64 consumer warpgroups need ~100 each; the launch gives 96 (640 threads).
   constexpr bool kRebalance = kCons >= 2 && (WN == 128 || kCons == 4);
+  // WN = 64 with at most two consumer warpgroups (<= 168 registers per thread, no rebalance):
+  // room for a second 64 x 64 scratch accumulator, so steps run in flight two at a time (the
+  // four-warpgroup tile has 112 registers per consumer thread, too few for it).
+  constexpr bool kPingPong = WN == 64 && kCons <= 2 && !SLICE_SUM;
   // The CTA's pool is what the launch gave: (65536 / threads) rounded down to a multiple of 8.
   constexpr int kConsumerRegs = WN == 128 ? 232 : 112, kProducerRegs = WN == 128 ? 40 : 32;
   static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
@@ -309,6 +314,39 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             for (int i = 0; i < 32; ++i) acc[32 + i] = fmaf(t1[i], ab[32 + i], acc[32 + i]);
             if (kk < 3) issue(t1, db1, kk + 1);
           }
+          continue;
+        }
+        if constexpr (kPingPong) {
+          // Two scratch accumulators by step parity: step kk + 1's wgmma runs while step kk is
+          // promoted (the same promotions in the same order as one scratch: bitwise the same C).
+          float t1[WN / 2];
+          auto issue = [&](float (&t)[WN / 2], int kk) {
+#pragma unroll
+            for (int i = 0; i < WN / 2; ++i) fence_operand(t[i]);
+            wgmma_fence();
+            wgmma_e4m3<WN>(t, da + 2 * kk, db + 2 * kk, 0);
+            wgmma_commit();
+          };
+          auto promote = [&](float (&t)[WN / 2]) {
+#pragma unroll
+            for (int i = 0; i < WN / 2; ++i) fence_operand(t[i]);
+#pragma unroll
+            for (int i = 0; i < WN / 2; ++i) acc[i] = fmaf(t[i], ab[i], acc[i]);
+          };
+          issue(tmp, 0);
+          issue(t1, 1);
+          load_scale_products();
+          wgmma_wait<1>();  // step 0 (groups complete in order: step 1 may still run)
+          promote(tmp);
+          issue(tmp, 2);
+          wgmma_wait<1>();  // step 1
+          promote(t1);
+          issue(t1, 3);
+          wgmma_wait<1>();  // step 2
+          promote(tmp);
+          wgmma_wait<0>();  // step 3: every wgmma of the stage has read it
+          release_stage();
+          promote(t1);
           continue;
         }
         load_scale_products();

@@ -222,7 +222,10 @@ TEST(GpuFp8, BlocksOfDifferentScaleInOneSliceStayExact) {
   const auto [a, b] = cancelling_slices(M, N, K);
   const DeviceBuf da(a);
   const DevicePacked pk(quantize_bf16(b, N, K));
-  for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(64, 64), fp8_cfg(256, 128)}) {
+  // Every consumer shape: WN = 128 halves, the 64 x 64 quarters, and the two-scratch
+  // (ping-pong) 64 x 64 tiles of one and two consumer warpgroups.
+  for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(128, 128, true), fp8_cfg(64, 64), fp8_cfg(128, 64),
+                                fp8_cfg(64, 128, true), fp8_cfg(256, 128)}) {
     const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
     for (size_t i = 0; i < C.size(); ++i) ASSERT_EQ(fmt::bf16_to_f32(C[i]), 36.f) << describe(cfg) << " element " << i;
   }
