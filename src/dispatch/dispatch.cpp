@@ -12,35 +12,48 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048 unless the small-M kernel runs one
-/// full wave: choose_gemm_config), persistent (one CTA per SM walks
-/// the tiles): 128 x 128 tiles as four 64 x 64 consumer warpgroups (20 warps), or, for
-/// M > 128, 128 x 64 tiles (12 warps) when fewer than half the SMs would get a 128 x 128 tile.
-/// For M <= 128 with that few tiles, split-K clusters of 128 x 128 tiles (2 or 4 CTAs per
-/// tile, each at least two 128-K slices, one wave) instead. H200 tunes
+/// full wave: choose_gemm_config), persistent (one CTA per SM walks the tiles): 128 x 128
+/// tiles as four 64 x 64 consumer warpgroups (20 warps) when they give at least half the SMs
+/// a tile; else, for M > 128, 128 x 64 tiles (two consumer warpgroups, 12 warps). H200 tunes
 /// (bench/results/logs/fp8-v2-tune-large-m-h200.log, fp8-v5-tune-h200.log,
-/// fp8-split-tune-mid-m-h200.log):
+/// tune-fp8-large-session13-h200.log):
 ///   - 128 x 128 won 256x7168x2048 (112 tiles) and every M >= 1024 shape; four warpgroups
-///     beat two 64 x 128 ones by 3-4% (1024x7168x2048 82.5 against 85.4 us);
-///   - 128 x 64 won 256x3072x1536 (48 tiles of 128 x 128: 18.7 against 22.2 us) and
-///     256x2880x512 (11.2 against 12.9);
-///   - 128x2112x7168 (17 tiles): 128 x 128 split 4 28.1 us, 128 x 64 split 2 30.2, the
-///     small-M kernel 32.2 (23.5 in session 12, which now takes it); 128 x 64 split 4 (33
-///     clusters of 4, more than fit at once) 34.7;
-///   - 128x2880x512: the small-M kernel 9.4 us, the best fp8 tile 9.6: short K stays there.
+///     beat two 64 x 128 ones by 2-4% (1024x7168x2048 79.5 against 81.1 us);
+///   - 128 x 64 won 256x3072x1536 (13.9 us, 128 x 128 18.8) and 256x2880x512 (8.4, 10.2 split 2).
+/// M <= 128 with fewer tiles: split-K clusters (2 or 4 CTAs per tile), whichever tile (128 x
+/// 64 or 128 x 128) reaches the larger split, 128 x 64 on a tie (twice the CTAs for the same K
+/// per CTA). A split needs >= 4 slices per CTA and a grid in one wave: <= the SM count for pairs,
+/// <= 3/4 of it for clusters of 4 (~200 KB CTAs: a cluster needs 4 free SMs of one GPC, and
+/// 128-132 CTAs in clusters of 4 ran in two waves). Split 8 never won. Session 13 tune
+/// (tune-mid-m-session13-h200.log, --paths fp8; session 12's choice first):
+///   - 96x4096x4096: 128 x 128 s4 (128 CTAs in 4s) 31.7 us -> 128 x 64 s2 (128 CTAs) 19.4;
+///   - 128x1024x8192: 128 x 128 s4 (32 CTAs) 27.0 (session 12) -> 128 x 64 s4 (64) 20.6;
+///   - 128x2176x7168 (like 128x2112x7168, whose small-M grid fits): 128 x 128 s4 (68 CTAs)
+///     25.4 stays (128 x 64 s2 26.6, s4 in 132 CTAs 30.1).
 /// 64-row tiles and the 2-CTA pair (block_m 256) never won.
 GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
-  // 128 x 128 tiles, capped at the SM count (M and N up to 2^40 each: the product would
-  // overflow, and every decision below only asks whether tiles reach a fraction of the SMs).
-  const int64_t mt = ceil_div(M, 128), nt = ceil_div(N, 128);
-  const int64_t tiles = mt >= sms || nt >= sms ? sms : mt * nt, slices = ceil_div(K, 128);
+  // Tiles of 128 rows x block_n, capped at the SM count (M and N up to 2^40 each: the product
+  // would overflow, and every decision below only asks whether tiles reach a fraction of the SMs).
+  const int64_t mt = ceil_div(M, 128), slices = ceil_div(K, 128);
+  auto tiles_of = [&](int64_t block_n) {
+    const int64_t nt = ceil_div(N, block_n);
+    return mt >= sms || nt >= sms ? sms : mt * nt;
+  };
+  const int64_t tiles = tiles_of(128);
   if (2 * tiles >= sms) return GemmConfig{GemmPath::fp8, 128, 128, 1, 20};
   if (M > 128) return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};
-  // Split 8 never won a tune (128x2112x7168: 36.6 against 28.1 us at split 4), and clusters
-  // of 8 CTAs of ~200 KB need 8 free SMs of one GPC each: at most 4 by default.
-  int split = 1;
-  while (split < 4 && tiles * split * 2 <= sms && slices >= 4 * split) split *= 2;
-  return GemmConfig{GemmPath::fp8, 128, 128, split, 20};
+  auto split_for = [&](int64_t t) {
+    int split = 1;
+    for (int s : {2, 4}) {
+      const int64_t limit = s == 2 ? sms : sms * 3 / 4;
+      if (t * s <= limit && slices >= 4 * int64_t(s)) split = s;
+    }
+    return split;
+  };
+  const int split64 = split_for(tiles_of(64)), split128 = split_for(tiles);
+  if (split128 > split64) return GemmConfig{GemmPath::fp8, 128, 128, split128, 20};
+  return GemmConfig{GemmPath::fp8, 64, 128, split64, 12};
 }
 
 /// Path fp8 pays off at 64 < M <= 128 only for long K (see fp8_config).
@@ -132,8 +145,9 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 /// on 132 SMs: the one configuration measured). Session 12 tune (bench/results/logs/
 /// tune-m128-session12-h200.log, --paths splitk,fp8): 128x2112x7168 (132 CTAs) small-M kernel
 /// 23.5 us against path fp8's choice 26.3 (bench 25.2 -> 23.5); where the grid spills into a
-/// second wave, path fp8's choice stays ahead of the small-M kernel's: 128x1024x8192 (256
-/// CTAs) 27.0 against 28.6 us, 96x4096x4096 (256) 25.5 against 27.9.
+/// second wave, path fp8's choice is ahead of the small-M kernel's: 128x1024x8192 (256
+/// CTAs) 20.6 us (session 13's fp8 rule; 27.0 before) against 28.6, 96x4096x4096 (256) 19.4
+/// (25.5) against 27.9; the best small-M configurations there were 20.8 and 19.9.
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   check_shape(M, N, K, "choose_gemm_config");
   if (M > 128) return fp8_config(M, N, K, dev);

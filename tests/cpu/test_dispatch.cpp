@@ -59,14 +59,21 @@ TEST(Dispatch, WithoutFp8ImageSmallMRuleThenTiled) {
   EXPECT_THROW(config_without_fp8(0, 16, 16, dev), InvalidArgument);
 }
 
-// Path fp8 split-K (M <= 128): clusters of 2 or 4 CTAs per 128 x 128 tile when the tiles
-// leave SMs idle, each CTA at least two 128-K slices, the grid within one wave.
+// Path fp8 split-K (M <= 128): clusters of 2 or 4 CTAs per 128 x 64 or 128 x 128 tile when
+// the tiles leave SMs idle (the tile that reaches the larger split, 128 x 64 on a tie), each
+// CTA at least four 128-K slices, the grid within one wave (clusters of 4: 3/4 of the SMs).
 TEST(Dispatch, Fp8SplitsKWhenTilesLeaveSmsIdle) {
   const DeviceInfo dev = h200();
+  // Session 13 tune: 128 x 128 split 4 (68 CTAs) 25.4 us, 128 x 64 split 2 26.6, split 4 30.1.
   EXPECT_EQ(describe(choose_gemm_config(128, 2176, 7168, dev)), "path=fp8 block_n=128 block_m=128 split_k=4 warps=20");
+  // 128 x 64 split 2 (128 CTAs) 19.4 us against 128 x 128 split 4 (128 CTAs in clusters of 4) 31.7.
+  EXPECT_EQ(describe(choose_gemm_config(96, 4096, 4096, dev)), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
+  // A tie at split 4: 128 x 64 (64 CTAs) 20.6 us against 128 x 128 (32 CTAs) 27.0.
+  EXPECT_EQ(describe(choose_gemm_config(128, 1024, 8192, dev)), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");
   EXPECT_EQ(choose_gemm_config(256, 2112, 7168, dev).split_k, 1);  // M > 128: 128 x 64 tiles instead
   EXPECT_EQ(choose_gemm_config(128, 16384, 2048, dev).split_k, 1); // 128 tiles
-  EXPECT_EQ(choose_gemm_config(100, 4096, 8192, dev).split_k, 4);  // 32 tiles: split 8 never won a tune
+  EXPECT_EQ(choose_gemm_config(100, 4096, 8192, dev).split_k, 2);  // 64 tiles of 128 x 64: split 4 would be 2 waves
+  EXPECT_EQ(choose_gemm_config(100, 256, 8192, dev).split_k, 4);   // 4 tiles: split 8 never won a tune
   EXPECT_EQ(choose_gemm_config(1024, 7168, 2048, dev).split_k, 1);
   for (int64_t M : {65, 128, 256, 1024})
     for (int64_t N : {64, 2112, 7168})
