@@ -100,10 +100,6 @@ __device__ __forceinline__ void store_pair(const Fp8Params& p, int64_t m, int64_
 /// -DMXFP4_EXP_FP8_NOWAIT=1: the GEMM does not wait for the A image kernel (it reads whatever
 /// image is there), to time what serialising the image and the GEMM costs. Never a default.
 constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
-#ifndef MXFP4_EXP_FP8_NHALF  // a measurement (docs/perf-notes.md, session 13)
-#define MXFP4_EXP_FP8_NHALF 0
-#endif
-constexpr bool kExpNHalf = MXFP4_EXP_FP8_NHALF != 0;
 
 /// PDL in both directions: waits for the A image kernel (complete, writes visible), then lets
 /// the fix-up start; the fix-up reads A's flags before its own wait, so no thread may signal
@@ -166,9 +162,6 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   // room for a second 64 x 64 scratch accumulator, so steps run in flight two at a time (the
   // four-warpgroup tile has 112 registers per consumer thread, too few for it).
   constexpr bool kPingPong = WN == 64 && kCons <= 2 && !SLICE_SUM;
-  // -DMXFP4_EXP_FP8_NHALF=1 (a measurement): the four-warpgroup 64 x 64 tile runs each k32
-  // step as two m64n32 halves in flight, like WN = 128 (no extra registers).
-  constexpr bool kNHalves = kExpNHalf && WN == 64 && kCons == 4 && !SLICE_SUM;
   // The CTA's pool is what the launch gave: (65536 / threads) rounded down to a multiple of 8.
   constexpr int kConsumerRegs = WN == 128 ? 232 : 112, kProducerRegs = WN == 128 ? 40 : 32;
   static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
@@ -320,43 +313,6 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
 #pragma unroll
             for (int i = 0; i < 32; ++i) acc[32 + i] = fmaf(t1[i], ab[32 + i], acc[32 + i]);
             if (kk < 3) issue(t1, db1, kk + 1);
-          }
-          continue;
-        }
-        if constexpr (kNHalves) {
-          // Halves 0 and 1 are columns 0-31 and 32-63 (B rows 32-63 start 4 swizzle groups,
-          // 4096 bytes, into the atom); fragment register i of half h is register 16 h + i.
-          float h0[16], h1[16];
-          const uint64_t db1 = db + (uint64_t(32 * fp8::kSliceK) >> 4);
-          auto issue = [&](float (&t)[16], uint64_t desc_b, int kk) {
-#pragma unroll
-            for (int i = 0; i < 16; ++i) fence_operand(t[i]);
-            wgmma_fence();
-            wgmma_e4m3<32>(t, da + 2 * kk, desc_b + 2 * kk, 0);
-            wgmma_commit();
-          };
-          auto promote = [&](float (&t)[16], int h) {
-#pragma unroll
-            for (int i = 0; i < 16; ++i) fence_operand(t[i]);
-#pragma unroll
-            for (int i = 0; i < 16; ++i) acc[16 * h + i] = fmaf(t[i], ab[16 * h + i], acc[16 * h + i]);
-          };
-          issue(h0, db, 0);
-          issue(h1, db1, 0);
-          load_scale_products();
-#pragma unroll
-          for (int kk = 0; kk < 4; ++kk) {
-            wgmma_wait<1>();  // half 0 of step kk
-            promote(h0, 0);
-            if (kk < 3) {
-              issue(h0, db, kk + 1);
-              wgmma_wait<1>();  // half 1 of step kk
-            } else {
-              wgmma_wait<0>();
-              release_stage();
-            }
-            promote(h1, 1);
-            if (kk < 3) issue(h1, db1, kk + 1);
           }
           continue;
         }

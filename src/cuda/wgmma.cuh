@@ -1,6 +1,6 @@
 // Hopper warpgroup MMA (wgmma) primitives for the FP8 prefill GEMM: shared-memory matrix
 // descriptors for the 128-byte-swizzled K-major tiles of the FP8 image, the fence / commit /
-// wait instructions and the e4m3 MMA shapes used. Source: PTX ISA 8.x, "Asynchronous
+// wait instructions and the two e4m3 MMA shapes used. Source: PTX ISA 8.x, "Asynchronous
 // Warpgroup Level Matrix Multiply-Accumulate Instructions" (matrix descriptor format,
 // wgmma.mma_async, wgmma.fence, wgmma.commit_group, wgmma.wait_group).
 #pragma once
@@ -148,29 +148,14 @@ __device__ __forceinline__ void wgmma_bf16_rs(float (&d)[N / 2], const uint32_t 
   }
 }
 
-/// D (+)= A * B, m64n32k32, e4m3 x e4m3 -> f32 (as above). D: 16 registers per thread.
-__device__ __forceinline__ void wgmma_m64n32k32_e4m3(float (&d)[16], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "setp.ne.b32 p, %18, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-      "}, %16, %17, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-/// The m64nNk32 e4m3 MMA for N = 128, 64 or 32.
+/// The m64nNk32 e4m3 MMA for N = 128 or 64.
 template <int N>
 __device__ __forceinline__ void wgmma_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d) {
   if constexpr (N == 128) {
     wgmma_m64n128k32_e4m3(d, desc_a, desc_b, scale_d);
-  } else if constexpr (N == 64) {
-    wgmma_m64n64k32_e4m3(d, desc_a, desc_b, scale_d);
   } else {
-    static_assert(N == 32, "wgmma_e4m3: N is 32, 64 or 128");
-    wgmma_m64n32k32_e4m3(d, desc_a, desc_b, scale_d);
+    static_assert(N == 64, "wgmma_e4m3: N is 64 or 128");
+    wgmma_m64n64k32_e4m3(d, desc_a, desc_b, scale_d);
   }
 }
 
