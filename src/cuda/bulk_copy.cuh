@@ -48,20 +48,10 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   }
 }
 
-#ifndef MXFP4_EXP_L2_PREFETCH  // a measurement (docs/perf-notes.md, session 13): 0, 128 or 256
-#define MXFP4_EXP_L2_PREFETCH 0
-#endif
 /// 16-byte asynchronous copy global -> shared by this thread (PTX "cp.async", .cg: cached in
-/// L2 only); both addresses 16-byte aligned. -DMXFP4_EXP_L2_PREFETCH=128/256 adds the
-/// .L2::128B/256B prefetch-size hint (a measurement).
+/// L2 only); both addresses 16-byte aligned.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  if constexpr (MXFP4_EXP_L2_PREFETCH == 256) {
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
-  } else if constexpr (MXFP4_EXP_L2_PREFETCH == 128) {
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
-  } else {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
-  }
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
 }
 
 /// Arrives on `bar` once every cp.async this thread has issued so far has completed, without
