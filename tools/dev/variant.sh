@@ -2,7 +2,8 @@
 # A second build of the same tree with extra CUDA flags (a measurement aid for one device call:
 # e.g. an #ifdef'd experiment next to the default build), then its bench and call_split probe.
 # Logs go to $OUT/logs/NAME-*.
-# With TESTS=GTEST_FILTER it first builds and runs the variant's GPU tests, and with
+# With TESTS=GTEST_FILTER it first builds and runs the variant's GPU tests (stopped after
+# TEST_TIMEOUT seconds, default 150: a hung variant must not use up the device call), and with
 # SANITIZE=GTEST_FILTER racecheck, synccheck and memcheck over that filter; the bench runs only if they pass.
 # Usage (from the repository root, after scripts/device-check.sh, e.g. as an extra command of
 #   tools/dev/device-steps.sh): [TESTS=F] [SANITIZE=F] tools/dev/variant.sh NAME "CUDA_FLAGS" [M N K ...]
@@ -17,7 +18,7 @@ cmake -S . -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURE
   cmake --build "$b" --target mxfp4_cli -j "$(nproc)" >> "$o/$name-build.log" 2>&1 || { echo "$name: build failed"; tail -20 "$o/$name-build.log"; exit 1; }
 if [ -n "${TESTS:-}" ]; then
   cmake --build "$b" --target mxfp4_tests -j "$(nproc)" >> "$o/$name-build.log" 2>&1 || { echo "$name: test build failed"; exit 1; }
-  timeout 300 "$b/mxfp4_tests" --gtest_filter="$TESTS" --gtest_brief=1 > "$o/$name-tests.log" 2>&1
+  timeout "${TEST_TIMEOUT:-150}" "$b/mxfp4_tests" --gtest_filter="$TESTS" --gtest_brief=1 > "$o/$name-tests.log" 2>&1
   rc=$?; echo "$name: tests rc=$rc"; tail -n 5 "$o/$name-tests.log"; [ $rc = 0 ] || exit 1
 fi
 if [ -n "${SANITIZE:-}" ]; then
