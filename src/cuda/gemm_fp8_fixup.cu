@@ -20,12 +20,13 @@ namespace {
 constexpr int kThreads = 128;
 /// CTAs of the fix-up. Few and small on purpose (session 12: call_split put 0.1-1.2 us on the
 /// fix-up launch when nothing is flagged, 0.9 at 256x2880x512): PDL lets them start during
-/// the GEMM, but only where an SM has room, and 132 CTAs of 256 threads at 128 registers fit
-/// nowhere beside a GEMM CTA (49152 or 61440 of 65536 registers), so most of them started
-/// after the GEMM's CTAs left, then scanned the flags. 16 CTAs of 128 threads (16384
-/// registers each) fit on the SMs the GEMM leaves free (256x2880x512: 42) or beside a
-/// 12-warp GEMM CTA, scan the flags during the GEMM, and return as soon as it completes.
-/// Flagged groups (rare) are fixed by these 16 CTAs alone.
+/// the GEMM, but only where an SM has room. A CTA of 128 threads at 128 registers (16384)
+/// fits beside no dispatched GEMM CTA (they hold 61440-64512 of 65536 registers), only on the
+/// SMs the GEMM leaves free (256x2880x512: 42 of 132; at most 4 fix-up CTAs each), where
+/// they scan the flags during the GEMM; 132 CTAs of 256 threads mostly started after the
+/// GEMM's CTAs left. Session 13: 16 CTAs of 128 threads took 0.3-0.5 us off the M = 256 calls.
+/// The price: flagged groups are recomputed by 2048 threads instead of 33792, up to ~16x
+/// longer per flagged line (unmeasured; docs/perf-notes.md plan).
 constexpr int kGrid = 16;
 constexpr int kChunk = 32;  ///< blocks of the shared row staged in shared memory at once
 

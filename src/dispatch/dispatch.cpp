@@ -11,6 +11,10 @@ namespace mxfp4 {
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// The largest path fp8 split-K grid (CTAs) that runs in one wave, clusters of `split` CTAs of
+/// ~200 KB shared memory each (fp8_config's comment has the measurements).
+int64_t fp8_split_grid_limit(int split, int64_t sms) { return split == 2 ? sms - sms / 32 : sms * 3 / 4; }
+
 /// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048 unless the small-M kernel runs one
 /// full wave: choose_gemm_config), persistent (one CTA per SM walks the tiles): 128 x 128
 /// tiles as four 64 x 64 consumer warpgroups (20 warps) when they give at least half the SMs
@@ -22,9 +26,11 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 ///   - 128 x 64 won 256x3072x1536 (13.9 us, 128 x 128 18.8) and 256x2880x512 (8.4, 10.2 split 2).
 /// M <= 128 with fewer tiles: split-K clusters (2 or 4 CTAs per tile), whichever tile (128 x
 /// 64 or 128 x 128) reaches the larger split, 128 x 64 on a tie (twice the CTAs for the same K
-/// per CTA). A split needs >= 4 slices per CTA and a grid in one wave: <= the SM count for pairs,
-/// <= 3/4 of it for clusters of 4 (~200 KB CTAs: a cluster needs 4 free SMs of one GPC, and
-/// 128-132 CTAs in clusters of 4 ran in two waves). Split 8 never won. Session 13 tune
+/// per CTA). A split needs >= 4 slices per CTA and a grid in one wave: for pairs at most the
+/// SM count less 1/32 of it (128 of 132: pairs need two SMs of one GPC, and 128 CTAs is the
+/// largest pair grid measured in one wave), <= 3/4 of it for clusters of 4 (~200 KB CTAs: a
+/// cluster needs 4 free SMs of one GPC, and 128-132 CTAs in clusters of 4 ran in two waves).
+/// Split 8 never won. Session 13 tune
 /// (tune-mid-m-session13-h200.log, --paths fp8; session 12's choice first):
 ///   - 96x4096x4096: 128 x 128 s4 (128 CTAs in 4s) 31.7 us -> 128 x 64 s2 (128 CTAs) 19.4;
 ///   - 128x1024x8192: 128 x 128 s4 (32 CTAs) 27.0 (session 12) -> 128 x 64 s4 (64) 20.6;
@@ -46,7 +52,7 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   auto split_for = [&](int64_t t) {
     int split = 1;
     for (int s : {2, 4}) {
-      const int64_t limit = s == 2 ? sms : sms * 3 / 4;
+      const int64_t limit = fp8_split_grid_limit(s, sms);
       if (t * s <= limit && slices >= 4 * int64_t(s)) split = s;
     }
     return split;

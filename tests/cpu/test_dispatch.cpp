@@ -73,16 +73,21 @@ TEST(Dispatch, Fp8SplitsKWhenTilesLeaveSmsIdle) {
   EXPECT_EQ(choose_gemm_config(256, 2112, 7168, dev).split_k, 1);  // M > 128: 128 x 64 tiles instead
   EXPECT_EQ(choose_gemm_config(128, 16384, 2048, dev).split_k, 1); // 128 tiles
   EXPECT_EQ(choose_gemm_config(100, 4096, 8192, dev).split_k, 2);  // 64 tiles of 128 x 64: split 4 would be 2 waves
+  // 65 tiles of 128 x 64 in pairs would be 130 CTAs, past the 128 measured in one wave: 128 x 128
+  // (33 tiles) split 2 instead.
+  EXPECT_EQ(describe(choose_gemm_config(96, 4160, 4096, dev)), "path=fp8 block_n=128 block_m=128 split_k=2 warps=20");
   EXPECT_EQ(choose_gemm_config(100, 256, 8192, dev).split_k, 4);   // 4 tiles: split 8 never won a tune
   EXPECT_EQ(choose_gemm_config(1024, 7168, 2048, dev).split_k, 1);
-  for (int64_t M : {65, 128, 256, 1024})
-    for (int64_t N : {64, 2112, 7168})
-      for (int64_t K : {128, 1024, 16384}) {
+  for (int64_t M : {65, 96, 128, 256, 1024})
+    for (int64_t N : {64, 256, 1024, 2112, 4096, 4160, 7168})
+      for (int64_t K : {128, 1024, 2048, 4096, 16384}) {
         const GemmConfig c = choose_gemm_config(M, N, K, dev);
         if (c.path != GemmPath::fp8) continue;  // 64 < M <= 128 with short K: the small-M kernel
+        // One wave: pairs <= 128 CTAs of 132, clusters of 4 <= 99; >= 4 slices per CTA.
         const int64_t tiles = (M + 127) / 128 * ((N + c.block_n - 1) / c.block_n);
-        EXPECT_TRUE(c.split_k == 1 || tiles * c.split_k <= 132) << describe(c);
-        EXPECT_TRUE(c.split_k == 1 || (K + 127) / 128 >= 2 * c.split_k) << describe(c);
+        EXPECT_TRUE(c.split_k == 1 || tiles * c.split_k <= (c.split_k == 2 ? 128 : 99)) << describe(c);
+        EXPECT_TRUE(c.split_k == 1 || (K + 127) / 128 >= 4 * c.split_k) << describe(c);
+        EXPECT_TRUE(c.split_k <= 4) << describe(c);
       }
 }
 
