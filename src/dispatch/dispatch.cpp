@@ -35,7 +35,9 @@ int64_t fp8_split_grid_limit(int split, int64_t sms) { return split == 2 ? sms -
 ///   - 96x4096x4096: 128 x 128 s4 (128 CTAs in 4s) 31.7 us -> 128 x 64 s2 (128 CTAs) 19.4;
 ///   - 128x1024x8192: 128 x 128 s4 (32 CTAs) 27.0 (session 12) -> 128 x 64 s4 (64) 20.6;
 ///   - 128x2176x7168 (like 128x2112x7168, whose small-M grid fits): 128 x 128 s4 (68 CTAs)
-///     25.4 stays (128 x 64 s2 26.6, s4 in 132 CTAs 30.1).
+///     25.4 stays (128 x 64 s2 26.6, s4 in 132 CTAs 30.1);
+///   - 128x2880x512: the small-M kernel 6.2 us (session 12), the best fp8 tile 7.1: short K
+///     stays on the small-M kernel (kFp8MinK).
 /// 64-row tiles and the 2-CTA pair (block_m 256) never won.
 GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
