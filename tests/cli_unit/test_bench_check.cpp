@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench_data.hpp"
+#include "cpu/fp8_plan.hpp"
 #include "mxfp4/format.hpp"
 
 namespace mxfp4cli::bench {
@@ -66,6 +67,29 @@ TEST(BenchCheck, OnlyTheSampledRowsAreChecked) {
   EXPECT_EQ(r.rows_checked, 3);
   bad[size_t(4 * t.N + 1)] = 0x7FC0;  // row 4: sampled
   EXPECT_FALSE(check_gemm(ref, bad).correct);
+}
+
+/// `mxfp4 bench --flagged-weight-rows`: exactly the chosen rows get a group that path fp8's
+/// image cannot hold (their first 128-K slice), nothing else changes, and bad counts throw.
+TEST(BenchData, FlagRowsFlagsExactlyTheChosenRowsFirstGroup) {
+  constexpr int64_t rows = 40, K = 256;
+  std::vector<uint16_t> x = randn_bf16(rows, K, 5, {3});
+  const std::vector<uint16_t> orig = x;
+  flag_rows(x, rows, K, 0);
+  EXPECT_EQ(x, orig);
+  flag_rows(x, rows, K, 5);  // rows 0, 8, 16, 24, 32
+  const HostMx m = quantize_bf16(x, rows, K);
+  const mxfp4::fp8::GroupPlan plan = mxfp4::fp8::plan_groups(m.view());
+  ASSERT_EQ(plan.slices, 2);
+  for (int64_t r = 0; r < rows; ++r) {
+    EXPECT_EQ(plan.exact[size_t(r * 2)] == 0, r % 8 == 0) << "row " << r;
+    EXPECT_TRUE(plan.exact[size_t(r * 2 + 1)]) << "row " << r;
+    for (int64_t k = 0; k < K; ++k)
+      if (r % 8 != 0 || k >= 64) ASSERT_EQ(x[size_t(r * K + k)], orig[size_t(r * K + k)]) << r << ", " << k;
+  }
+  EXPECT_THROW(flag_rows(x, rows, K, rows + 1), CliError);
+  EXPECT_THROW(flag_rows(x, rows, K, -1), CliError);
+  EXPECT_THROW(flag_rows(x, rows, 32, 1), CliError);
 }
 
 }  // namespace

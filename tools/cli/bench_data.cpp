@@ -82,6 +82,19 @@ std::vector<uint16_t> randn_bf16(int64_t rows, int64_t cols, uint64_t seed, cons
   return out;
 }
 
+void flag_rows(std::vector<uint16_t>& x, int64_t rows, int64_t K, int64_t count) {
+  if (count < 0 || count > rows)
+    throw CliError("flagged rows: " + std::to_string(count) + " is not in [0, " + std::to_string(rows) + "]");
+  if (count > 0 && K < 64) throw CliError("flagged rows need K >= 64, got K = " + std::to_string(K));
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t r = i * rows / count;
+    for (int64_t k = 0; k < 64; ++k) {
+      uint16_t& v = x[size_t(r * K + k)];
+      v = mxfp4::fmt::f32_to_bf16(std::ldexp(mxfp4::fmt::bf16_to_f32(v), k < 32 ? -10 : 10));
+    }
+  }
+}
+
 HostMx quantize_bf16(const std::vector<uint16_t>& x, int64_t rows, int64_t K) {
   HostMx m;
   m.rows = rows;

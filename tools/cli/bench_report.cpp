@@ -92,6 +92,7 @@ void write_json(const std::string& path, const Meta& meta, const std::vector<Row
   j["date_utc"] = utc_now();
   j["shapes_file"] = meta.shapes_file;
   j["seed"] = meta.seed;
+  j["flagged_weight_rows"] = meta.flagged_weight_rows;
   j["replays"] = meta.replays;
   j["rotate_bytes"] = meta.rotate_bytes;
   j["floor_model"] = "max(bytes/4.27e12, 2MNK/1410e12)*1e6 + 0.57 us; bytes = 2MK + NK/2 + NK/32 + 2MN";
@@ -136,6 +137,8 @@ void write_markdown(const std::string& path, const Meta& meta, const std::vector
   if (!f) throw CliError(path + ": cannot open for writing");
   f << "# mxfp4 bench: " << meta.backend << " (" << meta.device << ")\n\n";
   f << "mxfp4 " << meta.version << ", " << utc_now() << ", shapes " << meta.shapes_file << ", seed " << meta.seed;
+  if (meta.flagged_weight_rows > 0)
+    f << ", " << meta.flagged_weight_rows << " weight rows per shape with a flagged FP8 group";
   if (meta.backend == "cuda")
     f << ", median of " << meta.replays << " CUDA-graph replays, weights rotated over " << (meta.rotate_bytes >> 20)
       << " MiB";

@@ -37,6 +37,7 @@ struct Meta {
   std::string version;     ///< mxfp4::version()
   std::string shapes_file;
   uint64_t seed = 0;
+  int64_t flagged_weight_rows = 0;  ///< `--flagged-weight-rows` (0: plain random weights)
   int replays = 0;
   int64_t rotate_bytes = 0;
 };

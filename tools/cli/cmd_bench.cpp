@@ -1,5 +1,5 @@
 // mxfp4 bench [--shapes FILE] [--backend auto|cpu|cuda] [--out-dir DIR] [--replays N] [--seed S]
-//             [--no-baselines]
+//             [--no-baselines] [--flagged-weight-rows R]
 // For each shape: seeded randn bf16 A [M, K] and B [N, K], B quantized by mxfp4::quantize,
 // C from the backend, checked against mxfp4::gemm_reference (spec §3 bound), timed.
 // CUDA: mxfp4::cuda::bench_gemm (CUDA graph, rotated weights, cuBLAS baselines).
@@ -32,6 +32,7 @@ struct BenchArgs {
   int replays = 20;
   uint64_t seed = 0;
   bool no_baselines = false;
+  int64_t flagged_weight_rows = 0;  ///< weight rows with a flagged FP8 group (bench_data flag_rows)
 };
 
 constexpr int64_t kRotateBytes = int64_t(256) << 20;
@@ -99,8 +100,8 @@ bench::Row run_shape(const bench::Shape& s, bool cuda, const BenchArgs& a) {
     const std::vector<uint16_t> A = bench::randn_bf16(s.M, s.K, a.seed, {0, uint64_t(s.M), uint64_t(s.N), uint64_t(s.K)});
     HostMx B;
     {
-      const std::vector<uint16_t> Bd =
-          bench::randn_bf16(s.N, s.K, a.seed, {1, uint64_t(s.M), uint64_t(s.N), uint64_t(s.K)});
+      std::vector<uint16_t> Bd = bench::randn_bf16(s.N, s.K, a.seed, {1, uint64_t(s.M), uint64_t(s.N), uint64_t(s.K)});
+      bench::flag_rows(Bd, s.N, s.K, std::min(a.flagged_weight_rows, s.N));
       B = bench::quantize_bf16(Bd, s.N, s.K);
     }
     std::vector<uint16_t> C(size_t(s.M * s.N));
@@ -150,6 +151,7 @@ int run_bench(const BenchArgs& a) {
   meta.version = mxfp4::version();
   meta.shapes_file = a.shapes;
   meta.seed = a.seed;
+  meta.flagged_weight_rows = a.flagged_weight_rows;
   meta.replays = cuda ? std::max(a.replays, 10) : 0;
   meta.rotate_bytes = cuda ? kRotateBytes : 0;
 
@@ -200,6 +202,11 @@ Command add_bench(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--seed", a->seed, "seed of the random inputs")->capture_default_str();
   sub->add_flag("--no-baselines", a->no_baselines, "skip the cuBLAS baselines (CUDA)");
+  sub->add_option("--flagged-weight-rows", a->flagged_weight_rows,
+                  "give R weight rows (at most N, spread evenly) a group that path fp8's image cannot hold "
+                  "exactly, to time its fix-up (default 0)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 40))
+      ->capture_default_str();
   return {sub, [a] { return run_bench(*a); }};
 }
 
