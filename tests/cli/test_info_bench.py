@@ -57,6 +57,28 @@ def test_bench_is_deterministic(cli, tmp_path):
     assert ratios[0] == ratios[1]
 
 
+def test_bench_flagged_weight_rows(cli, tmp_path):
+    """--flagged-weight-rows R: its own file stem (never the plain bench's), recorded in the
+    JSON and the header, results still within the bound; R past N is capped at N, a negative R
+    or K < 64 with R > 0 is an error."""
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("4 40 256\n3 8 128\n")
+    out = tmp_path / "results"
+    cli.ok("bench", "--shapes", shapes, "--backend", "cpu", "--out-dir", out, "--flagged-weight-rows", 16)
+    assert not (out / "cpu.json").exists()
+    data = json.loads((out / "cpu-flagged16.json").read_text())
+    assert data["flagged_weight_rows"] == 16
+    assert all(row["correct"] is True for row in data["rows"])
+    assert "16 weight rows per shape with a flagged FP8 group" in (out / "cpu-flagged16.md").read_text()
+    assert "--flagged-weight-rows" in cli.fails("bench", "--shapes", shapes, "--backend", "cpu", "--out-dir", out,
+                                                "--flagged-weight-rows", -1)
+    short = tmp_path / "short.txt"
+    short.write_text("2 8 32\n")
+    assert "failed" in cli.fails("bench", "--shapes", short, "--backend", "cpu", "--out-dir", out,
+                                 "--flagged-weight-rows", 1)
+    assert "K >= 64" in json.loads((out / "cpu-flagged1.json").read_text())["rows"][0]["error"]
+
+
 def test_bench_bad_shapes_file(cli, tmp_path):
     shapes = tmp_path / "shapes.txt"
     shapes.write_text("4 64 64\n4 64 63\n")

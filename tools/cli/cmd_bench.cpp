@@ -4,7 +4,8 @@
 // C from the backend, checked against mxfp4::gemm_reference (spec §3 bound), timed.
 // CUDA: mxfp4::cuda::bench_gemm (CUDA graph, rotated weights, cuBLAS baselines).
 // CPU: wall clock of mxfp4::gemm, median of a few calls.
-// Writes <out-dir>/<stem>.json and .md (stem: "cpu", "h200" on an H200, else the GPU name).
+// Writes <out-dir>/<stem>.json and .md (stem: "cpu", "h200" on an H200, else the GPU name;
+// with --flagged-weight-rows R, "-flaggedR" appended).
 // Exit code 1 if any shape is incorrect or failed.
 #include <algorithm>
 #include <cctype>
@@ -158,7 +159,12 @@ int run_bench(const BenchArgs& a) {
   std::error_code ec;
   std::filesystem::create_directories(a.out_dir, ec);
   if (ec) throw CliError("--out-dir " + a.out_dir + ": " + ec.message());
-  const std::string stem = a.name.empty() ? file_stem(backend, meta.device) : a.name;
+  // Flagged weights are a measurement input: their default stem never overwrites the plain
+  // bench's (bench/results/h200.md).
+  const std::string stem =
+      !a.name.empty() ? a.name
+                      : file_stem(backend, meta.device) +
+                            (a.flagged_weight_rows > 0 ? "-flagged" + std::to_string(a.flagged_weight_rows) : "");
   const std::string json_path = a.out_dir + "/" + stem + ".json", md_path = a.out_dir + "/" + stem + ".md";
 
   std::printf("mxfp4 %s bench on %s (%s), %zu shapes from %s\n", backend.c_str(), meta.device.c_str(),
@@ -197,7 +203,8 @@ Command add_bench(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   sub->add_option("--out-dir", a->out_dir, "folder for <name>.json and <name>.md")->capture_default_str();
-  sub->add_option("--name", a->name, "file name stem (default: cpu, h200, or the GPU name)");
+  sub->add_option("--name", a->name,
+                  "file name stem (default: cpu, h200, or the GPU name; -flaggedR appended with --flagged-weight-rows R)");
   sub->add_option("--replays", a->replays, "CUDA graph replays per measurement (at least 10 are used)")
       ->capture_default_str();
   sub->add_option("--seed", a->seed, "seed of the random inputs")->capture_default_str();
