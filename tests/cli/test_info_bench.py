@@ -69,7 +69,7 @@ def test_bench_flagged_weight_rows(cli, tmp_path):
     data = json.loads((out / "cpu-flagged16.json").read_text())
     assert data["flagged_weight_rows"] == 16
     assert all(row["correct"] is True for row in data["rows"])
-    assert "16 weight rows per shape with a flagged FP8 group" in (out / "cpu-flagged16.md").read_text()
+    assert "16 weight rows per shape (N if fewer) with a flagged FP8 group" in (out / "cpu-flagged16.md").read_text()
     assert "--flagged-weight-rows" in cli.fails("bench", "--shapes", shapes, "--backend", "cpu", "--out-dir", out,
                                                 "--flagged-weight-rows", -1)
     short = tmp_path / "short.txt"

@@ -138,7 +138,7 @@ void write_markdown(const std::string& path, const Meta& meta, const std::vector
   f << "# mxfp4 bench: " << meta.backend << " (" << meta.device << ")\n\n";
   f << "mxfp4 " << meta.version << ", " << utc_now() << ", shapes " << meta.shapes_file << ", seed " << meta.seed;
   if (meta.flagged_weight_rows > 0)
-    f << ", " << meta.flagged_weight_rows << " weight rows per shape with a flagged FP8 group";
+    f << ", " << meta.flagged_weight_rows << " weight rows per shape (N if fewer) with a flagged FP8 group";
   if (meta.backend == "cuda")
     f << ", median of " << meta.replays << " CUDA-graph replays, weights rotated over " << (meta.rotate_bytes >> 20)
       << " MiB";

@@ -210,9 +210,11 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--seed", a->seed, "seed of the random inputs")->capture_default_str();
   sub->add_flag("--no-baselines", a->no_baselines, "skip the cuBLAS baselines (CUDA)");
   sub->add_option("--flagged-weight-rows", a->flagged_weight_rows,
-                  "give R weight rows (at most N, spread evenly) a group that path fp8's image cannot hold "
-                  "exactly, to time its fix-up (default 0)")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 40))
+                  "give R weight rows per shape (N if N < R; spread evenly) a 128-K group that path fp8 must "
+                  "recompute exactly, to time its fix-up; results go to <stem>-flaggedR (default 0)")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return !v.empty() && v[0] != '-' ? std::string() : std::string("must be >= 0"); },
+          "R >= 0"))
       ->capture_default_str();
   return {sub, [a] { return run_bench(*a); }};
 }
