@@ -273,6 +273,15 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             }
           }
         };
+        // Issues one m64n64k32 wgmma of step kk into the 64 x 64 scratch t (B rows from desc_b),
+        // starting from zero: the two-halves (WN = 128) and ping-pong (WN = 64) loops below.
+        auto issue_n64 = [&](float (&t)[32], uint64_t desc_b, int kk) {
+#pragma unroll
+          for (int i = 0; i < 32; ++i) fence_operand(t[i]);
+          wgmma_fence();
+          wgmma_e4m3<64>(t, da + 2 * kk, desc_b + 2 * kk, 0);
+          wgmma_commit();
+        };
         // One k32 step per 32-element block: its 32 products share one power-of-two grid and sum
         // to at most 1152 grid units, which the tensor core's reduced-precision adder (13
         // fraction bits, truncating) holds exactly when it starts from zero. Accumulating the
@@ -284,15 +293,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           // order: wait_group 1 leaves exactly the newer half pending).
           float t0[32], t1[32];
           const uint64_t db1 = db + (uint64_t(fp8::kAtomBytes) >> 4);
-          auto issue = [&](float (&t)[32], uint64_t desc_b, int kk) {
-#pragma unroll
-            for (int i = 0; i < 32; ++i) fence_operand(t[i]);
-            wgmma_fence();
-            wgmma_e4m3<64>(t, da + 2 * kk, desc_b + 2 * kk, 0);
-            wgmma_commit();
-          };
-          issue(t0, db, 0);
-          issue(t1, db1, 0);
+          issue_n64(t0, db, 0);
+          issue_n64(t1, db1, 0);
           load_scale_products();
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
@@ -302,7 +304,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
 #pragma unroll
             for (int i = 0; i < 32; ++i) acc[i] = fmaf(t0[i], ab[i], acc[i]);
             if (kk < 3) {
-              issue(t0, db, kk + 1);
+              issue_n64(t0, db, kk + 1);
               wgmma_wait<1>();  // half 1 of step kk
             } else {
               wgmma_wait<0>();
@@ -312,7 +314,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             if (kk == 3) release_stage();
 #pragma unroll
             for (int i = 0; i < 32; ++i) acc[32 + i] = fmaf(t1[i], ab[32 + i], acc[32 + i]);
-            if (kk < 3) issue(t1, db1, kk + 1);
+            if (kk < 3) issue_n64(t1, db1, kk + 1);
           }
           continue;
         }
@@ -320,28 +322,21 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           // Two scratch accumulators by step parity: step kk + 1's wgmma runs while step kk is
           // promoted (the same promotions in the same order as one scratch: bitwise the same C).
           float t1[WN / 2];
-          auto issue = [&](float (&t)[WN / 2], int kk) {
-#pragma unroll
-            for (int i = 0; i < WN / 2; ++i) fence_operand(t[i]);
-            wgmma_fence();
-            wgmma_e4m3<WN>(t, da + 2 * kk, db + 2 * kk, 0);
-            wgmma_commit();
-          };
           auto promote = [&](float (&t)[WN / 2]) {
 #pragma unroll
             for (int i = 0; i < WN / 2; ++i) fence_operand(t[i]);
 #pragma unroll
             for (int i = 0; i < WN / 2; ++i) acc[i] = fmaf(t[i], ab[i], acc[i]);
           };
-          issue(tmp, 0);
-          issue(t1, 1);
+          issue_n64(tmp, db, 0);
+          issue_n64(t1, db, 1);
           load_scale_products();
           wgmma_wait<1>();  // step 0 (groups complete in order: step 1 may still run)
           promote(tmp);
-          issue(tmp, 2);
+          issue_n64(tmp, db, 2);
           wgmma_wait<1>();  // step 1
           promote(t1);
-          issue(t1, 3);
+          issue_n64(t1, db, 3);
           wgmma_wait<1>();  // step 2
           promote(tmp);
           wgmma_wait<0>();  // step 3: every wgmma of the stage has read it
