@@ -52,9 +52,9 @@ struct ImageGeometry {
   MXFP4_HD int64_t scale_offset() const { return code_bytes(); }
   MXFP4_HD int64_t flag_offset() const { return code_bytes() + slices * rows_padded * 4; }
   MXFP4_HD int64_t flag_count() const { return slices * (rows_padded / kFlagRows); }
-  MXFP4_HD int64_t total_bytes() const {  // rounded up to 16 bytes (a no-op: see kFlagRows)
-    return (flag_offset() + flag_count() + 15) / 16 * 16;
-  }
+  /// A multiple of 16 bytes: codes and scales are (rows_padded is), and so are the flags
+  /// (kFlagRows's static_assert).
+  MXFP4_HD int64_t total_bytes() const { return flag_offset() + flag_count(); }
   /// Byte offset of the e4m3 code of element (row r, column k).
   MXFP4_HD int64_t code_offset(int64_t r, int64_t k) const {
     const int64_t j = k / kSliceK, kk = k % kSliceK, t = r / kAtomRows, rr = r % kAtomRows;
