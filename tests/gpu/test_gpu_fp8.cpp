@@ -213,6 +213,28 @@ TEST(GpuFp8, SplitKClustersStayWithinContractAndDeterministic) {
   }
 }
 
+/// Path fp8 at decode sizes (M <= 64; tune candidates since session 13, never the dispatcher's
+/// choice): 64-token tiles with most rows past M, unsplit and split-K clusters (split 8 over 8
+/// slices gives every rank one), every element within the contract and reproducible.
+TEST(GpuFp8, SmallMTilesStayWithinContract) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t N = 200, K = 1024;
+  for (int64_t M : {1, 7, 16, 64}) {
+    const std::vector<uint16_t> a = randn_bf16(size_t(M * K), 950001 + M);
+    const HostMx aq = quantize_bf16(a, M, K), b = random_mx(N, K, 950002 + M);
+    const DeviceBuf da(a);
+    const DevicePacked pk(b);
+    const Reference r(aq, b);
+    for (const GemmConfig& cfg : {fp8_cfg(64, 64), fp8_cfg(64, 64, false, 2), fp8_cfg(64, 64, false, 8),
+                                  fp8_cfg(64, 128, true), fp8_cfg(64, 128, true, 4)}) {
+      const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
+      const ContractReport rep = check_gemm_contract(C.data(), M, N, N, r.sum.data(), r.abs_sum.data());
+      EXPECT_TRUE(rep.ok()) << describe(cfg) << " M=" << M << ": " << rep.str();
+      EXPECT_EQ(run_gemm(da, M, K, pk.pw, &cfg), C) << describe(cfg) << " M=" << M << ": not reproducible";
+    }
+  }
+}
+
 /// In e4m3 units (group shifts 6, 2, 6) the second block's products (2304 each) are finer
 /// than the running sum after the first (2^22): a tensor-core sum over the whole slice,
 /// truncated to 13 fraction bits, gives 16. Each block promoted on its own gives 18.

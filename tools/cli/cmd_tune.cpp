@@ -26,7 +26,8 @@ namespace {
 /// than 8 chunks) for M <= 128, plus for M > 64 the tiled kernel (no variants) and path fp8:
 /// block_m and block_n 64 or 128, block_n 128 also with one consumer warpgroup per 64 x 64
 /// sub-tile, the 256 x 128 cluster pair, and split-K clusters of 2, 4 and 8 on the 128 x 64
-/// and 128 x 128 (four warpgroups) tiles (the benchmark builds the FP8 image).
+/// and 128 x 128 (four warpgroups) tiles; for M <= 64 path fp8's 64 x 64 and 64 x 128 (two
+/// 64 x 64 warpgroups) tiles with split_k 1, 2, 4 and 8 (the benchmark builds the FP8 image).
 std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
   std::vector<mxfp4::GemmConfig> v;
   if (M > 64) {
@@ -44,6 +45,14 @@ std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
     for (int split : {2, 4, 8}) {
       v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 64, 128, split, 12});
       v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 128, 128, split, 20});
+    }
+  } else {
+    // M <= 64: path fp8 on 64-token tiles (one consumer warpgroup per 64 x 64), unsplit and
+    // split-K clusters of 2, 4 and 8, to see whether the FP8 image (twice the weight bytes,
+    // no decode) beats the small-M kernel anywhere (docs/perf-notes.md, session 13 plan).
+    for (int split : {1, 2, 4, 8}) {
+      v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 64, 64, split, 8});
+      v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 128, 64, split, 12});
     }
   }
   // The small-M kernel re-reads the weights for every 64 tokens; past M = 128 path fp8 won
