@@ -27,7 +27,11 @@ constexpr int kThreads = 128;
 /// GEMM's CTAs left. Session 13: 16 CTAs of 128 threads took 0.3-0.5 us off the M = 256 calls.
 /// The price: flagged groups are recomputed by 2048 threads instead of 33792, up to ~16x
 /// longer per flagged line (unmeasured; docs/perf-notes.md plan).
-constexpr int kGrid = 16;
+#ifndef MXFP4_EXP_FIXUP_GRID  // a measurement (docs/perf-notes.md plan): the fix-up's CTAs
+#define MXFP4_EXP_FIXUP_GRID 16
+#endif
+constexpr int kGrid = MXFP4_EXP_FIXUP_GRID;
+static_assert(kGrid >= 1, "the fix-up needs a CTA");
 constexpr int kChunk = 32;  ///< blocks of the shared row staged in shared memory at once
 
 struct FixupArgs {
