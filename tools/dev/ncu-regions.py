@@ -8,7 +8,7 @@ total per stall reason. Usage: tools/dev/ncu-regions.py PREFIX-source.csv [BLOCK
 import csv
 import sys
 
-MARKS = ['HMMA', 'HGMMA', 'LDGSTS', 'SYNCS', 'BAR.SYNC', 'UCGABAR', 'UBLKCP', 'LDS', 'STS', 'STG', 'FMNMX', 'ERRBAR',
+MARKS = ['HMMA', 'HGMMA', 'QGMMA', 'LDGSTS', 'SYNCS', 'BAR.SYNC', 'UCGABAR', 'UBLKCP', 'LDS', 'STS', 'STG', 'FMNMX', 'ERRBAR',
          'HMUL2']
 
 
