@@ -4,6 +4,10 @@
 // each 32-element block's sum of e2m1 products is exact in fp32 (multiples of 1/4, at most
 // 32 * 36), scaled by 2^(sa + sb) with one scalbnf (exponents added first, spec §3), and the
 // block contributions are summed in fp32 in K order. A NaN scale makes the element NaN.
+// The flagged rows of each image are collected in row order, then recomputed as work items of
+// 16 flagged lines x 64 rows of the other operand spread over the grid: each block of the other
+// operand is quantized (or decoded) once per 16 lines, not once per line (session 14: one line
+// per pass over every thread took 0.6-75 ms per call with 16 flagged weight rows).
 // The common case (nothing flagged) costs one parallel read of both images' tile flags per
 // CTA: the kernel is launched as a programmatic dependent of the GEMM (PDL), so its launch
 // and flag scan overlap the GEMM; every CTA then waits for the GEMM (griddepcontrol.wait,
@@ -25,14 +29,12 @@ constexpr int kThreads = 128;
 /// SMs the GEMM leaves free (256x2880x512: 42 of 132; at most 4 fix-up CTAs each), where
 /// they scan the flags during the GEMM; 132 CTAs of 256 threads mostly started after the
 /// GEMM's CTAs left. Session 13: 16 CTAs of 128 threads took 0.3-0.5 us off the M = 256 calls.
-/// The price: flagged groups are recomputed by 2048 threads instead of 33792, up to ~16x
-/// longer per flagged line (unmeasured; docs/perf-notes.md plan).
+/// The price: flagged lines are recomputed by 16 CTAs, not 132 (docs/perf-notes.md, session 14).
 #ifndef MXFP4_EXP_FIXUP_GRID  // a measurement (docs/perf-notes.md plan): the fix-up's CTAs
 #define MXFP4_EXP_FIXUP_GRID 16
 #endif
 constexpr int kGrid = MXFP4_EXP_FIXUP_GRID;
 static_assert(kGrid >= 1, "the fix-up needs a CTA");
-constexpr int kChunk = 32;  ///< blocks of the shared row staged in shared memory at once
 
 struct FixupArgs {
   const uint16_t* A;
@@ -95,43 +97,149 @@ __device__ bool row_flagged(const uint8_t* img, const fp8::ImageGeometry& g, int
   return false;
 }
 
-/// True (in every thread of the CTA) when 16-row quarter tile q of the image has a flagged group.
-__device__ bool tile_flagged(const uint8_t* img, const fp8::ImageGeometry& g, int64_t q) {
-  int any = 0;
-  for (int64_t j = threadIdx.x; j < g.slices; j += kThreads) any |= img[g.flag_offset() + g.flag_index(q, j)];
-  return __syncthreads_or(any) != 0;
-}
+/// Flagged lines (rows of one image with a flagged group) collected per window, in row order.
+constexpr int kListCap = 512;
+constexpr int kLines = 16;    ///< flagged lines of one work item
+constexpr int kOthers = 64;   ///< rows of the other operand of one work item (one per thread pair)
+static_assert(kThreads == 2 * kOthers && kLines % 2 == 0, "a thread owns one other row and half the lines");
 
-/// Recomputes row m of C (one activation row against every weight row) or, with
-/// `columns`, column n of C (one weight row against every activation row that is not
-/// flagged itself). The shared row is staged kChunk blocks at a time in shared memory.
-template <bool kColumns>
-__device__ void fix_line(const FixupArgs& a, int64_t line, const fp8::ImageGeometry& ga) {
-  __shared__ float xs[kChunk][32];
-  __shared__ uint8_t xsb[kChunk];
-  const int64_t kblocks = a.K / 32, others = kColumns ? a.M : a.N;
-  const int64_t step = int64_t(gridDim.x) * kThreads;
-  for (int64_t o0 = int64_t(blockIdx.x) * kThreads; o0 < others; o0 += step) {
-    const int64_t o = o0 + threadIdx.x;
-    const bool active = o < others && !(kColumns && row_flagged(a.a_img, ga, o));
-    float acc = 0.f;
-    for (int64_t b0 = 0; b0 < kblocks; b0 += kChunk) {
-      __syncthreads();
-      if (threadIdx.x < kChunk && b0 + threadIdx.x < kblocks) {
-        float x[32];
-        xsb[threadIdx.x] = kColumns ? weight_block(a, line, b0 + threadIdx.x, x) : activation_block(a, line, b0 + threadIdx.x, x);
-#pragma unroll
-        for (int i = 0; i < 32; ++i) xs[threadIdx.x][i] = x[i];
-      }
-      __syncthreads();
-      if (!active) continue;
-      for (int64_t bb = 0; bb < kChunk && b0 + bb < kblocks; ++bb) {
-        float y[32];
-        const uint8_t sy = kColumns ? activation_block(a, o, b0 + bb, y) : weight_block(a, o, b0 + bb, y);
-        acc += block_term(xs[bb], xsb[bb], y, sy);
+/// Shared memory of the flagged passes (one instance for both passes).
+struct FixSmem {
+  float xs[kLines][32];  ///< the lines' block (e2m1 values, unscaled)
+  float ys[kOthers][33];  ///< the other rows' block; padded: thread o reads row o, a bank per lane
+  uint8_t xsb[kLines], ysb[kOthers];  ///< their scale bytes
+  int list[kListCap];     ///< flagged lines of the window, in row order
+};
+
+/// Collects, in row order, the rows of `img` (geometry g, `rows` real rows) that have a flagged
+/// group and whose ordinal among them is in [first, first + kListCap), into `list`; returns how
+/// many flagged rows the image has in all. Quarter tiles (16 rows, one flag byte per slice) are
+/// scanned first, kThreads at a time; only the rows of flagged ones are checked (row_flagged).
+/// Every thread of the CTA must call this; the result is the same in all of them.
+__device__ int64_t collect_lines(const uint8_t* img, const fp8::ImageGeometry& g, int64_t rows, int64_t first,
+                                 int* list) {
+  __shared__ uint32_t warp_mask[kThreads / 32];
+  __shared__ int64_t found;
+  constexpr int kQ = fp8::kFlagRows;
+  static_assert(kQ <= 32, "one warp checks the rows of a quarter tile");
+  const int64_t quarters = (rows + kQ - 1) / kQ;
+  __syncthreads();  // `list` and `found` may still be read by the previous window's items
+  if (threadIdx.x == 0) found = 0;
+  for (int64_t q0 = 0; q0 < quarters; q0 += kThreads) {
+    const int64_t q = q0 + threadIdx.x;
+    int f = 0;
+    if (q < quarters)
+      for (int64_t j = 0; j < g.slices; ++j) f |= img[g.flag_offset() + g.flag_index(q, j)];
+    const uint32_t m = __ballot_sync(0xFFFFFFFFu, f != 0);
+    if (threadIdx.x % 32 == 0) warp_mask[threadIdx.x / 32] = m;
+    __syncthreads();
+    for (int w = 0; w < kThreads / 32; ++w) {
+      for (uint32_t bits = warp_mask[w]; bits != 0; bits &= bits - 1) {  // uniform: shared memory
+        const int64_t qq = q0 + 32 * w + __ffs(int(bits)) - 1;
+        if (threadIdx.x < 32) {
+          const int64_t r = qq * kQ + threadIdx.x;
+          const uint32_t rm = __ballot_sync(0xFFFFFFFFu, threadIdx.x < kQ && r < rows && row_flagged(img, g, r));
+          if (threadIdx.x == 0) {
+            for (uint32_t rb = rm; rb != 0; rb &= rb - 1, ++found)
+              if (found >= first && found < first + kListCap) list[found - first] = int(qq * kQ + __ffs(int(rb)) - 1);
+          }
+        }
+        __syncthreads();
       }
     }
-    if (active) kColumns ? store(a, o, line, acc) : store(a, line, o, acc);
+    __syncthreads();  // warp_mask is rewritten by the next chunk
+  }
+  return found;
+}
+
+/// One work item: C entries of up to kLines flagged lines `lines` (nl of them) against the
+/// kOthers rows of the other operand from o0. Rows (kColumns false): line = activation row m,
+/// others = weight rows n; columns: line = weight row n, others = activation rows m that are
+/// not flagged themselves (their whole row of C is recomputed by the rows pass). Per 32-element
+/// block the 80 blocks are staged in shared memory (activation blocks quantized, weight blocks
+/// decoded, one per thread), then thread (o, half) adds block_term of its other row against
+/// each of its kLines / 2 lines, in K order, as fix_line did.
+template <bool kColumns>
+__device__ void fix_tile(const FixupArgs& a, const int* lines, int nl, int64_t o0, const fp8::ImageGeometry& ga,
+                         FixSmem& sm) {
+  float(&xs)[kLines][32] = sm.xs;
+  float(&ys)[kOthers][33] = sm.ys;
+  uint8_t(&xsb)[kLines] = sm.xsb;
+  uint8_t(&ysb)[kOthers] = sm.ysb;
+  constexpr int kHalf = kLines / 2;
+  const int64_t kblocks = a.K / 32, others = kColumns ? a.M : a.N;
+  const int ol = threadIdx.x % kOthers, half = threadIdx.x / kOthers;
+  const int64_t o = o0 + ol;
+  const bool keep = o < others && !(kColumns && row_flagged(a.a_img, ga, o));
+  float acc[kHalf] = {};
+  for (int64_t b = 0; b < kblocks; ++b) {
+    __syncthreads();
+    float v[32];
+    if (threadIdx.x < kOthers) {
+      uint8_t sb = 0;
+      if (o < others) {
+        sb = kColumns ? activation_block(a, o, b, v) : weight_block(a, o, b, v);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) v[i] = 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < 32; ++i) ys[ol][i] = v[i];
+      ysb[ol] = sb;
+    } else if (threadIdx.x < kOthers + kLines) {
+      const int j = threadIdx.x - kOthers;
+      uint8_t sb = 0;
+      if (j < nl) {
+        sb = kColumns ? weight_block(a, lines[j], b, v) : activation_block(a, lines[j], b, v);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) v[i] = 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < 32; ++i) xs[j][i] = v[i];
+      xsb[j] = sb;
+    }
+    __syncthreads();
+    float y[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) y[i] = ys[ol][i];
+    const uint8_t sy = ysb[ol];
+#pragma unroll
+    for (int jj = 0; jj < kHalf; ++jj) {
+      const int j = half * kHalf + jj;
+      if (j < nl) acc[jj] += block_term(xs[j], xsb[j], y, sy);
+    }
+  }
+  if (!keep) return;
+#pragma unroll
+  for (int jj = 0; jj < kHalf; ++jj) {
+    const int j = half * kHalf + jj;
+    if (j < nl) kColumns ? store(a, o, lines[j], acc[jj]) : store(a, lines[j], o, acc[jj]);
+  }
+}
+
+/// Recomputes every C entry of the flagged rows of one image (kColumns false: A's, whole rows
+/// of C; true: B's, whole columns but the flagged rows'), as work items of kLines flagged lines
+/// x kOthers other rows spread over the grid, kListCap lines per window.
+template <bool kColumns>
+__device__ void fix_flagged(const FixupArgs& a, const fp8::ImageGeometry& ga, const fp8::ImageGeometry& gb,
+                            FixSmem& sm) {
+  int* list = sm.list;
+  const uint8_t* img = kColumns ? a.b_img : a.a_img;
+  const fp8::ImageGeometry& g = kColumns ? gb : ga;
+  const int64_t rows = kColumns ? a.N : a.M, others = kColumns ? a.M : a.N;
+  const int64_t other_tiles = (others + kOthers - 1) / kOthers;
+  for (int64_t first = 0;; first += kListCap) {
+    const int64_t total = collect_lines(img, g, rows, first, list);
+    const int64_t n = min(total - first, int64_t(kListCap));
+    if (n <= 0) return;
+    const int64_t items = (n + kLines - 1) / kLines * other_tiles;
+    for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {
+      const int64_t grp = it / other_tiles;
+      fix_tile<kColumns>(a, list + grp * kLines, int(min(int64_t(kLines), n - grp * kLines)),
+                         it % other_tiles * kOthers, ga, sm);
+    }
+    if (total <= first + kListCap) return;
   }
 }
 
@@ -149,17 +257,9 @@ __global__ void __launch_bounds__(kThreads, 4) fp8_fixup_kernel(const FixupArgs 
   // too (the PDL contract), and C is written only after it.
   grid_dependency_wait();
   if (!__syncthreads_or(any)) return;
-  constexpr int kQ = fp8::kFlagRows;
-  for (int64_t q = 0; q < ga.rows_padded / kQ; ++q) {
-    if (!tile_flagged(a.a_img, ga, q)) continue;
-    for (int64_t r = q * kQ; r < min(a.M, (q + 1) * kQ); ++r)
-      if (row_flagged(a.a_img, ga, r)) fix_line<false>(a, r, ga);
-  }
-  for (int64_t q = 0; q < gb.rows_padded / kQ; ++q) {
-    if (!tile_flagged(a.b_img, gb, q)) continue;
-    for (int64_t n = q * kQ; n < min(a.N, (q + 1) * kQ); ++n)
-      if (row_flagged(a.b_img, gb, n)) fix_line<true>(a, n, ga);
-  }
+  __shared__ FixSmem sm;
+  fix_flagged<false>(a, ga, gb, sm);
+  fix_flagged<true>(a, ga, gb, sm);
 }
 
 }  // namespace

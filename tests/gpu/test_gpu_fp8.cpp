@@ -176,6 +176,42 @@ TEST(GpuFp8, FlaggedGroupsInWeightsAndActivationsStayWithinContract) {
   }
 }
 
+/// Many flagged lines scattered over both operands (the fix-up collects them in row order and
+/// recomputes them 16 lines x 64 rows of the other operand at a time): every 7th activation
+/// row and every 5th weight row (27: two groups of lines, the second partial) with a 2^-10 /
+/// 2^10 pair of blocks, then every activation row flagged (1100 lines: three windows of 512).
+/// M and N are not multiples of 64, K = 224 ends in a partial slice; every element of C within
+/// the contract, and bitwise reproducible.
+TEST(GpuFp8, ManyScatteredFlaggedLinesStayWithinContract) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t M = 1100, N = 136, K = 224;
+  HostMx b = random_mx(N, K, 931002);
+  for (int64_t r = 0; r < N; r += 5) {
+    b.scales[size_t(r * (K / 32))] = 127 - 12;
+    b.scales[size_t(r * (K / 32) + 1)] = 127 + 12;
+  }
+  const fp8::GroupPlan bplan = fp8::plan_groups(b.view());
+  for (int64_t r = 0; r < N; ++r) ASSERT_EQ(bplan.exact[size_t(r * bplan.slices)], r % 5 != 0) << "weight row " << r;
+  const DevicePacked pk(b);
+  for (int64_t every : {7, 1}) {
+    std::vector<uint16_t> a = randn_bf16(size_t(M * K), 931001 + every);
+    for (int64_t r = 0; r < M; r += every)
+      for (int64_t k = 0; k < 64; ++k)
+        a[size_t(r * K + k)] = fmt::f32_to_bf16(std::ldexp(fmt::bf16_to_f32(a[size_t(r * K + k)]), k < 32 ? -10 : 10));
+    const HostMx aq = quantize_bf16(a, M, K);
+    const fp8::GroupPlan aplan = fp8::plan_groups(aq.view());
+    for (int64_t r = 0; r < M; ++r) ASSERT_EQ(aplan.exact[size_t(r * aplan.slices)], r % every != 0) << "row " << r;
+    const DeviceBuf da(a);
+    const Reference r(aq, b);
+    for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(128, 64, false, 2)}) {
+      const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
+      const ContractReport rep = check_gemm_contract(C.data(), M, N, N, r.sum.data(), r.abs_sum.data());
+      EXPECT_TRUE(rep.ok()) << describe(cfg) << " every " << every << ": " << rep.str();
+      EXPECT_EQ(run_gemm(da, M, K, pk.pw, &cfg), C) << describe(cfg) << " every " << every << ": not reproducible";
+    }
+  }
+}
+
 /// bf16 A [M, K] and B [N, K] whose 128-K slices have blocks of different scales that cancel:
 /// every A row repeats 6 x32, 0.375 x32, 6 x32, 0 x32 and every B row 6 x32, 1.5 x32, -6 x32,
 /// 0 x32, so each slice contributes 1152 + 18 - 1152 = 18 exactly.

@@ -12,6 +12,8 @@
 #include "mxfp4/mxfp4.hpp"
 
 #if defined(MXFP4_WITH_CUDA)
+#include <cmath>
+
 #include "gpu/gpu_cases.hpp"
 
 namespace mxfp4::test {
@@ -57,7 +59,9 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
       {130, {forced_cfg(GemmPath::tiled), forced_cfg(GemmPath::splitk, 2, 4, 1), fp8_cfg(128, 128), fp8_cfg(64, 64)}}};
   for (const Run& run : runs) {
     const int64_t M = run.M, lda = K + 32;
-    const std::vector<uint16_t> a = randn_bf16(size_t(M * K), uint64_t(8200 + M));
+    std::vector<uint16_t> a = randn_bf16(size_t(M * K), uint64_t(8200 + M));
+    for (int64_t k = 0; k < 64; ++k)  // row 3: blocks scaled 2^-10 and 2^10 (the fp8 fix-up's rows pass)
+      a[size_t(3 * K + k)] = fmt::f32_to_bf16(std::ldexp(fmt::bf16_to_f32(a[size_t(3 * K + k)]), k < 32 ? -10 : 10));
     const HostMx aq = quantize_bf16(a, M, K);
     const auto da = strided_upload(a, M, K, lda);
     std::vector<const GemmConfig*> cfgs{nullptr};
