@@ -178,7 +178,7 @@ TEST(GpuFp8, FlaggedGroupsInWeightsAndActivationsStayWithinContract) {
 
 /// Many flagged lines scattered over both operands (the fix-up collects them in row order and
 /// recomputes them 16 lines x 64 rows of the other operand at a time): every 7th activation
-/// row and every 5th weight row (27: two groups of lines, the second partial) with a 2^-10 /
+/// row and every 5th weight row (28: two groups of lines, the second partial) with a 2^-10 /
 /// 2^10 pair of blocks, then every activation row flagged (1100 lines: three windows of 512).
 /// M and N are not multiples of 64, K = 224 ends in a partial slice; every element of C within
 /// the contract, and bitwise reproducible.
