@@ -158,7 +158,8 @@ __device__ int64_t collect_lines(const uint8_t* img, const fp8::ImageGeometry& g
 /// not flagged themselves (their whole row of C is recomputed by the rows pass). Per 32-element
 /// block the 80 blocks are staged in shared memory (activation blocks quantized, weight blocks
 /// decoded, one per thread), then thread (o, half) adds block_term of its other row against
-/// each of its kLines / 2 lines, in K order, as fix_line did.
+/// each of its kLines / 2 lines, in K order (bitwise the sums of the line-at-a-time version
+/// this replaced in session 14).
 template <bool kColumns>
 __device__ void fix_tile(const FixupArgs& a, const int* lines, int nl, int64_t o0, const fp8::ImageGeometry& ga,
                          FixSmem& sm) {
