@@ -7,11 +7,13 @@
 # $OUT (or ./device-out); all sanitizer output goes to the one file $OUT/sanitizers.log. The
 # summary is printed last.
 # Usage: scripts/device-check.sh [--no-tests] [--no-bench] [--filter GTEST_FILTER]
-#          [--sanitizer | --sanitizers memcheck,racecheck,initcheck,synccheck | --sanitizers all]
+#          [--test-timeout SECONDS] [--sanitizer | --sanitizers memcheck,racecheck,initcheck,synccheck | --sanitizers all]
 #          [--sanitizer-filter GTEST_FILTER] [--sanitizer-timeout SECONDS] [--bench-args "ARGS"]
 #          [--tune SHAPES_FILE] [--tune-paths LIST] [--timeline CASES_FILE] [--jobs N]
 #   --bench-args        arguments for `mxfp4 bench` instead of the plain workload bench (which then
 #                       does not run), e.g. "--shapes FILE --flagged-weight-rows 16 --no-baselines"
+#   --test-timeout      limit of the --filter test process in seconds (default 480), so that a
+#                       hang in untested code does not use up the device call
 #   --filter            gtest filter for the test step (default: all of ctest; one process, 480 s at
 #                       most: --filter 'Gpu*' takes ~280 s on an H200); not the sanitizers
 #   --sanitizer         memcheck only (same as --sanitizers memcheck)
@@ -32,10 +34,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 out=${OUT:-$root/device-out}
 mkdir -p "$out"
-tests=1 bench=1 sanitizers='' san_filter='' san_timeout=240 filter='' bench_args='' tune='' tune_paths='' timeline='' jobs=$(nproc)
+tests=1 test_timeout=480 bench=1 sanitizers='' san_filter='' san_timeout=240 filter='' bench_args='' tune='' tune_paths='' timeline='' jobs=$(nproc)
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-tests) tests=0 ;;
+    --test-timeout) test_timeout=$2; shift ;;
     --no-bench) bench=0 ;;
     --sanitizer) sanitizers=memcheck ;;
     --sanitizers) sanitizers=$2; shift ;;
@@ -82,7 +85,7 @@ step build cmake --build build-device -j "$jobs" || finish
 
 if [ $tests = 1 ]; then
   if [ -n "$filter" ]; then
-    step tests timeout 480 build-device/mxfp4_tests --gtest_filter="$filter" --gtest_brief=1
+    step tests timeout "$test_timeout" build-device/mxfp4_tests --gtest_filter="$filter" --gtest_brief=1
   else
     exclude=()
     # The CLI's pytest suite needs numpy + pytest; leave it out (and say so) where they are missing.
