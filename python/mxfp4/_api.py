@@ -434,7 +434,7 @@ def explain(M: int, N: int, K: int, device="cpu"):
 
     Returns:
         ``mxfp4._C.GemmConfig`` with ``path`` (``mxfp4._C.GemmPath``: fused / splitk / tiled /
-        fp8), ``block_n``, ``block_m``, ``split_k`` and ``warps``; ``str()`` gives a one-line
+        fp8 / gemv), ``block_n``, ``block_m``, ``split_k`` and ``warps``; ``str()`` gives a one-line
         description such as ``"path=splitk block_n=64 block_m=16 split_k=4 warps=4"``. Path
         fp8 (CUDA, M > 128, or M > 64 with K >= 2048: explain() tells) runs only for weights with an FP8 image
         (:func:`prepack_fp8`); :func:`gemm` runs a bf16 path for weights without one (the

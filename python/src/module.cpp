@@ -361,7 +361,8 @@ NB_MODULE(_C, m) {
       .value("fused", mxfp4::GemmPath::fused)
       .value("splitk", mxfp4::GemmPath::splitk)
       .value("tiled", mxfp4::GemmPath::tiled)
-      .value("fp8", mxfp4::GemmPath::fp8);
+      .value("fp8", mxfp4::GemmPath::fp8)
+      .value("gemv", mxfp4::GemmPath::gemv);
 
   nb::class_<mxfp4::GemmConfig>(m, "GemmConfig", "Tile configuration of one GEMM launch.")
       .def(nb::init<>())

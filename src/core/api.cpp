@@ -66,12 +66,12 @@ void require_options(const char* fn, const GemmOptions& opt) {
     detail::throw_invalid(fn, cat("GemmOptions::workspace_bytes = ", opt.workspace_bytes, " is too large"));
 }
 
-// A forced configuration must be one a kernel runs for this M (gemm_config_problem), and path
+// A forced configuration must be one a kernel runs for this M and K (gemm_config_problem_for_shape), and path
 // fp8 needs the weights' FP8 image; checked on every backend, although the CPU ignores the
 // configuration, so that a call valid on one backend is valid on the other.
-void require_forced_config(const char* fn, const GemmOptions& opt, int64_t M, bool has_fp8_image) {
+void require_forced_config(const char* fn, const GemmOptions& opt, int64_t M, int64_t K, bool has_fp8_image) {
   if (opt.config == nullptr) return;
-  if (const std::string problem = gemm_config_problem(*opt.config, M); !problem.empty())
+  if (const std::string problem = gemm_config_problem_for_shape(*opt.config, M, K); !problem.empty())
     detail::throw_invalid(fn, cat("unsupported GemmConfig ", describe(*opt.config), " for M = ", M, ": ", problem));
   if (opt.config->path == GemmPath::fp8 && !has_fp8_image)
     detail::throw_invalid(fn, "GemmConfig path fp8 needs the weights' FP8 image: set B.fp8 with prepack_fp8()");
@@ -350,7 +350,7 @@ void gemm_mx_b(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const MxMat
   detail::require_mx(fn, "B", B);
   require_gemm_a_c(fn, A, M, K, lda, B.rows, C, c_f32, ldc);
   if (B.K != K) detail::throw_invalid(fn, cat("B.K = ", B.K, " does not match K = ", K));
-  require_forced_config(fn, opt, M, /*has_fp8_image=*/false);
+  require_forced_config(fn, opt, M, K, /*has_fp8_image=*/false);
   detail::require_disjoint(fn,
                            {{A, detail::strided_bytes(fn, M, K, lda, 2), "A"}, code_span(B, "B.codes"),
                             scale_span(B, "B.scales")},
@@ -376,7 +376,7 @@ void gemm_packed_b(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const P
   if (B.fp8 != nullptr) require_cuda_packed_aligned(fn, "B.fp8", B.fp8, exec);
   require_gemm_a_c(fn, A, M, K, lda, B.N, C, c_f32, ldc);
   if (B.K != K) detail::throw_invalid(fn, cat("B.K = ", B.K, " does not match K = ", K));
-  require_forced_config(fn, opt, M, B.fp8 != nullptr);
+  require_forced_config(fn, opt, M, K, B.fp8 != nullptr);
   const Span c_span{C, detail::strided_bytes(fn, M, B.N, ldc, c_elem_bytes(c_f32)), "C"};
   const Span a_span{A, detail::strided_bytes(fn, M, K, lda, 2), "A"};
   const Span b_span{B.data, packed_bytes(B.N, B.K), "B.data"};

@@ -36,13 +36,15 @@ inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 /// dependents (grid_dependents_launch) only after that wait, so that a dependent that reads
 /// inputs before its wait still sees every earlier operation complete. The chain assumes that
 /// the stream's previous kernel was not itself launched with PDL without waiting for its own
-/// predecessor (docs/dispatch.md). Throws CudaError naming `name` when the launch fails.
+/// predecessor (docs/dispatch.md). `smem_bytes` of dynamic shared memory per CTA. Throws CudaError
+/// naming `name` when the launch fails.
 template <class... Params, class... Args>
-void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, const char* name,
-                Args... args) {
+void launch_pdl_smem(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes, cudaStream_t stream,
+                     const char* name, Args... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem_bytes;
   cfg.stream = stream;
   cudaLaunchAttribute attr;
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -50,6 +52,12 @@ void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
   check(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...), name);
+}
+/// launch_pdl_smem without dynamic shared memory.
+template <class... Params, class... Args>
+void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, const char* name,
+                Args... args) {
+  launch_pdl_smem(kernel, grid, block, 0, stream, name, args...);
 }
 
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

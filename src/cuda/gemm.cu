@@ -107,8 +107,12 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
   const GemmConfig cfg = chosen.path == GemmPath::fp8 && B.fp8 == nullptr
                              ? config_without_fp8(M, B.N, K, cached_device_info(current_device()))
                              : chosen;
-  if (const std::string problem = gemm_config_problem(cfg, M); !problem.empty()) {
+  if (const std::string problem = gemm_config_problem_for_shape(cfg, M, K); !problem.empty()) {
     throw InvalidArgument("unsupported GemmConfig " + describe(cfg) + " for M=" + std::to_string(M) + ": " + problem);
+  }
+  if (cfg.path == GemmPath::gemv) {  // one launch, no workspace
+    gemm_gemv(A, M, K, lda, B, C, c_f32, ldc, cfg, rule, s);
+    return;
   }
   const uint32_t* frags = nullptr;
   float* partials = nullptr;  // path splitk, split-K through the workspace (null: through clusters)

@@ -143,9 +143,21 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
   cfg.path = M <= 8 && M * ceil_div(chunks, cfg.split_k) <= 16 ? GemmPath::fused : GemmPath::splitk;
   return cfg;
 }
+/// Path gemv (src/cuda/gemm_gemv.cu) for M <= kGemvMaxM where its shared memory fits: one
+/// CTA per 16 weight rows; warps 16 from 64 K chunks per CTA, 8 from 16, else 4, so that each
+/// warp keeps a few 16-byte loads per lane in flight (kBatch = 4 chunks).
+constexpr int64_t kGemvMaxM = 4;
+std::optional<GemmConfig> gemv_config(int64_t M, int64_t K) {
+  if (M > kGemvMaxM) return std::nullopt;
+  const int64_t chunks = ceil_div(K, 64);
+  const GemmConfig c{GemmPath::gemv, 16, 8, 1, chunks >= 64 ? 16 : chunks >= 16 ? 8 : 4};
+  if (!gemm_config_problem_for_shape(c, M, K).empty()) return std::nullopt;
+  return c;
+}
 }  // namespace
 
-/// M <= 64, and 64 < M <= 128 with K < 2048: the small-M kernel (small_m_config above); else
+/// M <= 4 (where its shared memory fits): path gemv (gemv_config). M <= 64, and 64 < M <= 128
+/// with K < 2048: the small-M kernel (small_m_config above); else
 /// the FP8 wgmma path (fp8_config; gemm() runs config_without_fp8 instead when the weights
 /// have no FP8 image), except at 64 < M <= 128 where the small-M kernel's grid (64-row CTAs
 /// along N x M x split_k) is one full wave (90-100% of the SMs; its split rule doubles until
@@ -159,6 +171,7 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   check_shape(M, N, K, "choose_gemm_config");
   if (M > 128) return fp8_config(M, N, K, dev);
+  if (const auto gemv = gemv_config(M, K)) return *gemv;
   const GemmConfig small = small_m_config(M, N, K, dev);
   if (M <= 64 || K < kFp8MinK) return small;
   const int64_t grid = ceil_div(N, small.block_n) * ceil_div(M, 64) * small.split_k;
@@ -177,6 +190,7 @@ const char* gemm_path_name(GemmPath p) {
     case GemmPath::splitk: return "splitk";
     case GemmPath::tiled: return "tiled";
     case GemmPath::fp8: return "fp8";
+    case GemmPath::gemv: return "gemv";
   }
   return "?";
 }
@@ -184,7 +198,7 @@ const char* gemm_path_name(GemmPath p) {
 bool is_gemm_path(GemmPath p) { return std::string_view(gemm_path_name(p)) != "?"; }
 
 std::optional<GemmPath> parse_gemm_path(std::string_view name) {
-  for (GemmPath p : {GemmPath::fused, GemmPath::splitk, GemmPath::tiled, GemmPath::fp8})
+  for (GemmPath p : {GemmPath::fused, GemmPath::splitk, GemmPath::tiled, GemmPath::fp8, GemmPath::gemv})
     if (name == gemm_path_name(p)) return p;
   return std::nullopt;
 }
@@ -211,6 +225,12 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
              "warps = 12 and split_k 1";
     return {};  // the launcher checks the grid (one CTA per tile along grid.x, < 2^31)
   }
+  if (cfg.path == GemmPath::gemv) {
+    if (cfg.block_n != 16 || cfg.block_m != 8 || cfg.split_k != 1 || (cfg.warps != 4 && cfg.warps != 8 && cfg.warps != 16))
+      return "path gemv: block_n = 16, block_m = 8, split_k = 1, warps 4, 8 or 16";
+    if (M > 8) return "path gemv: M <= 8";
+    return {};
+  }
   if (cfg.path != GemmPath::fused && cfg.path != GemmPath::splitk) return "unknown path";
   const int slabs = cfg.block_n / 16, per_slab = slabs > 0 ? cfg.warps / slabs : 0;
   const bool shape_ok = (cfg.block_n == 64 || cfg.block_n == 128) && cfg.warps == slabs * per_slab &&
@@ -223,6 +243,23 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
   if (cfg.block_m < 8 || cfg.block_m % 8 != 0) return "paths fused/splitk: block_m a positive multiple of 8";
   if (M > int64_t(64) * 65535) return "paths fused/splitk: M <= 4194240";
   return {};
+}
+
+int gemv_tile_rows(int64_t M) { return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : 8; }
+
+size_t gemv_smem_bytes(int64_t M, int64_t K, int warps) {
+  const size_t rows = size_t(gemv_tile_rows(M));
+  return rows * size_t(ceil_div(K, 64) * 64) * 4 + size_t(warps) * rows * 16 * 4;
+}
+
+std::string gemm_config_problem_for_shape(const GemmConfig& cfg, int64_t M, int64_t K) {
+  std::string problem = gemm_config_problem(cfg, M);
+  if (problem.empty() && cfg.path == GemmPath::gemv && gemv_smem_bytes(M, K, cfg.warps) > kGemvSmemLimit) {
+    problem = "path gemv: M = " + std::to_string(M) + ", K = " + std::to_string(K) + " needs " +
+              std::to_string(gemv_smem_bytes(M, K, cfg.warps)) + " bytes of shared memory, more than " +
+              std::to_string(kGemvSmemLimit);
+  }
+  return problem;
 }
 
 std::string describe(const GemmConfig& cfg) {
@@ -251,7 +288,7 @@ size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
   }
   if (!is_gemm_path(cfg.path))
     throw InvalidArgument("mxfp4::gemm_workspace_bytes: unknown GemmPath value " + std::to_string(int(cfg.path)));
-  if (cfg.path == GemmPath::fused) return 0;
+  if (cfg.path == GemmPath::fused || cfg.path == GemmPath::gemv) return 0;
   const int64_t fragments = ceil_div(M, 8) * 8 * ceil_div(K, 64) * 64 * 2;
   if (cfg.path == GemmPath::fp8) return size_t(std::max(fp8::ImageGeometry::of(M, K).total_bytes(), fragments));
   return size_t(fragments);

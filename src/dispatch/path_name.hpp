@@ -1,4 +1,4 @@
-// Names of the GEMM paths ("fused", "splitk", "tiled") and the rule for which configurations
+// Names of the GEMM paths ("fused", "splitk", "tiled", "fp8", "gemv") and the rule for which configurations
 // the CUDA kernels instantiate, shared by describe(), the tune cache and the CUDA launcher so
 // they can never disagree (internal; defined in dispatch.cpp).
 #pragma once
@@ -12,7 +12,7 @@
 
 namespace mxfp4 {
 
-/// "fused", "splitk", "tiled" or "fp8" ("?" for a value that is no enumerator).
+/// "fused", "splitk", "tiled", "fp8" or "gemv" ("?" for a value that is no enumerator).
 const char* gemm_path_name(GemmPath p);
 /// True when `p` is one of the GemmPath enumerators (a GemmConfig from a cast or a file may hold
 /// any int).
@@ -32,6 +32,19 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M);
 /// (128 x 128, 8 warps). Its workspace never exceeds gemm_workspace_bytes of the fp8 choice.
 /// Throws InvalidArgument for sizes outside [1, 2^40].
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev);
+
+/// Path gemv (src/cuda/gemm_gemv.cu): token rows of its kernel instantiation for M <= 8
+/// tokens (1, 2, 4 or 8) and its dynamic shared memory in bytes, A's fp32 values
+/// (rows x round_up(K, 64) x 4) plus the cross-warp reduction (warps x rows x 16 x 4).
+/// kGemvSmemLimit is the sm_90 opt-in limit per CTA (227 KiB); gemm_config_problem_for_shape
+/// rejects a gemv configuration beyond it.
+int gemv_tile_rows(int64_t M);
+size_t gemv_smem_bytes(int64_t M, int64_t K, int warps);
+constexpr size_t kGemvSmemLimit = 227 * 1024;
+
+/// gemm_config_problem plus what depends on K: path gemv's shared memory (gemv_smem_bytes
+/// <= kGemvSmemLimit). Empty when the CUDA kernels can run `cfg` for (M, K).
+std::string gemm_config_problem_for_shape(const GemmConfig& cfg, int64_t M, int64_t K);
 
 /// Token rows of the small-M kernel's CTA tile for M tokens: 8 * N8 with N8 = 1, 2, 4 or 8
 /// (src/cuda/gemm_fused.cu dispatch_n8).

@@ -63,7 +63,7 @@ std::optional<GemmConfig> lookup(const std::string& gpu, int64_t M, int64_t N, i
     cfg.split_k = e->at("split_k").get<int>();
     cfg.warps = e->at("warps").get<int>();
     // Never trust a hand-edited entry the kernels cannot run.
-    if (!gemm_config_problem(cfg, M).empty()) return std::nullopt;
+    if (!gemm_config_problem_for_shape(cfg, M, K).empty()) return std::nullopt;
     return cfg;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;

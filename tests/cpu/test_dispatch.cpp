@@ -22,7 +22,13 @@ DeviceInfo h200() {
 
 TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   const DeviceInfo dev = h200();
-  for (int64_t M : {1, 4, 8}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::fused) << M;
+  // M <= 4: path gemv (CUDA cores, one CTA per 16 rows) where its shared memory fits.
+  for (int64_t M : {1, 2, 3, 4}) EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=4") << M;
+  EXPECT_EQ(choose_gemm_config(1, 7168, 2048, dev).warps, 8);   // 32 K chunks
+  EXPECT_EQ(choose_gemm_config(1, 2112, 7168, dev).warps, 16);  // 112 K chunks
+  EXPECT_EQ(choose_gemm_config(4, 2112, 7168, dev).path, GemmPath::gemv);  // 4 x 7168 fp32: 112 KiB
+  EXPECT_NE(choose_gemm_config(4, 2112, 16384, dev).path, GemmPath::gemv);  // 256 KiB: no gemv
+  EXPECT_EQ(choose_gemm_config(8, 2880, 512, dev).path, GemmPath::fused);
   EXPECT_EQ(choose_gemm_config(8, 2112, 7168, dev).path, GemmPath::splitk);  // 14 chunks per CTA
   for (int64_t M : {9, 16, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
   for (int64_t M : {65, 128, 129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::fp8) << M;
@@ -203,7 +209,8 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
   // 1 x 7168 x 2048: 56 CTAs of 8 slabs, split 4 (224 CTAs, one 8-slab CTA per SM's worth of
   // two 4-slab ones) -> 8 chunks per CTA, but 224 x 16 warps exceed 16 per SM: one warp per
   // slab; 1 x 8 row-chunks of A per CTA: quantized in the GEMM (9.69 us against 10.10 splitk).
-  c = choose_gemm_config(1, 7168, 2048, dev);
+  // (M <= 4 runs path gemv; config_without_fp8 gives the small-M kernel's rule there.)
+  c = config_without_fp8(1, 7168, 2048, dev);
   EXPECT_EQ(c.block_n, 128);
   EXPECT_EQ(c.split_k, 4);
   EXPECT_EQ(c.warps, 8);
@@ -234,7 +241,7 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
   // 16 x 2112 x 7168 keeps 2 warps per slab: 264 CTAs x 8 warps is exactly 16 per SM.
   EXPECT_EQ(choose_gemm_config(16, 2112, 7168, dev).warps, 8);
   // 4 x 2880 x 512: 45 CTAs, split 8 -> one chunk per CTA: fused.
-  c = choose_gemm_config(4, 2880, 512, dev);
+  c = config_without_fp8(4, 2880, 512, dev);
   EXPECT_EQ(c.split_k, 8);
   EXPECT_EQ(c.path, GemmPath::fused);
   // M = 128 (weights without an FP8 image): two token CTAs along grid.y, 64-row CTAs of 16
@@ -246,8 +253,8 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
   EXPECT_EQ(c.split_k, 2);
   EXPECT_EQ(c.path, GemmPath::splitk);
   // K = 32: one chunk, never split; K = 128: two chunks, split at most 2.
-  EXPECT_EQ(choose_gemm_config(1, 4096, 32, dev).split_k, 1);
-  EXPECT_EQ(choose_gemm_config(1, 64, 128, dev).split_k, 2);
+  EXPECT_EQ(config_without_fp8(1, 4096, 32, dev).split_k, 1);
+  EXPECT_EQ(config_without_fp8(1, 64, 128, dev).split_k, 2);
   // A GPU with few SMs needs no split for a wide N.
   DeviceInfo small = dev;
   small.sm_count = 8;
@@ -264,6 +271,7 @@ TEST(Dispatch, SmallMWarpsPerSlabKeepTheGridInOneWave) {
       for (int64_t N : {64, 2112, 2880, 7168, 65536})
         for (int64_t K : {512, 2048, 7168, 16384}) {
           const GemmConfig c = choose_gemm_config(M, N, K, dev);
+          if (c.path == GemmPath::gemv) continue;  // not the small-M kernel
           const int slabs = c.block_n / 16;
           const int64_t ctas = (N + c.block_n - 1) / c.block_n * c.split_k;
           if (c.warps > slabs)
@@ -280,7 +288,10 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
         const GemmConfig c = choose_gemm_config(M, N, K, dev);
         EXPECT_TRUE(c.split_k >= 1 && c.split_k <= 8) << describe(c);
         EXPECT_TRUE(c.warps == 4 || c.warps == 8 || c.warps == 12 || c.warps == 16 || c.warps == 20) << describe(c);
-        if (c.path != GemmPath::fp8) {
+        if (c.path == GemmPath::gemv) {
+          EXPECT_LE(M, 4) << describe(c);
+          EXPECT_EQ(gemm_config_problem_for_shape(c, M, K), "") << describe(c);
+        } else if (c.path != GemmPath::fp8) {
           const int slabs = c.block_n / 16;
           EXPECT_TRUE(slabs == 4 || slabs == 8) << describe(c);
           EXPECT_TRUE(c.warps == slabs || c.warps == 2 * slabs || (c.warps == 16 && slabs == 4)) << describe(c);
@@ -295,7 +306,8 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
           EXPECT_TRUE(grid <= 132 && 10 * grid >= 9 * 132) << describe(c);
         }
         EXPECT_EQ(gemm_config_problem(c, M), "") << describe(c);
-        EXPECT_EQ(gemm_workspace_bytes(M, K, c) == 0, c.path == GemmPath::fused) << describe(c);
+        EXPECT_EQ(gemm_workspace_bytes(M, K, c) == 0, c.path == GemmPath::fused || c.path == GemmPath::gemv)
+            << describe(c);
       }
 }
 
@@ -320,7 +332,7 @@ TEST(Dispatch, SweepOfShapesAndSmCountsGivesRunnableConfigs) {
         for (int64_t K : Ks) {
           const GemmConfig c = choose_gemm_config(M, N, K, dev);
           const int64_t chunks = (K + 63) / 64;
-          const bool ok = gemm_config_problem(c, M).empty() && c.split_k >= 1 && c.split_k <= chunks &&
+          const bool ok = gemm_config_problem_for_shape(c, M, K).empty() && c.split_k >= 1 && c.split_k <= chunks &&
                           c.block_m >= 8 && c.block_m % 8 == 0 &&
                           (c.path != GemmPath::fused || (M <= 8 && M * ((chunks + c.split_k - 1) / c.split_k) <= 16));
           if (!ok && ++failures <= 10)
@@ -377,6 +389,32 @@ TEST(Dispatch, ConfigProblemBoundsMOfEveryPath) {
     fp8.block_m = bm, fp8.block_n = bn, fp8.warps = warps;
     EXPECT_NE(gemm_config_problem(fp8, 1000), "") << describe(fp8);
   }
+}
+
+// Path gemv: block_n 16, block_m 8, split_k 1, warps 4, 8 or 16, M <= 8, and A's fp32 copy
+// in shared memory (M rounded up to 1, 2, 4 or 8 rows x round_up(K, 64) x 4 bytes, plus
+// warps x rows x 64 bytes) within the 227 KiB opt-in limit; the tune cache and gemm() reject
+// anything else before a launch.
+TEST(Dispatch, GemvConfigProblem) {
+  const GemmConfig ok{GemmPath::gemv, 16, 8, 1, 16};
+  for (int64_t M = 1; M <= 8; ++M) EXPECT_EQ(gemm_config_problem(ok, M), "") << M;
+  EXPECT_NE(gemm_config_problem(ok, 9), "");
+  for (const GemmConfig& bad : {GemmConfig{GemmPath::gemv, 32, 8, 1, 8}, GemmConfig{GemmPath::gemv, 16, 16, 1, 8},
+                                GemmConfig{GemmPath::gemv, 16, 8, 2, 8}, GemmConfig{GemmPath::gemv, 16, 8, 1, 12},
+                                GemmConfig{GemmPath::gemv, 16, 8, 1, 32}})
+    EXPECT_NE(gemm_config_problem(bad, 1), "") << describe(bad);
+  EXPECT_EQ(gemv_tile_rows(1), 1);
+  EXPECT_EQ(gemv_tile_rows(3), 4);
+  EXPECT_EQ(gemv_tile_rows(5), 8);
+  EXPECT_EQ(gemv_smem_bytes(3, 96, 4), size_t(4 * 128 * 4 + 4 * 4 * 64));
+  EXPECT_EQ(gemm_config_problem_for_shape(ok, 4, 7168), "");  // 112 KiB + 4 KiB
+  EXPECT_EQ(gemm_config_problem_for_shape(ok, 8, 6912), "");  // 216 KiB + 8 KiB
+  const std::string big = gemm_config_problem_for_shape(ok, 8, 7168);
+  EXPECT_NE(big.find("M = 8, K = 7168 needs 237568 bytes of shared memory"), std::string::npos) << big;
+  EXPECT_NE(gemm_config_problem_for_shape(ok, 1, 65536), "");
+  EXPECT_EQ(gemm_workspace_bytes(4, 7168, ok), 0u);
+  EXPECT_EQ(gemm_path_name(GemmPath::gemv), std::string("gemv"));
+  EXPECT_EQ(parse_gemm_path("gemv"), GemmPath::gemv);
 }
 
 TEST(Dispatch, DescribeNamesEveryField) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/test_util.hpp"
+#include "dispatch/path_name.hpp"
 #include "gpu/gpu_util.hpp"
 
 namespace mxfp4::test {
@@ -38,10 +39,21 @@ inline GemmConfig fp8_cfg(int block_m, int block_n, bool quarters = false, int s
   return GemmConfig{GemmPath::fp8, block_n, block_m, split, 4 * (consumers + 1)};
 }
 
-/// Forced configurations covering every kernel variant: fused and splitk with and without a
-/// cluster split (a power of two and not), 4 and 8 slabs, 1, 2 and 4 warps per slab; tiled.
-inline std::vector<GemmConfig> path_configs(int64_t /*M*/) {
+/// Path gemv with 4 and 16 warps for M <= 8 where its shared memory fits K (none otherwise).
+inline std::vector<GemmConfig> gemv_configs(int64_t M, int64_t K) {
   std::vector<GemmConfig> v;
+  for (int warps : {4, 16}) {
+    const GemmConfig c{GemmPath::gemv, 16, 8, 1, warps};
+    if (gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
+  }
+  return v;
+}
+
+/// Forced configurations covering every kernel variant: fused and splitk with and without a
+/// cluster split (a power of two and not), 4 and 8 slabs, 1, 2 and 4 warps per slab; tiled;
+/// path fp8's tiles; path gemv (gemv_configs) for M <= 8.
+inline std::vector<GemmConfig> path_configs(int64_t M, int64_t K) {
+  std::vector<GemmConfig> v = gemv_configs(M, K);
   v.push_back(forced_cfg(GemmPath::fused, 1, 4, 1));
   v.push_back(forced_cfg(GemmPath::fused, 4, 8, 1));
   v.push_back(forced_cfg(GemmPath::fused, 2, 8, 2));

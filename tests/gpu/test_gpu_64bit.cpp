@@ -226,7 +226,7 @@ TEST(Gpu64Bit, EveryPathWithRowStridesPastTwoTo32Bytes) {
   cuda_ok(cudaMemcpy2D(a.get(), size_t(ld * 2), a_host.data(), size_t(K * 2), size_t(K * 2), size_t(M),
                        cudaMemcpyHostToDevice), "upload A rows");
   std::vector<const GemmConfig*> runs{nullptr};
-  const std::vector<GemmConfig> cfgs = path_configs(M);
+  const std::vector<GemmConfig> cfgs = path_configs(M, K);
   for (const GemmConfig& cfg : cfgs) runs.push_back(&cfg);
   std::vector<uint16_t> win(size_t(M * (N + tail)));
   for (const GemmConfig* cfg : runs) {

@@ -74,7 +74,7 @@ TEST(GpuCanary, GemmEveryPathWritesOnlyInsideC) {
     GuardedA a(s.M, s.K, s.K + 3, 2, ++seed);
 
     std::vector<const GemmConfig*> cfgs{nullptr};
-    const std::vector<GemmConfig> forced = path_configs(s.M);
+    const std::vector<GemmConfig> forced = path_configs(s.M, s.K);
     for (const GemmConfig& c : forced) cfgs.push_back(&c);
     for (const GemmConfig* cfg : cfgs) {
       const GemmConfig eff = cfg ? *cfg : explain_gemm(s.M, s.N, s.K, cuda_exec());

@@ -35,7 +35,7 @@ struct Workload {
     uint64_t seed = 7100;
     for (int64_t M : {1, 5, 16, 40, 64, 300}) {
       std::vector<std::optional<GemmConfig>> cfgs{std::nullopt};
-      for (const GemmConfig& c : path_configs(M)) cfgs.emplace_back(c);
+      for (const GemmConfig& c : path_configs(M, K)) cfgs.emplace_back(c);
       for (const auto& cfg : cfgs) {
         const std::vector<uint16_t> a = randn_bf16(size_t(M * K), ++seed);
         Case c{M, cfg, std::make_unique<DeviceBuf>(a), {}};
@@ -232,7 +232,7 @@ TEST(GpuConcurrency, KernelsWritingInputsRightBeforeTheGemmAreWaitedFor) {
   for (int i = 0; i < 2; ++i) bc[i] = std::make_unique<DeviceBuf>(b[i].codes), bs[i] = std::make_unique<DeviceBuf>(b[i].scales);
   for (int64_t M : {1, 16, 64, 300}) {
     std::vector<std::optional<GemmConfig>> cfgs{std::nullopt};
-    for (const GemmConfig& c : path_configs(M)) cfgs.emplace_back(c);
+    for (const GemmConfig& c : path_configs(M, K)) cfgs.emplace_back(c);
     const HostMx a[2] = {random_mx(M, K, 7410 + uint64_t(M)), random_mx(M, K, 7420 + uint64_t(M), 0.25f)};
     std::unique_ptr<DeviceBuf> ac[2], as[2];
     for (int i = 0; i < 2; ++i) ac[i] = std::make_unique<DeviceBuf>(a[i].codes), as[i] = std::make_unique<DeviceBuf>(a[i].scales);

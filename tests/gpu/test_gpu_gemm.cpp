@@ -22,9 +22,10 @@ namespace {
 /// splitk (pre-quantized A) variants with and without cluster split, 4 or 8 slabs, 1, 2 or 4
 /// warps per slab; tiled; every fp8 tile (two- and four-warpgroup 128 x 128, 64 x 128, 128 x 64,
 /// 64 x 64, the 256 x 128 pair) and two split-K clusters. The canary, concurrency and 64-bit
-/// tests use the shorter gpu_cases.hpp path_configs.
-std::vector<GemmConfig> configs_for(int64_t M) {
-  std::vector<GemmConfig> v;
+/// tests use the shorter gpu_cases.hpp path_configs. For M <= 8 also path gemv with 4 and 16
+/// warps where its shared memory fits K.
+std::vector<GemmConfig> configs_for(int64_t M, int64_t K) {
+  std::vector<GemmConfig> v = gemv_configs(M, K);
   v.push_back(forced_cfg(GemmPath::fused, 1, 4, 1));
   v.push_back(forced_cfg(GemmPath::fused, 1, 8, 2));
   v.push_back(forced_cfg(GemmPath::fused, 4, 4, 4));
@@ -119,7 +120,7 @@ TEST(GpuGemm, WorkloadShapesEveryPathWithinContract) {
   for (const auto& [M, N, K] : shapes) {
     const Problem p = random_problem(M, N, K, uint64_t(M * 31 + N * 7 + K));
     const auto rows = M * N * K <= (int64_t(1) << 28) ? all_rows(M) : sample_rows(M);
-    for (const GemmConfig& cfg : configs_for(M)) {
+    for (const GemmConfig& cfg : configs_for(M, K)) {
       const auto C = p.run(&cfg, N);
       p.check(C, N, rows, std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " + describe(cfg));
     }
@@ -134,7 +135,7 @@ TEST(GpuGemm, OddShapesEveryPath) {
     for (int64_t K : {32, 96, 160, 1664}) {
       for (int64_t N : {16, 40, 264}) {
         const Problem p = random_problem(M, N, K, uint64_t(M * 100003 + K * 101 + N));
-        for (const GemmConfig& cfg : configs_for(M)) {
+        for (const GemmConfig& cfg : configs_for(M, K)) {
           const int64_t ldc = N + 3;  // odd row stride
           const auto C = p.run(&cfg, ldc, 2);
           p.check(C, ldc, M <= 100 ? all_rows(M) : sample_rows(M, 12), "odd " + describe(cfg));
@@ -154,7 +155,7 @@ TEST(GpuGemm, InputsAreNeverWritten) {
     const Problem p = random_problem(M, 128, 512, 42);
     const auto a0 = p.da->download<uint8_t>();
     const auto b0 = p.packed->download<uint8_t>();
-    for (const GemmConfig& cfg : configs_for(M)) p.run(&cfg, 128);
+    for (const GemmConfig& cfg : configs_for(M, 512)) p.run(&cfg, 128);
     EXPECT_EQ(p.da->download<uint8_t>(), a0);
     EXPECT_EQ(p.packed->download<uint8_t>(), b0);
   }
@@ -197,7 +198,7 @@ TEST(GpuGemm, ActivationQuantizationIsBitExactOnEveryPath) {
         const HostMx aq = quantize_bf16(dense, M, K, rule);
         std::vector<float> want(size_t(M * K));
         dequantize(aq.view(), want.data(), DType::fp32, K);
-        for (const GemmConfig& cfg : configs_for(M)) {
+        for (const GemmConfig& cfg : configs_for(M, K)) {
           DeviceBuf dc(size_t(M * N * 2), 0xFF);
           GemmOptions opt;
           opt.config = &cfg;
@@ -220,7 +221,7 @@ TEST(GpuGemm, K07SubnormalBlocksKeepTheirValue) {
   // subnormal 2^-127) times B = 2^100: 32 * 2^-27 = 2^-22.
   for (const auto& [av, bv, want] : {std::tuple{0x1p-126f, 1.0f, 0x1p-121}, std::tuple{0x1.8p-128f, 0x1p100f, 0x1p-22}}) {
     const Problem p = constant_problem(4, 16, 32, av, [&](int64_t) { return bv; });
-    for (const GemmConfig& cfg : configs_for(4)) {
+    for (const GemmConfig& cfg : configs_for(4, 32)) {
       const auto C = p.run(&cfg, 16);
       expect_exact(C, 4, 16, 16, [&](int64_t, int64_t) { return want; }, "K07 " + describe(cfg));
     }
@@ -233,7 +234,7 @@ TEST(GpuGemm, K08NanBlockPoisonsOnlyItsRow) {
   a[2] = 0x7FC0;  // NaN in row 0, block 0
   std::vector<uint16_t> b(16 * 64, fmt::f32_to_bf16(1.0f));
   const Problem p(2, a, quantize_bf16(b, 16, 64));
-  for (const GemmConfig& cfg : configs_for(2)) {
+  for (const GemmConfig& cfg : configs_for(2, 64)) {
     const auto C = p.run(&cfg, 16);
     for (int64_t n = 0; n < 16; ++n) {
       EXPECT_TRUE(std::isnan(fmt::bf16_to_f32(C[n]))) << describe(cfg);
@@ -265,7 +266,7 @@ TEST(GpuGemm, DecodedOverflowFollowsIeee) {
     ASSERT_TRUE(std::isinf(da[size_t(K + 40)]) && std::isinf(da[size_t(2 * K + 100)]));
     std::vector<int64_t> finite_rows{0};
     for (int64_t m = 3; m < M; m += 7) finite_rows.push_back(m);
-    for (const GemmConfig& cfg : configs_for(M)) {
+    for (const GemmConfig& cfg : configs_for(M, K)) {
       const auto C = p.run(&cfg, N);
       if (cfg.path == GemmPath::fp8) {
         // Row 2's two blocks of +-2^128 * b still overflow the fix-up's fp32 sum (Inf or NaN where
@@ -299,7 +300,7 @@ TEST(GpuGemm, K09KTailsAndScalesThatVaryByRowAndBlock) {
       for (int64_t k = 0; k < K; ++k) a[m * K + k] = fmt::f32_to_bf16(std::ldexp(1.0f, int((m + k / 32) % 5)));
     std::vector<uint16_t> b(size_t(N * K), fmt::f32_to_bf16(1.0f));
     const Problem p(M, a, quantize_bf16(b, N, K));
-    for (const GemmConfig& cfg : configs_for(M)) {
+    for (const GemmConfig& cfg : configs_for(M, K)) {
       const auto C = p.run(&cfg, N);
       expect_exact(C, M, N, N, [&](int64_t m, int64_t) {
         double s = 0;
@@ -314,14 +315,14 @@ TEST(GpuGemm, K10K11NTailsAndSmallN) {
   MXFP4_REQUIRE_GPU();
   for (int64_t N : {1, 3, 258, 260}) {
     const Problem p = constant_problem(16, N, 128, 1.0f, [](int64_t n) { return float(n % 7) - 3.0f; });
-    for (const GemmConfig& cfg : configs_for(16)) {
+    for (const GemmConfig& cfg : configs_for(16, 128)) {
       const auto C = p.run(&cfg, N);
       expect_exact(C, 16, N, N, [](int64_t, int64_t n) { return 128.0 * double(n % 7 - 3); }, "K10 " + describe(cfg));
     }
   }
   for (int64_t N = 1; N <= 9; ++N) {
     const Problem p = constant_problem(1, N, 64, 1.0f, [](int64_t n) { return std::ldexp(1.0f, int(n) + 3); });
-    for (const GemmConfig& cfg : configs_for(1)) {
+    for (const GemmConfig& cfg : configs_for(1, 64)) {
       const auto C = p.run(&cfg, N);
       expect_exact(C, 1, N, N, [](int64_t, int64_t n) { return 64.0 * std::ldexp(1.0, int(n) + 3); }, "K11 " + describe(cfg));
     }
@@ -333,7 +334,7 @@ TEST(GpuGemm, K12K13SmallMAndSplitKNeverLeak) {
   for (int64_t NK : {64, 6144}) {
     for (int64_t M : {1, 2, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33}) {
       const Problem p = constant_problem(M, NK, NK, 1.0f, [](int64_t) { return 1.0f; });
-      for (const GemmConfig& cfg : configs_for(M)) {
+      for (const GemmConfig& cfg : configs_for(M, NK)) {
         const auto C = p.run(&cfg, NK, 3);
         expect_exact(C, M, NK, NK, [&](int64_t, int64_t) { return double(NK); }, "K12 " + describe(cfg));
         for (int64_t i = M * NK; i < (M + 3) * NK; ++i) ASSERT_EQ(C[i], 0xFFFF) << "canary row touched " << describe(cfg);
@@ -343,7 +344,7 @@ TEST(GpuGemm, K12K13SmallMAndSplitKNeverLeak) {
   for (int64_t K : {64, 96, 512}) {
     for (int64_t M = 1; M <= 256; M += (M < 70 ? 1 : 37)) {
       const Problem p = constant_problem(M, 256, K, 1.0f, [](int64_t) { return 1.0f; });
-      for (const GemmConfig& cfg : configs_for(M)) {
+      for (const GemmConfig& cfg : configs_for(M, K)) {
         const auto C = p.run(&cfg, 256);
         expect_exact(C, M, 256, 256, [&](int64_t, int64_t) { return double(K); }, "K13 " + describe(cfg));
       }
@@ -468,7 +469,7 @@ TEST(GpuGemm, EveryPathCapturesAndReplaysInACudaGraph) {
   MXFP4_REQUIRE_GPU();
   for (int64_t M : {4, 64, 300}) {
     const Problem p = random_problem(M, 512, 1024, uint64_t(M + 5));
-    for (const GemmConfig& cfg : configs_for(M)) {
+    for (const GemmConfig& cfg : configs_for(M, 1024)) {
       const auto want = p.run(&cfg, 512);  // also sizes the cached workspace before capture
       cudaStream_t s;
       cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");

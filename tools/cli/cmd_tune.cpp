@@ -27,9 +27,14 @@ namespace {
 /// block_m and block_n 64 or 128, block_n 128 also with one consumer warpgroup per 64 x 64
 /// sub-tile, the 256 x 128 cluster pair, and split-K clusters of 2, 4 and 8 on the 128 x 64
 /// and 128 x 128 (four warpgroups) tiles; for M <= 64 path fp8's 64 x 64 and 64 x 128 (two
-/// 64 x 64 warpgroups) tiles with split_k 1, 2, 4 and 8 (the benchmark builds the FP8 image).
-std::vector<mxfp4::GemmConfig> candidates(int64_t M) {
+/// 64 x 64 warpgroups) tiles with split_k 1, 2, 4 and 8 (the benchmark builds the FP8 image);
+/// for M <= 8 path gemv with 4, 8 and 16 warps where its shared memory fits (K).
+std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t K) {
   std::vector<mxfp4::GemmConfig> v;
+  for (int warps : {4, 8, 16}) {
+    const mxfp4::GemmConfig c{mxfp4::GemmPath::gemv, 16, 8, 1, warps};
+    if (mxfp4::gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
+  }
   if (M > 64) {
     mxfp4::GemmConfig c;
     c.path = mxfp4::GemmPath::tiled;
@@ -84,7 +89,7 @@ Command add_tune(CLI::App& app) {
   sub->add_option("--shapes", *shapes, "workload file of 'M N K' lines");
   sub->add_option("--paths", *paths, "only these paths' candidates, comma-separated (default: all)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"fused", "splitk", "tiled", "fp8"}));
+      ->check(CLI::IsMember({"fused", "splitk", "tiled", "fp8", "gemv"}));
   sub->add_option("--replays", *replays, "graph replays per configuration (median)")->check(CLI::Range(3, 1000));
   sub->add_flag("--verbose", *verbose, "print every candidate's time, not only the winner");
   return {sub, [shapes, replays, verbose, paths]() -> int {
@@ -104,7 +109,7 @@ Command add_tune(CLI::App& app) {
                        std::find(paths->begin(), paths->end(), mxfp4::gemm_path_name(c.path)) != paths->end();
               };
               std::vector<mxfp4::GemmConfig> run;
-              for (const mxfp4::GemmConfig& c : candidates(s.M))
+              for (const mxfp4::GemmConfig& c : candidates(s.M, s.K))
                 if (wanted(c)) run.push_back(c);
               // The dispatcher's own choice is always timed (it may lie outside the candidate
               // grid, e.g. split_k 3), so that the line after the winner shows how far it is.
