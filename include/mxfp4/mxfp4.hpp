@@ -196,10 +196,11 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec&
 ///           then an exact fix-up of rows/columns with flagged groups. Without B.fp8 a
 ///           dispatcher or tune-cache choice of fp8 runs a bf16 path instead (the small-M
 ///           rule for M <= 128, tiled beyond); a forced one throws.
-///   gemv:   M <= 8 (decode), on CUDA cores: one launch, one CTA per 16 weight rows over all
-///           of K, A quantized inside the kernel into shared memory (fp32, M x round_up(K, 64)
-///           x 4 bytes plus a small reduction buffer: at most 227 KiB, so e.g. M = 8 takes
-///           K <= ~7000), no split-K and no workspace.
+///   gemv:   M <= 8 (decode): one launch, one CTA per 16 weight rows over all of K (its
+///           warps split K and sum in warp order), A quantized inside the kernel into shared
+///           memory (bf16 fragments: M rounded up to 1, 2, 4 or 8 rows x round_up(K, 64) x 2
+///           bytes, plus 512 bytes per warp: at most 227 KiB, so M = 8 takes K <= 14016),
+///           mma.sync like fused/splitk, no split-K across CTAs and no workspace.
 /// Token CTAs run along grid.y (at most 65535), so fused/splitk take M <= 64 * 65535 and
 /// tiled M <= 128 * 65535 = 8388480; a larger M throws InvalidArgument on Backend::cuda.
 enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2, fp8 = 3, gemv = 4 };

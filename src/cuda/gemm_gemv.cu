@@ -1,23 +1,24 @@
-// Path "gemv" (docs/dispatch.md): the decode GEMM for M <= 8 tokens on CUDA cores.
+// Path "gemv" (docs/dispatch.md): the decode GEMM for M <= 8 tokens, one launch.
 //
-// At M = 1..8 the tensor-core kernels spend most of a call on fixed latencies (a quantizer
-// launch or in-kernel fragment quantization, a stage ring, a split-K reduction across CTAs)
-// while the work is a stream of weight bytes. This kernel is one launch with no split-K:
+// At M = 1..8 the other small-M paths spend most of a call on fixed latencies (a quantizer
+// launch, a stage ring, a split-K reduction across CTAs) while the work is a stream of weight
+// bytes. This kernel has none of them:
 //   - one CTA per 16-row weight slab of the packed layout (docs/packed-layout.md), all of K;
-//     warp w takes the slab's 64-wide K chunks w, w + W, ... and keeps batch_of<MT>() chunks'
-//     16-byte loads in flight per lane; launched with PDL, each CTA asks for an L2 prefetch
-//     of its weights before it waits for the previous kernel;
-//   - every CTA quantizes all of A (M <= 8 rows, spec §2, bit-identical to fmt::quantize_block
-//     through quantize_kernels.cuh) into shared memory as fp32 values e2m1 * 2^s;
-//   - a lane decodes its chunk's code words into bf16 e2m1 * 2^s (exact, the operand the
-//     tensor-core paths feed their MMAs, common.cuh decode_weight_fragment), widens them to
-//     fp32 and multiplies by A's values with FMAs: the 8 products a lane holds of one
-//     32-element block and row share one power-of-two grid and their sum is exact in fp32
-//     (spec §3), so rounding happens only where block partials meet the fp32 accumulator;
-//   - the 4 lanes that share a row sum by shuffles, the W warps through shared memory in
-//     warp order: the result does not depend on timing (deterministic).
-// The semantics at the edges are those of the bf16 paths: an element that decodes to 2^128
-// or more is +-Inf (docs/hardening.md section 3), NaN scales give NaN.
+//     warp w takes the slab's 64-wide K chunks w, w + W, ..., loading each lane's 16-byte
+//     mma fragment straight into registers, kBatch chunks in flight per warp (two register
+//     sets: batch b + 1 is loaded while batch b is multiplied);
+//   - it is launched with PDL: before griddepcontrol.wait a CTA only asks for an L2 prefetch
+//     of its weights (no load that returns data: docs/dispatch.md, "Stream order");
+//   - every CTA quantizes all of A (M <= 8 rows; spec §2, bit-identical to
+//     fmt::quantize_block through quantize_kernels.cuh) into shared memory as the bf16 B
+//     fragments of mma.sync.m16n8k16, token g of the n8 tile in lane group g (groups g >= M
+//     hold zeros, rows past the rounded-up M are not stored at all);
+//   - the K loop is the tensor-core step of the other bf16 paths: decode a code word into the
+//     A fragment e2m1 * 2^s (exact, common.cuh decode_weight_fragment) and one m16n8k16 MMA
+//     per K16 step into fp32 accumulators (two chains, even and odd K16 steps);
+//   - the W warps' 16 x 8 partial tiles are summed through shared memory in warp order, so
+//     the result does not depend on timing (deterministic).
+// Semantics at the edges are those of the other bf16 paths (docs/hardening.md section 3).
 #include <string>
 
 #include "cuda/bulk_copy.cuh"
@@ -29,14 +30,12 @@
 namespace mxfp4::cuda {
 namespace {
 
-/// K chunks per warp whose loads are in flight (two sets of registers); 2 for 8 tokens, whose
-/// accumulators leave no room for 4 under the 128-register cap of 512-thread CTAs.
-template <int MT>
-constexpr int batch_of() { return MT >= 8 ? 2 : 4; }
+constexpr int kBatch = 4;  // K chunks per warp whose loads are in flight, per register set
 
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
   int64_t M, K, lda;
+  int rows;           // token rows in shared memory: gemv_tile_rows(M)
   const uint8_t* packed;
   PackedGeometry geo;
   int64_t N;
@@ -46,12 +45,11 @@ struct GemvArgs {
   ScaleRule rule;
 };
 
-/// Float index in the shared A buffer of token m, column k (padded K kp): lane t of K16 step
-/// k / 16 reads floats 4t .. 4t + 3, its fragment columns {2t, 2t + 1, 2t + 8, 2t + 9}
-/// (docs/packed-layout.md: the columns of the lane's code word), with one 16-byte load.
-__device__ __forceinline__ int a_index(int m, int k, int kp) {
-  const int kk = k % 16;
-  return m * kp + (k / 16) * 16 + 4 * ((kk % 8) / 2) + 2 * (kk / 8) + kk % 2;
+/// u32 index in the shared A buffer of the B-fragment word `word` (0..3: K16 step 2u register
+/// 0 and 1, then step 2u + 1 register 0 and 1) of lane (g, t) for the 32-wide K block u, with
+/// `rows` token rows: each lane reads a block's 4 words with one 16-byte load.
+__device__ __forceinline__ int a_word_index(int u, int g, int t, int word, int rows) {
+  return (u * rows + g) * 16 + 4 * t + word;
 }
 
 /// 16 bytes of the packed weights, read once: no L1 allocation (PTX ld.global.nc.L1::no_allocate).
@@ -69,88 +67,81 @@ __device__ __forceinline__ uint32_t load_stream4(const uint8_t* p) {
 }
 
 /// Asks the TMA engine to bring `bytes` (a multiple of 16, 16-byte aligned) at `p` into L2
-/// (PTX cp.async.bulk.prefetch.L2.global; no data is returned, so it is safe before
+/// (PTX cp.async.bulk.prefetch.L2.global). No data comes back, so it may precede
 /// griddepcontrol.wait: L2 is the point of coherence, and every load that returns data comes
-/// after the wait).
+/// after the wait.
 __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 
-__device__ __forceinline__ float bf16_lo(uint32_t pair) { return __uint_as_float(pair << 16); }
-__device__ __forceinline__ float bf16_hi(uint32_t pair) { return __uint_as_float(pair & 0xFFFF0000u); }
-
-/// Quantizes A's rows 0 .. MT-1 (rows >= M and columns >= K as zeros) into `sa`, fp32
-/// dequantized values at a_index. Warp-collective rounds of 8 blocks (4 lanes per block).
-template <int MT>
-__device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, float* sa, int warp, int warps, int lane) {
-  const int kp = int(p.geo.k_padded), blocks_per_row = kp / 32;
-  const int rounds = (MT * blocks_per_row + 7) / 8;
-  for (int r = warp; r < rounds; r += warps) {  // uniform per warp
-    const int b = 8 * r + lane / 4, q = lane % 4;
-    const int m = b / blocks_per_row, c = b % blocks_per_row;
-    uint32_t w[4];
-    load_quarter_bf16(p.A, p.M, p.K, p.lda, m, c, q, w);  // zeros for m >= M or past K
-    uint32_t words[4];
-    quantize_quarter_words(w, p.rule, words);  // all 32 lanes
-    if (m < MT) {
-      const int k0 = 32 * c + 8 * q;
+/// Quantizes A's rows 0 .. rows-1 (rows >= M and columns >= K as zeros) into `sa`. A round is
+/// 8 consecutive 32-element blocks of one row, 4 lanes per block (one quarter each); each warp
+/// loads up to kRounds rounds before it quantizes them.
+__device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t* sa, int warp, int warps, int lane) {
+  constexpr int kRounds = 4;
+  const int blocks = int(p.geo.k_padded / 32), per_row = (blocks + 7) / 8;
+  const int rounds = p.rows * per_row;
+  const int q = lane % 4;
+  for (int first = warp; first < rounds; first += kRounds * warps) {  // uniform per warp
+    uint32_t w[kRounds][4] = {};
 #pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const float2 v = make_float2(bf16_lo(words[t]), bf16_hi(words[t]));
-        *reinterpret_cast<float2*>(&sa[a_index(m, k0 + 2 * t, kp)]) = v;
+    for (int j = 0; j < kRounds; ++j) {
+      const int rho = first + j * warps, r = rho / per_row, c = 8 * (rho % per_row) + lane / 4;
+      if (rho < rounds) load_quarter_bf16(p.A, p.M, p.K, p.lda, r, c, q, w[j]);  // zeros for r >= M, past K
+    }
+#pragma unroll
+    for (int j = 0; j < kRounds; ++j) {
+      const int rho = first + j * warps, r = rho / per_row, c = 8 * (rho % per_row) + lane / 4;
+      if (rho >= rounds) break;  // uniform per warp
+      uint32_t words[4];
+      quantize_quarter_words(w[j], p.rule, words);  // all 32 lanes
+      if (c < blocks) {
+        // Word t of quarter q: elements 8q + 2t, 8q + 2t + 1 of block c, i.e. K16 step q / 2,
+        // register q % 2 of lane (r, t): B-fragment word q.
+#pragma unroll
+        for (int t = 0; t < 4; ++t) sa[a_word_index(c, r, t, q, p.rows)] = words[t];
       }
     }
   }
 }
 
-/// acc[m][half] += the products of one K chunk (4 code words `wc`, scale word `sc`) with A's
-/// values in shared memory at chunk kc. Each 32-element block's 8 products per lane and row are
-/// summed on their own (exact) before they meet the accumulator.
-template <int MT>
-__device__ __forceinline__ void chunk_products(const uint4& wc, uint32_t sc, const float* sa, int kp, int64_t kc,
-                                               int t, float (&acc)[MT][2]) {
-  const ChunkScales cs = chunk_scales(sc);  // warp-collective
+/// acc[step % 2] += the chunk's 4 K16 steps: the lane's code words `wc` decoded with the
+/// chunk's scale factors (FUSED: every scale byte of the warp's chunk <= 128), times A's B
+/// fragments `b0` (block 2kc) and `b1` (block 2kc + 1).
+template <bool FUSED>
+__device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const uint4& b0, const uint4& b1,
+                                          float (&acc)[2][4]) {
+  uint32_t f[2][2];
+  chunk_scale_factors<FUSED>(sc, f);
   const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
-  float part[MT][2][2];  // [token][row half][K16 step within the block]
+  const uint32_t b[4][2] = {{b0.x, b0.y}, {b0.z, b0.w}, {b1.x, b1.y}, {b1.z, b1.w}};
 #pragma unroll
   for (int step = 0; step < 4; ++step) {
     uint32_t a[4];
-    decode_weight_fragment(words[step], cs, step, a);
-    // a[0], a[2]: row g at columns {2t, 2t+1}, {2t+8, 2t+9}; a[1], a[3]: row g + 8.
-    const float w0[4] = {bf16_lo(a[0]), bf16_hi(a[0]), bf16_lo(a[2]), bf16_hi(a[2])};
-    const float w1[4] = {bf16_lo(a[1]), bf16_hi(a[1]), bf16_lo(a[3]), bf16_hi(a[3])};
-    const int s = step % 2;
-#pragma unroll
-    for (int m = 0; m < MT; ++m) {
-      const float4 x = *reinterpret_cast<const float4*>(&sa[m * kp + int(kc) * 64 + step * 16 + 4 * t]);
-      part[m][0][s] = fmaf(w0[3], x.w, fmaf(w0[2], x.z, fmaf(w0[1], x.y, w0[0] * x.x)));
-      part[m][1][s] = fmaf(w1[3], x.w, fmaf(w1[2], x.z, fmaf(w1[1], x.y, w1[0] * x.x)));
-    }
-    if (s == 1) {
-#pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        acc[m][0] += part[m][0][0] + part[m][0][1];
-        acc[m][1] += part[m][1][0] + part[m][1][1];
-      }
-    }
+    decode_weight_fragment(words[step], f, FUSED, step, a);
+    mma_bf16_16816(acc[step % 2], a, b[step][0], b[step][1]);
   }
 }
 
-template <int MT>
 __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
-  extern __shared__ __align__(16) float smem[];
+  extern __shared__ __align__(16) uint32_t smem[];
   const int warps = int(blockDim.x / 32), warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
-  const int kp = int(p.geo.k_padded);
-  float* sa = smem;                 // [MT][kp] fp32
-  float* red = smem + MT * kp;      // [warps][MT][16]
+  const int g = lane / 4, t = lane % 4;
+  uint32_t* sa = smem;                                                  // A's B fragments
+  float* red = reinterpret_cast<float*>(smem + p.rows * p.geo.k_padded / 2);  // [warps][16 rows][8 tokens]
   const int64_t slab = blockIdx.x, kcs = p.geo.k_chunks;
   const uint8_t* codes = p.packed + slab * kcs * 512 + lane * 16;
-  const uint8_t* scales = p.packed + p.geo.code_bytes + slab * kcs * 32 + 4 * (lane / 4);
+  const uint8_t* scales = p.packed + p.geo.code_bytes + slab * kcs * 32 + 4 * g;
 
-  // This warp's chunks: kc = warp + warps * i, in batches of kBatch; batch b + 1's loads are
-  // issued before batch b is multiplied (two register sets, named so that nothing is indexed
-  // at run time).
-  constexpr int kBatch = batch_of<MT>();
+  if (threadIdx.x == 0) {  // this CTA's weights: < 0.5 MiB (A's copy in shared memory caps K)
+    prefetch_l2(p.packed + slab * kcs * 512, uint32_t(kcs * 512));
+    prefetch_l2(p.packed + p.geo.code_bytes + slab * kcs * 32, uint32_t(kcs * 32));
+  }
+  grid_dependency_wait();  // the previous kernel may write A, B or C
+  grid_dependents_launch();
+
+  // This warp's chunks kc = warp + warps * i in batches of kBatch; two named register sets so
+  // that nothing is indexed at run time.
   uint4 wc0[kBatch], wc1[kBatch];
   uint32_t sc0[kBatch], sc1[kBatch];
   auto load_batch = [&](uint4 (&wc)[kBatch], uint32_t (&sc)[kBatch], int64_t first) {
@@ -160,32 +151,33 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       if (kc < kcs) {
         wc[u] = load_stream16(codes + kc * 512);
         sc[u] = load_stream4(scales + kc * 32);
+      } else {
+        sc[u] = 0x7F7F7F7Fu;  // a neutral word for the warp's vote on scale bytes
       }
     }
   };
-  // The first kernel of a call reads no global memory before its wait (docs/dispatch.md,
-  // "Stream order"): the previous kernel may write B, A or C. Only an L2 prefetch of this
-  // CTA's weights (16 rows x K) goes ahead of it.
-  if (threadIdx.x == 0) {
-    const int64_t code_bytes = kcs * 512, scale_bytes = kcs * 32;  // < 0.5 MiB: A's copy in shared memory caps K
-    prefetch_l2(p.packed + slab * code_bytes, uint32_t(code_bytes));
-    prefetch_l2(p.packed + p.geo.code_bytes + slab * scale_bytes, uint32_t(scale_bytes));
-  }
-  grid_dependency_wait();
-  grid_dependents_launch();
   load_batch(wc0, sc0, warp);
-  quantize_a_to_shared<MT>(p, sa, warp, warps, lane);
+  quantize_a_to_shared(p, sa, warp, warps, lane);
   __syncthreads();
 
-  float acc[MT][2];
-#pragma unroll
-  for (int m = 0; m < MT; ++m) acc[m][0] = acc[m][1] = 0.f;
-  const int t = lane % 4;
+  float acc[2][4] = {};
   auto multiply_batch = [&](const uint4 (&wc)[kBatch], const uint32_t (&sc)[kBatch], int64_t first) {
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
+      const bool fused = chunk_scales_fuse(sc[u]);  // every lane, outside the branch below
       const int64_t kc = first + int64_t(u) * warps;
-      if (kc < kcs) chunk_products<MT>(wc[u], sc[u], sa, kp, kc, t, acc);  // uniform per warp
+      if (kc < kcs) {  // uniform per warp
+        uint4 b0 = make_uint4(0, 0, 0, 0), b1 = b0;
+        if (g < p.rows) {
+          b0 = *reinterpret_cast<const uint4*>(&sa[a_word_index(int(2 * kc), g, t, 0, p.rows)]);
+          b1 = *reinterpret_cast<const uint4*>(&sa[a_word_index(int(2 * kc + 1), g, t, 0, p.rows)]);
+        }
+        if (fused) {
+          chunk_mma<true>(wc[u], sc[u], b0, b1, acc);
+        } else {
+          chunk_mma<false>(wc[u], sc[u], b0, b1, acc);
+        }
+      }
     }
   };
   const int64_t step = int64_t(kBatch) * warps;
@@ -197,23 +189,19 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
     multiply_batch(wc1, sc1, first + step);
   }
 
-  // Rows g and g + 8 of the slab: the 4 lanes of a row group, then the warps in order.
-#pragma unroll
-  for (int m = 0; m < MT; ++m)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float v = acc[m][h];
-      v += __shfl_xor_sync(0xFFFFFFFFu, v, 1);
-      v += __shfl_xor_sync(0xFFFFFFFFu, v, 2);
-      if (t == 0) red[(warp * MT + m) * 16 + lane / 4 + 8 * h] = v;
-    }
+  // D fragment: d0, d1 = row g, tokens 2t, 2t + 1; d2, d3 = row g + 8. Warps in order.
+  float* mine = red + warp * 128;
+  mine[g * 8 + 2 * t] = acc[0][0] + acc[1][0];
+  mine[g * 8 + 2 * t + 1] = acc[0][1] + acc[1][1];
+  mine[(g + 8) * 8 + 2 * t] = acc[0][2] + acc[1][2];
+  mine[(g + 8) * 8 + 2 * t + 1] = acc[0][3] + acc[1][3];
   __syncthreads();
-  for (int i = int(threadIdx.x); i < MT * 16; i += int(blockDim.x)) {
-    const int m = i / 16, r = i % 16;
+  for (int i = int(threadIdx.x); i < 128; i += int(blockDim.x)) {
+    const int r = i / 8, m = i % 8;
     const int64_t n = slab * 16 + r;
     if (m >= p.M || n >= p.N) continue;
-    float v = red[m * 16 + r];
-    for (int w = 1; w < warps; ++w) v += red[(w * MT + m) * 16 + r];
+    float v = red[i];
+    for (int w = 1; w < warps; ++w) v += red[w * 128 + i];
     if (p.c_f32) {
       static_cast<float*>(p.C)[m * p.ldc + n] = v;
     } else {
@@ -222,28 +210,19 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   }
 }
 
-template <int MT>
-void launch_gemv(const GemvArgs& args, int warps, cudaStream_t stream) {
-  const size_t smem = gemv_smem_bytes(args.M, args.K, warps);
-  auto kernel = gemv_kernel<MT>;
-  // The largest need of any accepted shape (gemm_config_problem), the same for every call, so
-  // concurrent host threads never lower it under another's launch. Not a stream operation.
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemvSmemLimit)),
-        "cudaFuncSetAttribute(gemv_kernel)");
-  const dim3 grid(unsigned(args.geo.rows_padded / 16));
-  launch_pdl_smem(kernel, grid, dim3(unsigned(32 * warps)), smem, stream, "gemv_kernel", args);
-}
-
 }  // namespace
 
 void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, cudaStream_t stream) {
-  const GemvArgs args{A, M, K, lda, B.data, PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule};
-  // The explicit list of instantiations: token rows 1, 2, 4, 8.
-  if (M <= 1) return launch_gemv<1>(args, cfg.warps, stream);
-  if (M <= 2) return launch_gemv<2>(args, cfg.warps, stream);
-  if (M <= 4) return launch_gemv<4>(args, cfg.warps, stream);
-  return launch_gemv<8>(args, cfg.warps, stream);
+  const GemvArgs args{A, M, K, lda, gemv_tile_rows(M), B.data, PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule};
+  // The largest need of any accepted shape (gemm_config_problem_for_shape), the same for every
+  // call, so concurrent host threads never lower it under another's launch. Not a stream
+  // operation, so also legal during graph capture.
+  check(cudaFuncSetAttribute(gemv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemvSmemLimit)),
+        "cudaFuncSetAttribute(gemv_kernel)");
+  const dim3 grid(unsigned(args.geo.rows_padded / 16));
+  launch_pdl_smem(gemv_kernel, grid, dim3(unsigned(32 * cfg.warps)), gemv_smem_bytes(M, K, cfg.warps), stream,
+                  "gemv_kernel", args);
 }
 
 }  // namespace mxfp4::cuda

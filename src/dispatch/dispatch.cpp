@@ -146,7 +146,7 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 /// Path gemv (src/cuda/gemm_gemv.cu) for M <= kGemvMaxM where its shared memory fits: one
 /// CTA per 16 weight rows; warps 16 from 64 K chunks per CTA, 8 from 16, else 4, so that each
 /// warp keeps a few 16-byte loads per lane in flight (kBatch = 4 chunks).
-constexpr int64_t kGemvMaxM = 4;
+constexpr int64_t kGemvMaxM = 8;
 std::optional<GemmConfig> gemv_config(int64_t M, int64_t K) {
   if (M > kGemvMaxM) return std::nullopt;
   const int64_t chunks = ceil_div(K, 64);
@@ -156,7 +156,7 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t K) {
 }
 }  // namespace
 
-/// M <= 4 (where its shared memory fits): path gemv (gemv_config). M <= 64, and 64 < M <= 128
+/// M <= 8 (where its shared memory fits): path gemv (gemv_config). M <= 64, and 64 < M <= 128
 /// with K < 2048: the small-M kernel (small_m_config above); else
 /// the FP8 wgmma path (fp8_config; gemm() runs config_without_fp8 instead when the weights
 /// have no FP8 image), except at 64 < M <= 128 where the small-M kernel's grid (64-row CTAs
@@ -249,7 +249,7 @@ int gemv_tile_rows(int64_t M) { return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : 8;
 
 size_t gemv_smem_bytes(int64_t M, int64_t K, int warps) {
   const size_t rows = size_t(gemv_tile_rows(M));
-  return rows * size_t(ceil_div(K, 64) * 64) * 4 + size_t(warps) * rows * 16 * 4;
+  return rows * size_t(ceil_div(K, 64) * 64) * 2 + size_t(warps) * 16 * 8 * 4;
 }
 
 std::string gemm_config_problem_for_shape(const GemmConfig& cfg, int64_t M, int64_t K) {

@@ -33,9 +33,9 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M);
 /// Throws InvalidArgument for sizes outside [1, 2^40].
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev);
 
-/// Path gemv (src/cuda/gemm_gemv.cu): token rows of its kernel instantiation for M <= 8
-/// tokens (1, 2, 4 or 8) and its dynamic shared memory in bytes, A's fp32 values
-/// (rows x round_up(K, 64) x 4) plus the cross-warp reduction (warps x rows x 16 x 4).
+/// Path gemv (src/cuda/gemm_gemv.cu): token rows it keeps in shared memory for M <= 8
+/// tokens (1, 2, 4 or 8) and its dynamic shared memory in bytes: A's bf16 mma fragments
+/// (rows x round_up(K, 64) x 2) plus the cross-warp reduction (warps x 16 x 8 fp32).
 /// kGemvSmemLimit is the sm_90 opt-in limit per CTA (227 KiB); gemm_config_problem_for_shape
 /// rejects a gemv configuration beyond it.
 int gemv_tile_rows(int64_t M);

@@ -22,14 +22,14 @@ DeviceInfo h200() {
 
 TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   const DeviceInfo dev = h200();
-  // M <= 4: path gemv (CUDA cores, one CTA per 16 rows) where its shared memory fits.
-  for (int64_t M : {1, 2, 3, 4}) EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=4") << M;
+  // M <= 8: path gemv (one CTA per 16 rows, one launch) where its shared memory fits.
+  for (int64_t M : {1, 2, 3, 4, 8})
+    EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=4") << M;
   EXPECT_EQ(choose_gemm_config(1, 7168, 2048, dev).warps, 8);   // 32 K chunks
-  EXPECT_EQ(choose_gemm_config(1, 2112, 7168, dev).warps, 16);  // 112 K chunks
-  EXPECT_EQ(choose_gemm_config(4, 2112, 7168, dev).path, GemmPath::gemv);  // 4 x 7168 fp32: 112 KiB
-  EXPECT_NE(choose_gemm_config(4, 2112, 16384, dev).path, GemmPath::gemv);  // 256 KiB: no gemv
-  EXPECT_EQ(choose_gemm_config(8, 2880, 512, dev).path, GemmPath::fused);
-  EXPECT_EQ(choose_gemm_config(8, 2112, 7168, dev).path, GemmPath::splitk);  // 14 chunks per CTA
+  EXPECT_EQ(choose_gemm_config(8, 2112, 7168, dev).warps, 16);  // 112 K chunks
+  EXPECT_EQ(choose_gemm_config(8, 2112, 14016, dev).path, GemmPath::gemv);  // 8 x 14016 bf16: 219 KiB
+  EXPECT_EQ(choose_gemm_config(8, 2112, 14080, dev).path, GemmPath::splitk);  // past 227 KiB: no gemv
+  EXPECT_EQ(config_without_fp8(8, 2112, 7168, dev).path, GemmPath::splitk);  // 14 chunks per CTA
   for (int64_t M : {9, 16, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
   for (int64_t M : {65, 128, 129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::fp8) << M;
   // 64 < M <= 128 with short K stays on the small-M kernel (128x2880x512: 9.4 us against 9.6).
@@ -163,7 +163,7 @@ TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
   for (const auto& [M, N, K, want] : std::vector<std::tuple<int64_t, int64_t, int64_t, bool>>{
            {16, 2112, 7168, true}, {8, 2112, 7168, true}, {16, 3072, 1536, false}, {64, 3072, 1536, false},
            {64, 7168, 2048, false}, {32, 4096, 512, false}}) {
-    const GemmConfig c = choose_gemm_config(M, N, K, h200());
+    const GemmConfig c = config_without_fp8(M, N, K, h200());  // the small-M kernel's rule (M = 8: not gemv)
     EXPECT_EQ(splitk_scratch(M, N, K, c).needed, want) << M << "x" << N << "x" << K << " " << describe(c);
     // describe with the shape names the reduction (every shape here has split_k > 1).
     ASSERT_GT(c.split_k, 1) << describe(c);
@@ -289,7 +289,7 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
         EXPECT_TRUE(c.split_k >= 1 && c.split_k <= 8) << describe(c);
         EXPECT_TRUE(c.warps == 4 || c.warps == 8 || c.warps == 12 || c.warps == 16 || c.warps == 20) << describe(c);
         if (c.path == GemmPath::gemv) {
-          EXPECT_LE(M, 4) << describe(c);
+          EXPECT_LE(M, 8) << describe(c);
           EXPECT_EQ(gemm_config_problem_for_shape(c, M, K), "") << describe(c);
         } else if (c.path != GemmPath::fp8) {
           const int slabs = c.block_n / 16;
@@ -391,9 +391,9 @@ TEST(Dispatch, ConfigProblemBoundsMOfEveryPath) {
   }
 }
 
-// Path gemv: block_n 16, block_m 8, split_k 1, warps 4, 8 or 16, M <= 8, and A's fp32 copy
-// in shared memory (M rounded up to 1, 2, 4 or 8 rows x round_up(K, 64) x 4 bytes, plus
-// warps x rows x 64 bytes) within the 227 KiB opt-in limit; the tune cache and gemm() reject
+// Path gemv: block_n 16, block_m 8, split_k 1, warps 4, 8 or 16, M <= 8, and A's bf16 copy
+// in shared memory (M rounded up to 1, 2, 4 or 8 rows x round_up(K, 64) x 2 bytes, plus
+// 512 bytes per warp) within the 227 KiB opt-in limit; the tune cache and gemm() reject
 // anything else before a launch.
 TEST(Dispatch, GemvConfigProblem) {
   const GemmConfig ok{GemmPath::gemv, 16, 8, 1, 16};
@@ -406,12 +406,12 @@ TEST(Dispatch, GemvConfigProblem) {
   EXPECT_EQ(gemv_tile_rows(1), 1);
   EXPECT_EQ(gemv_tile_rows(3), 4);
   EXPECT_EQ(gemv_tile_rows(5), 8);
-  EXPECT_EQ(gemv_smem_bytes(3, 96, 4), size_t(4 * 128 * 4 + 4 * 4 * 64));
-  EXPECT_EQ(gemm_config_problem_for_shape(ok, 4, 7168), "");  // 112 KiB + 4 KiB
-  EXPECT_EQ(gemm_config_problem_for_shape(ok, 8, 6912), "");  // 216 KiB + 8 KiB
-  const std::string big = gemm_config_problem_for_shape(ok, 8, 7168);
-  EXPECT_NE(big.find("M = 8, K = 7168 needs 237568 bytes of shared memory"), std::string::npos) << big;
-  EXPECT_NE(gemm_config_problem_for_shape(ok, 1, 65536), "");
+  EXPECT_EQ(gemv_smem_bytes(3, 96, 4), size_t(4 * 128 * 2 + 4 * 512));
+  EXPECT_EQ(gemm_config_problem_for_shape(ok, 8, 14016), "");  // 219 KiB + 8 KiB: the limit
+  const std::string big = gemm_config_problem_for_shape(ok, 8, 14080);
+  EXPECT_NE(big.find("M = 8, K = 14080 needs 233472 bytes of shared memory"), std::string::npos) << big;
+  EXPECT_EQ(gemm_config_problem_for_shape(ok, 1, 65536), "");
+  EXPECT_NE(gemm_config_problem_for_shape(ok, 1, 131072), "");
   EXPECT_EQ(gemm_workspace_bytes(4, 7168, ok), 0u);
   EXPECT_EQ(gemm_path_name(GemmPath::gemv), std::string("gemv"));
   EXPECT_EQ(parse_gemm_path("gemv"), GemmPath::gemv);
