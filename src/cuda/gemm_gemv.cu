@@ -30,7 +30,15 @@
 namespace mxfp4::cuda {
 namespace {
 
-constexpr int kBatch = 4;  // K chunks per warp whose loads are in flight, per register set
+constexpr int kBatch = 2;  // K chunks per warp whose loads are in flight, per register set
+
+// Measurements only (docs/perf-notes.md, session 15), wrong results: -DMXFP4_EXP_GEMV=1 skips
+// the L2 prefetch, 2 also A's quantization (shared memory left as it is), 3 also the decode
+// and the MMAs (the loaded words are only folded into the accumulators).
+#ifndef MXFP4_EXP_GEMV
+#define MXFP4_EXP_GEMV 0
+#endif
+constexpr int kExpGemv = MXFP4_EXP_GEMV;
 
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
@@ -133,7 +141,7 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   const uint8_t* codes = p.packed + slab * kcs * 512 + lane * 16;
   const uint8_t* scales = p.packed + p.geo.code_bytes + slab * kcs * 32 + 4 * g;
 
-  if (threadIdx.x == 0) {  // this CTA's weights: < 0.5 MiB (A's copy in shared memory caps K)
+  if (kExpGemv < 1 && threadIdx.x == 0) {  // this CTA's weights: < 0.5 MiB (A's copy in shared memory caps K)
     prefetch_l2(p.packed + slab * kcs * 512, uint32_t(kcs * 512));
     prefetch_l2(p.packed + p.geo.code_bytes + slab * kcs * 32, uint32_t(kcs * 32));
   }
@@ -157,7 +165,7 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
     }
   };
   load_batch(wc0, sc0, warp);
-  quantize_a_to_shared(p, sa, warp, warps, lane);
+  if (kExpGemv < 2) quantize_a_to_shared(p, sa, warp, warps, lane);
   __syncthreads();
 
   float acc[2][4] = {};
@@ -172,7 +180,9 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
           b0 = *reinterpret_cast<const uint4*>(&sa[a_word_index(int(2 * kc), g, t, 0, p.rows)]);
           b1 = *reinterpret_cast<const uint4*>(&sa[a_word_index(int(2 * kc + 1), g, t, 0, p.rows)]);
         }
-        if (fused) {
+        if (kExpGemv >= 3) {
+          acc[0][0] += __uint_as_float((wc[u].x ^ wc[u].y ^ wc[u].z ^ wc[u].w ^ sc[u] ^ b0.x ^ b1.y) & 0x3F000000u);
+        } else if (fused) {
           chunk_mma<true>(wc[u], sc[u], b0, b1, acc);
         } else {
           chunk_mma<false>(wc[u], sc[u], b0, b1, acc);

@@ -143,13 +143,13 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
   cfg.path = M <= 8 && M * ceil_div(chunks, cfg.split_k) <= 16 ? GemmPath::fused : GemmPath::splitk;
   return cfg;
 }
-/// Path gemv (src/cuda/gemm_gemv.cu) for M <= kGemvMaxM where its shared memory fits: one
-/// CTA per 16 weight rows; warps 16 from 64 K chunks per CTA, 8 from 16, else 4, so that each
-/// warp keeps a few 16-byte loads per lane in flight (kBatch = 4 chunks).
-constexpr int64_t kGemvMaxM = 8;
+/// Path gemv (src/cuda/gemm_gemv.cu) for M <= 8 while every CTA's own quantization of A is
+/// small (M x K chunks <= kGemvMaxWork: each CTA quantizes all of A): one CTA per 16 weight
+/// rows; warps 16 from 64 K chunks per CTA, 8 from 16, else 4.
+constexpr int64_t kGemvMaxWork = 64;
 std::optional<GemmConfig> gemv_config(int64_t M, int64_t K) {
-  if (M > kGemvMaxM) return std::nullopt;
   const int64_t chunks = ceil_div(K, 64);
+  if (M > 8 || M * chunks > kGemvMaxWork) return std::nullopt;
   const GemmConfig c{GemmPath::gemv, 16, 8, 1, chunks >= 64 ? 16 : chunks >= 16 ? 8 : 4};
   if (!gemm_config_problem_for_shape(c, M, K).empty()) return std::nullopt;
   return c;

@@ -22,13 +22,16 @@ DeviceInfo h200() {
 
 TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   const DeviceInfo dev = h200();
-  // M <= 8: path gemv (one CTA per 16 rows, one launch) where its shared memory fits.
+  // M <= 8: path gemv (one CTA per 16 rows, one launch) while M x K chunks <= 64 (each CTA
+  // quantizes all of A).
   for (int64_t M : {1, 2, 3, 4, 8})
     EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=4") << M;
-  EXPECT_EQ(choose_gemm_config(1, 7168, 2048, dev).warps, 8);   // 32 K chunks
-  EXPECT_EQ(choose_gemm_config(8, 2112, 7168, dev).warps, 16);  // 112 K chunks
-  EXPECT_EQ(choose_gemm_config(8, 2112, 14016, dev).path, GemmPath::gemv);  // 8 x 14016 bf16: 219 KiB
-  EXPECT_EQ(choose_gemm_config(8, 2112, 14080, dev).path, GemmPath::splitk);  // past 227 KiB: no gemv
+  EXPECT_EQ(describe(choose_gemm_config(1, 7168, 2048, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=8");
+  EXPECT_EQ(choose_gemm_config(1, 2112, 4096, dev).warps, 16);  // 64 K chunks
+  EXPECT_EQ(choose_gemm_config(1, 2112, 4160, dev).path, GemmPath::fused);  // 65 K chunks
+  EXPECT_EQ(choose_gemm_config(2, 2112, 2048, dev).path, GemmPath::gemv);
+  EXPECT_NE(choose_gemm_config(2, 2112, 2112, dev).path, GemmPath::gemv);
+  EXPECT_NE(choose_gemm_config(8, 2112, 7168, dev).path, GemmPath::gemv);
   EXPECT_EQ(config_without_fp8(8, 2112, 7168, dev).path, GemmPath::splitk);  // 14 chunks per CTA
   for (int64_t M : {9, 16, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
   for (int64_t M : {65, 128, 129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::fp8) << M;
@@ -209,7 +212,7 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
   // 1 x 7168 x 2048: 56 CTAs of 8 slabs, split 4 (224 CTAs, one 8-slab CTA per SM's worth of
   // two 4-slab ones) -> 8 chunks per CTA, but 224 x 16 warps exceed 16 per SM: one warp per
   // slab; 1 x 8 row-chunks of A per CTA: quantized in the GEMM (9.69 us against 10.10 splitk).
-  // (M <= 4 runs path gemv; config_without_fp8 gives the small-M kernel's rule there.)
+  // (Path gemv runs this shape; config_without_fp8 gives the small-M kernel's rule.)
   c = config_without_fp8(1, 7168, 2048, dev);
   EXPECT_EQ(c.block_n, 128);
   EXPECT_EQ(c.split_k, 4);
