@@ -5,8 +5,8 @@
 // bytes. This kernel has none of them:
 //   - one CTA per 16-row weight slab of the packed layout (docs/packed-layout.md), all of K;
 //     warp w takes the slab's 64-wide K chunks w, w + W, ..., loading each lane's 16-byte
-//     mma fragment straight into registers, kBatch chunks in flight per warp (two register
-//     sets: batch b + 1 is loaded while batch b is multiplied);
+//     mma fragment straight into registers, 2 x kBatch chunks in flight per warp (two
+//     register sets, both loaded before A is quantized, each reloaded once multiplied);
 //   - it is launched with PDL: before griddepcontrol.wait a CTA only asks for an L2 prefetch
 //     of its weights (no load that returns data: docs/dispatch.md, "Stream order");
 //   - every CTA quantizes all of A (M <= 8 rows; spec §2, bit-identical to
@@ -148,8 +148,9 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   grid_dependency_wait();  // the previous kernel may write A, B or C
   grid_dependents_launch();
 
-  // This warp's chunks kc = warp + warps * i in batches of kBatch; two named register sets so
-  // that nothing is indexed at run time.
+  // This warp's chunks kc = warp + warps * i in batches of kBatch, two batches in flight (two
+  // named register sets, so that nothing is indexed at run time): both are loaded before A is
+  // quantized, and each set is reloaded as soon as it has been multiplied.
   uint4 wc0[kBatch], wc1[kBatch];
   uint32_t sc0[kBatch], sc1[kBatch];
   auto load_batch = [&](uint4 (&wc)[kBatch], uint32_t (&sc)[kBatch], int64_t first) {
@@ -164,7 +165,9 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       }
     }
   };
+  const int64_t step = int64_t(kBatch) * warps;
   load_batch(wc0, sc0, warp);
+  if (warp + step < kcs) load_batch(wc1, sc1, warp + step);
   if (kExpGemv < 2) quantize_a_to_shared(p, sa, warp, warps, lane);
   __syncthreads();
 
@@ -190,13 +193,12 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       }
     }
   };
-  const int64_t step = int64_t(kBatch) * warps;
   for (int64_t first = warp; first < kcs; first += 2 * step) {
-    if (first + step < kcs) load_batch(wc1, sc1, first + step);
     multiply_batch(wc0, sc0, first);
-    if (first + step >= kcs) break;
     if (first + 2 * step < kcs) load_batch(wc0, sc0, first + 2 * step);
+    if (first + step >= kcs) break;
     multiply_batch(wc1, sc1, first + step);
+    if (first + 3 * step < kcs) load_batch(wc1, sc1, first + 3 * step);
   }
 
   // D fragment: d0, d1 = row g, tokens 2t, 2t + 1; d2, d3 = row g + 8. Warps in order.

@@ -143,14 +143,17 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
   cfg.path = M <= 8 && M * ceil_div(chunks, cfg.split_k) <= 16 ? GemmPath::fused : GemmPath::splitk;
   return cfg;
 }
-/// Path gemv (src/cuda/gemm_gemv.cu) for M <= 8 while every CTA's own quantization of A is
-/// small (M x K chunks <= kGemvMaxWork: each CTA quantizes all of A): one CTA per 16 weight
-/// rows; warps 16 from 64 K chunks per CTA, 8 from 16, else 4.
-constexpr int64_t kGemvMaxWork = 64;
+/// Path gemv (src/cuda/gemm_gemv.cu) for M <= 2, and for M <= 8 while every CTA's own
+/// quantization of A is small (M x K chunks <= 64: each CTA quantizes all of A), where its
+/// shared memory fits: one CTA per 16 weight rows, 16 warps from 64 K chunks, else 8. Session
+/// 15 tune (bench/results/logs/tune-gemv-session15-h200.log; gemv against the best fused or
+/// splitk configuration, us): 1x2112x7168 7.25 vs 11.63, 2x2880x2880 7.20 vs 7.80,
+/// 8x2880x512 3.88 vs 4.79, 2x7168x2048 9.04 vs 8.74; gemv lost 4x7168x2048 (12.0 vs 9.2),
+/// 8x4096x1024 (6.0 vs 5.9) and every M = 8 shape with K >= 2048.
 std::optional<GemmConfig> gemv_config(int64_t M, int64_t K) {
   const int64_t chunks = ceil_div(K, 64);
-  if (M > 8 || M * chunks > kGemvMaxWork) return std::nullopt;
-  const GemmConfig c{GemmPath::gemv, 16, 8, 1, chunks >= 64 ? 16 : chunks >= 16 ? 8 : 4};
+  if (M > 8 || (M > 2 && M * chunks > 64)) return std::nullopt;
+  const GemmConfig c{GemmPath::gemv, 16, 8, 1, chunks >= 64 ? 16 : 8};
   if (!gemm_config_problem_for_shape(c, M, K).empty()) return std::nullopt;
   return c;
 }
