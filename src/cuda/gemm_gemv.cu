@@ -5,8 +5,8 @@
 // bytes. This kernel has none of them:
 //   - one CTA per 16-row weight slab of the packed layout (docs/packed-layout.md), all of K;
 //     warp w takes the slab's 64-wide K chunks w, w + W, ..., loading each lane's 16-byte
-//     mma fragment straight into registers, 2 x kBatch chunks in flight per warp (two
-//     register sets, both loaded before A is quantized, each reloaded once multiplied);
+//     mma fragment straight into registers, kBatch chunks in flight per warp (two register
+//     sets: batch b + 1 is loaded while batch b is multiplied);
 //   - it is launched with PDL: before griddepcontrol.wait a CTA only asks for an L2 prefetch
 //     of its weights (no load that returns data: docs/dispatch.md, "Stream order");
 //   - every CTA quantizes all of A (M <= 8 rows; spec §2, bit-identical to
@@ -39,6 +39,10 @@ constexpr int kBatch = 2;  // K chunks per warp whose loads are in flight, per r
 #define MXFP4_EXP_GEMV 0
 #endif
 constexpr int kExpGemv = MXFP4_EXP_GEMV;
+// -DMXFP4_EXP_GEMV_WEIGHTS_FIRST=1: the first weight batch is loaded before A (the earlier order).
+#ifndef MXFP4_EXP_GEMV_WEIGHTS_FIRST
+#define MXFP4_EXP_GEMV_WEIGHTS_FIRST 0
+#endif
 
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
@@ -84,8 +88,13 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
 
 /// Quantizes A's rows 0 .. rows-1 (rows >= M and columns >= K as zeros) into `sa`. A round is
 /// 8 consecutive 32-element blocks of one row, 4 lanes per block (one quarter each); each warp
-/// loads up to kRounds rounds before it quantizes them.
-__device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t* sa, int warp, int warps, int lane) {
+/// loads up to kRounds rounds before it quantizes them. `between` runs once per warp, after
+/// the warp's first A loads are issued (or at once when it has none): A's loads go out first,
+/// since A's quantization, not the weights, is the longer path to the first MMA
+/// (docs/perf-notes.md, session 15).
+template <class Between>
+__device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t* sa, int warp, int warps, int lane,
+                                                     Between&& between) {
   constexpr int kRounds = 4;
   const int blocks = int(p.geo.k_padded / 32), per_row = (blocks + 7) / 8;
   const int rounds = p.rows * per_row;
@@ -97,6 +106,7 @@ __device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t
       const int rho = first + j * warps, r = rho / per_row, c = 8 * (rho % per_row) + lane / 4;
       if (rho < rounds) load_quarter_bf16(p.A, p.M, p.K, p.lda, r, c, q, w[j]);  // zeros for r >= M, past K
     }
+    if (first == warp) between();
 #pragma unroll
     for (int j = 0; j < kRounds; ++j) {
       const int rho = first + j * warps, r = rho / per_row, c = 8 * (rho % per_row) + lane / 4;
@@ -111,6 +121,7 @@ __device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t
       }
     }
   }
+  if (warp >= rounds) between();
 }
 
 /// acc[step % 2] += the chunk's 4 K16 steps: the lane's code words `wc` decoded with the
@@ -148,9 +159,8 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   grid_dependency_wait();  // the previous kernel may write A, B or C
   grid_dependents_launch();
 
-  // This warp's chunks kc = warp + warps * i in batches of kBatch, two batches in flight (two
-  // named register sets, so that nothing is indexed at run time): both are loaded before A is
-  // quantized, and each set is reloaded as soon as it has been multiplied.
+  // This warp's chunks kc = warp + warps * i in batches of kBatch; two named register sets so
+  // that nothing is indexed at run time.
   uint4 wc0[kBatch], wc1[kBatch];
   uint32_t sc0[kBatch], sc1[kBatch];
   auto load_batch = [&](uint4 (&wc)[kBatch], uint32_t (&sc)[kBatch], int64_t first) {
@@ -165,10 +175,12 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       }
     }
   };
-  const int64_t step = int64_t(kBatch) * warps;
-  load_batch(wc0, sc0, warp);
-  if (warp + step < kcs) load_batch(wc1, sc1, warp + step);
-  if (kExpGemv < 2) quantize_a_to_shared(p, sa, warp, warps, lane);
+  if (MXFP4_EXP_GEMV_WEIGHTS_FIRST || kExpGemv >= 2) load_batch(wc0, sc0, warp);
+  if (kExpGemv < 2) {
+    quantize_a_to_shared(p, sa, warp, warps, lane, [&] {
+      if (!MXFP4_EXP_GEMV_WEIGHTS_FIRST) load_batch(wc0, sc0, warp);
+    });
+  }
   __syncthreads();
 
   float acc[2][4] = {};
@@ -193,12 +205,13 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       }
     }
   };
+  const int64_t step = int64_t(kBatch) * warps;
   for (int64_t first = warp; first < kcs; first += 2 * step) {
+    if (first + step < kcs) load_batch(wc1, sc1, first + step);
     multiply_batch(wc0, sc0, first);
-    if (first + 2 * step < kcs) load_batch(wc0, sc0, first + 2 * step);
     if (first + step >= kcs) break;
+    if (first + 2 * step < kcs) load_batch(wc0, sc0, first + 2 * step);
     multiply_batch(wc1, sc1, first + step);
-    if (first + 3 * step < kcs) load_batch(wc1, sc1, first + 3 * step);
   }
 
   // D fragment: d0, d1 = row g, tokens 2t, 2t + 1; d2, d3 = row g + 8. Warps in order.
