@@ -146,7 +146,7 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 /// Path gemv (src/cuda/gemm_gemv.cu) for M <= 2, and for M <= 8 while every CTA's own
 /// quantization of A is small (M x K chunks <= 64: each CTA quantizes all of A), where its
 /// shared memory fits: one CTA per 16 weight rows, 16 warps from 64 K chunks, else 8. Session
-/// 15 tune (bench/results/logs/tune-gemv-session15-h200.log; gemv against the best fused or
+/// 15 tune (bench/results/logs/tune-gemv-v2b-session15-h200.log; gemv against the best fused or
 /// splitk configuration, us): 1x2112x7168 7.25 vs 11.63, 2x2880x2880 7.20 vs 7.80,
 /// 8x2880x512 3.88 vs 4.79, 2x7168x2048 9.04 vs 8.74; gemv lost 4x7168x2048 (12.0 vs 9.2),
 /// 8x4096x1024 (6.0 vs 5.9) and every M = 8 shape with K >= 2048.
