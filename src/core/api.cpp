@@ -48,7 +48,7 @@ Span scale_span(const MxMatrix& m, const char* name) { return {m.scales, detail:
 
 void require_config(const char* fn, const GemmConfig& c) {
   if (!is_gemm_path(c.path))
-    detail::throw_invalid(fn, cat("GemmConfig::path value ", int(c.path), " is not fused, splitk, tiled or fp8"));
+    detail::throw_invalid(fn, cat("GemmConfig::path value ", int(c.path), " is not fused, splitk, tiled, fp8 or gemv"));
   if (c.block_n < 16 || c.block_n % 16 != 0)
     detail::throw_invalid(fn, cat("GemmConfig::block_n = ", c.block_n, " must be a positive multiple of 16"));
   if (c.block_m < 8 || c.block_m % 8 != 0)

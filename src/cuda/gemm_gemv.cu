@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   const uint8_t* codes = p.packed + slab * kcs * 512 + lane * 16;
   const uint8_t* scales = p.packed + p.geo.code_bytes + slab * kcs * 32 + 4 * g;
 
-  if (kExpGemv < 1 && threadIdx.x == 0) {  // this CTA's weights: < 0.5 MiB (A's copy in shared memory caps K)
+  if (kExpGemv < 1 && threadIdx.x == 0) {  // this CTA's weights: < 1 MiB (A's copy in shared memory caps K)
     prefetch_l2(p.packed + slab * kcs * 512, uint32_t(kcs * 512));
     prefetch_l2(p.packed + p.geo.code_bytes + slab * kcs * 32, uint32_t(kcs * 32));
   }

@@ -143,23 +143,27 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
   cfg.path = M <= 8 && M * ceil_div(chunks, cfg.split_k) <= 16 ? GemmPath::fused : GemmPath::splitk;
   return cfg;
 }
-/// Path gemv (src/cuda/gemm_gemv.cu) for M <= 2, and for M <= 8 while every CTA's own
-/// quantization of A is small (M x K chunks <= 64: each CTA quantizes all of A), where its
-/// shared memory fits: one CTA per 16 weight rows, 16 warps from 64 K chunks, else 8. Session
-/// 15 tune (bench/results/logs/tune-gemv-v2b-session15-h200.log; gemv against the best fused or
-/// splitk configuration, us): 1x2112x7168 7.25 vs 11.63, 2x2880x2880 7.20 vs 7.80,
-/// 8x2880x512 3.88 vs 4.79, 2x7168x2048 9.04 vs 8.74; gemv lost 4x7168x2048 (12.0 vs 9.2),
-/// 8x4096x1024 (6.0 vs 5.9) and every M = 8 shape with K >= 2048.
-std::optional<GemmConfig> gemv_config(int64_t M, int64_t K) {
+/// Path gemv (src/cuda/gemm_gemv.cu) for M <= 8 while the quantization of A that every CTA
+/// repeats stays small: per CTA M x K chunks <= 112, and over the grid (one CTA per 16 weight
+/// rows) CTAs x M x K chunks <= 2^14, where its shared memory fits; 16 warps from 64 K chunks,
+/// else 8. Session 15 tune (bench/results/logs/tune-gemv-v2b-session15-h200.log; gemv
+/// against the best fused or splitk configuration, us; CTAs x M x K chunks in brackets): gemv
+/// won 4x2880x512 (5760), 1x2880x2880 (8100), 8x2880x512 (11520; 3.88 vs 4.79), 1x7168x2048
+/// (14336), 1x2112x7168 (14784; 7.25 vs 11.63), 2x2880x2880 (16200; 7.20 vs 7.80), and lost
+/// 2x7168x2048 (28672; 9.04 vs 8.74), 8x4096x1024 (32768; 6.0 vs 5.9), 4x7168x2048 (57344;
+/// 12.0 vs 9.2), 4x2112x7168 (59136; 11.5 vs 10.5) and the M = 8 shapes with K >= 2048.
+/// Longer K than 7168 was not measured.
+std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K) {
   const int64_t chunks = ceil_div(K, 64);
-  if (M > 8 || (M > 2 && M * chunks > 64)) return std::nullopt;
+  if (M > 8 || M * chunks > 112) return std::nullopt;
+  if (ceil_div(N, 16) * M * chunks > (int64_t(1) << 14)) return std::nullopt;  // N <= 2^40: no overflow
   const GemmConfig c{GemmPath::gemv, 16, 8, 1, chunks >= 64 ? 16 : 8};
   if (!gemm_config_problem_for_shape(c, M, K).empty()) return std::nullopt;
   return c;
 }
 }  // namespace
 
-/// M <= 8 (where its shared memory fits): path gemv (gemv_config). M <= 64, and 64 < M <= 128
+/// M <= 8 where A's quantization in every CTA stays small: path gemv (gemv_config). M <= 64, and 64 < M <= 128
 /// with K < 2048: the small-M kernel (small_m_config above); else
 /// the FP8 wgmma path (fp8_config; gemm() runs config_without_fp8 instead when the weights
 /// have no FP8 image), except at 64 < M <= 128 where the small-M kernel's grid (64-row CTAs
@@ -174,7 +178,7 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t K) {
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   check_shape(M, N, K, "choose_gemm_config");
   if (M > 128) return fp8_config(M, N, K, dev);
-  if (const auto gemv = gemv_config(M, K)) return *gemv;
+  if (const auto gemv = gemv_config(M, N, K)) return *gemv;
   const GemmConfig small = small_m_config(M, N, K, dev);
   if (M <= 64 || K < kFp8MinK) return small;
   const int64_t grid = ceil_div(N, small.block_n) * ceil_div(M, 64) * small.split_k;

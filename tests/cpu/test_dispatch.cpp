@@ -22,19 +22,21 @@ DeviceInfo h200() {
 
 TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   const DeviceInfo dev = h200();
-  // Path gemv (one CTA per 16 rows, one launch) for M <= 2, and for M <= 8 while M x K
-  // chunks <= 64 (each CTA quantizes all of A), where its shared memory fits.
+  // Path gemv (one CTA per 16 rows, one launch) for M <= 8 while the quantization of A that
+  // every CTA repeats stays small: M x K chunks <= 112 per CTA, CTAs x M x K chunks <= 2^14.
   for (int64_t M : {1, 2, 3, 4, 8})
     EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=8") << M;
   EXPECT_EQ(describe(choose_gemm_config(1, 7168, 2048, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=8");
+  EXPECT_EQ(choose_gemm_config(1, 2880, 2880, dev).path, GemmPath::gemv);
   EXPECT_EQ(choose_gemm_config(1, 2112, 4032, dev).warps, 8);   // 63 K chunks
   EXPECT_EQ(choose_gemm_config(1, 2112, 4096, dev).warps, 16);  // 64 K chunks
-  EXPECT_EQ(choose_gemm_config(2, 2112, 7168, dev).path, GemmPath::gemv);
-  EXPECT_EQ(choose_gemm_config(2, 2112, 32768, dev).path, GemmPath::gemv);  // A: 2 x 32 Ki bf16, 128 KiB
-  EXPECT_EQ(choose_gemm_config(4, 2112, 1024, dev).path, GemmPath::gemv);   // 4 x 16 chunks
-  EXPECT_NE(choose_gemm_config(4, 2112, 1088, dev).path, GemmPath::gemv);   // 4 x 17
+  EXPECT_EQ(choose_gemm_config(1, 2112, 7168, dev).path, GemmPath::gemv);   // 132 x 112 = 14784
+  EXPECT_NE(choose_gemm_config(1, 2112, 7232, dev).path, GemmPath::gemv);   // 113 K chunks
+  EXPECT_EQ(choose_gemm_config(2, 2880, 2880, dev).path, GemmPath::gemv);   // 180 x 90 = 16200
+  EXPECT_NE(choose_gemm_config(2, 7168, 2048, dev).path, GemmPath::gemv);   // 448 x 64 = 28672
+  EXPECT_NE(choose_gemm_config(8, 4096, 1024, dev).path, GemmPath::gemv);   // 256 x 128
   EXPECT_NE(choose_gemm_config(8, 2112, 7168, dev).path, GemmPath::gemv);
-  EXPECT_NE(choose_gemm_config(1, 2112, 131072, dev).path, GemmPath::gemv);  // 256 KiB of A: no gemv
+  EXPECT_NE(choose_gemm_config(1, int64_t(1) << 20, 64, dev).path, GemmPath::gemv);  // 65536 CTAs
   EXPECT_EQ(config_without_fp8(8, 2112, 7168, dev).path, GemmPath::splitk);  // 14 chunks per CTA
   for (int64_t M : {9, 16, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
   for (int64_t M : {65, 128, 129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::fp8) << M;

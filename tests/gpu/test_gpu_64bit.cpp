@@ -176,7 +176,7 @@ TEST(Gpu64Bit, TiledGemmPastTwoTo31OutputElements) {
   }
 }
 
-// The small-M paths (fused, splitk, their cluster splits) and tiled with N = 2^26 + 48:
+// The small-M paths (fused, splitk, their cluster splits, gemv) and tiled with N = 2^26 + 48:
 // M * N > 2^31 output elements, the packed weights 2.3 GB (offsets past 2^31 bytes).
 TEST(Gpu64Bit, EveryPathPastTwoTo31OutputElementsWithHugeN) {
   MXFP4_REQUIRE_GPU();
@@ -209,6 +209,16 @@ TEST(Gpu64Bit, EveryPathPastTwoTo31OutputElementsWithHugeN) {
     gemm(a.get<uint16_t>(), M, K, K, pw, c.get<uint16_t>(), N, opt, cuda_exec());
     cuda_ok(cudaDeviceSynchronize(), "gemm");
     EXPECT_EQ(check_periodic_c(c.get<uint16_t>(), M, N, ref), "") << cfg_name(cfg);
+  }
+  // Path gemv (M <= 8) on the first 8 rows of A: weight offsets past 2^31 bytes, 2^22 CTAs.
+  for (int warps : {4, 16}) {
+    const GemmConfig gemv{GemmPath::gemv, 16, 8, 1, warps};
+    cuda_ok(cudaMemset(c.get(), 0xFF, c.bytes()), "poison C");
+    GemmOptions opt;
+    opt.config = &gemv;
+    gemm(a.get<uint16_t>(), 8, K, K, pw, c.get<uint16_t>(), N, opt, cuda_exec());
+    cuda_ok(cudaDeviceSynchronize(), "gemm");
+    EXPECT_EQ(check_periodic_c(c.get<uint16_t>(), 8, N, ref), "") << describe(gemv);
   }
 }
 
