@@ -101,6 +101,13 @@ __device__ __forceinline__ void store_pair(const Fp8Params& p, int64_t m, int64_
 /// image is there), to time what serialising the image and the GEMM costs. Never a default.
 constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 
+#ifndef MXFP4_EXP_FP8_DATA_ONLY  // a measurement only (docs/perf-notes.md plan): wrong results
+#define MXFP4_EXP_FP8_DATA_ONLY 0
+#endif
+/// -DMXFP4_EXP_FP8_DATA_ONLY=1: the consumers wait for each stage and release it at once, with
+/// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
+constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
+
 /// PDL in both directions: waits for the A image kernel (complete, writes visible), then lets
 /// the fix-up start; the fix-up reads A's flags before its own wait, so no thread may signal
 /// before its wait.
@@ -273,6 +280,10 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             }
           }
         };
+        if constexpr (kExpDataOnly) {
+          release_stage();
+          continue;
+        }
         // Issues one m64n64k32 wgmma of step kk into the 64 x 64 scratch t (B rows from desc_b),
         // starting from zero: the two-halves (WN = 128) and ping-pong (WN = 64) loops below.
         auto issue_n64 = [&](float (&t)[32], uint64_t desc_b, int kk) {
