@@ -19,6 +19,8 @@
 //   - the W warps' 16 x 8 partial tiles are summed through shared memory in warp order, so
 //     the result does not depend on timing (deterministic).
 // Semantics at the edges are those of the other bf16 paths (docs/hardening.md section 3).
+#include <cooperative_groups.h>
+
 #include <string>
 
 #include "cuda/bulk_copy.cuh"
@@ -43,6 +45,16 @@ constexpr int kExpGemv = MXFP4_EXP_GEMV;
 #ifndef MXFP4_EXP_GEMV_WEIGHTS_FIRST
 #define MXFP4_EXP_GEMV_WEIGHTS_FIRST 0
 #endif
+// -DMXFP4_EXP_GEMV_CLUSTER=C (2, 4 or 8; an experiment, not yet run on a GPU): clusters of C
+// CTAs (consecutive slabs; the grid padded to a multiple of C, the padding CTAs only quantize)
+// share A's quantization: each CTA quantizes every C-th round and stores the fragment words
+// into the shared memory of all C CTAs (distributed shared memory), then a cluster barrier
+// takes the place of __syncthreads. 1 (the default): no cluster.
+#ifndef MXFP4_EXP_GEMV_CLUSTER
+#define MXFP4_EXP_GEMV_CLUSTER 1
+#endif
+constexpr int kCluster = MXFP4_EXP_GEMV_CLUSTER;
+static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4 || kCluster == 8, "MXFP4_EXP_GEMV_CLUSTER: 1, 2, 4 or 8");
 
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
@@ -88,7 +100,8 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
 
 /// Quantizes A's rows 0 .. rows-1 (rows >= M and columns >= K as zeros) into `sa`. A round is
 /// 8 consecutive 32-element blocks of one row, 4 lanes per block (one quarter each); each warp
-/// loads up to kRounds rounds before it quantizes them. `between` runs once per warp, after
+/// loads up to kRounds rounds before it quantizes them. With kCluster > 1 this CTA takes the
+/// rounds rank, rank + kCluster, ... and stores each word into every CTA of its cluster. `between` runs once per warp, after
 /// the warp's first A loads are issued (or at once when it has none): A's loads go out first,
 /// since A's quantization, not the weights, is the longer path to the first MMA
 /// (docs/perf-notes.md, session 15).
@@ -97,27 +110,38 @@ __device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t
                                                      Between&& between) {
   constexpr int kRounds = 4;
   const int blocks = int(p.geo.k_padded / 32), per_row = (blocks + 7) / 8;
-  const int rounds = p.rows * per_row;
+  const int all_rounds = p.rows * per_row;
+  const int rank = kCluster > 1 ? int(cooperative_groups::this_cluster().block_rank()) : 0;
+  const int rounds = (all_rounds - rank + kCluster - 1) / kCluster;  // this CTA's: rank + kCluster * i
   const int q = lane % 4;
   for (int first = warp; first < rounds; first += kRounds * warps) {  // uniform per warp
     uint32_t w[kRounds][4] = {};
 #pragma unroll
     for (int j = 0; j < kRounds; ++j) {
-      const int rho = first + j * warps, r = rho / per_row, c = 8 * (rho % per_row) + lane / 4;
-      if (rho < rounds) load_quarter_bf16(p.A, p.M, p.K, p.lda, r, c, q, w[j]);  // zeros for r >= M, past K
+      const int rho = rank + kCluster * (first + j * warps), r = rho / per_row, c = 8 * (rho % per_row) + lane / 4;
+      if (first + j * warps < rounds) load_quarter_bf16(p.A, p.M, p.K, p.lda, r, c, q, w[j]);  // zeros for r >= M, past K
     }
     if (first == warp) between();
 #pragma unroll
     for (int j = 0; j < kRounds; ++j) {
-      const int rho = first + j * warps, r = rho / per_row, c = 8 * (rho % per_row) + lane / 4;
-      if (rho >= rounds) break;  // uniform per warp
+      const int rho = rank + kCluster * (first + j * warps), r = rho / per_row, c = 8 * (rho % per_row) + lane / 4;
+      if (first + j * warps >= rounds) break;  // uniform per warp
       uint32_t words[4];
       quantize_quarter_words(w[j], p.rule, words);  // all 32 lanes
       if (c < blocks) {
         // Word t of quarter q: elements 8q + 2t, 8q + 2t + 1 of block c, i.e. K16 step q / 2,
         // register q % 2 of lane (r, t): B-fragment word q.
+        if constexpr (kCluster == 1) {
 #pragma unroll
-        for (int t = 0; t < 4; ++t) sa[a_word_index(c, r, t, q, p.rows)] = words[t];
+          for (int t = 0; t < 4; ++t) sa[a_word_index(c, r, t, q, p.rows)] = words[t];
+        } else {
+#pragma unroll 1
+          for (int dst = 0; dst < kCluster; ++dst) {
+            uint32_t* remote = cooperative_groups::this_cluster().map_shared_rank(sa, dst);
+#pragma unroll
+            for (int t = 0; t < 4; ++t) remote[a_word_index(c, r, t, q, p.rows)] = words[t];
+          }
+        }
       }
     }
   }
@@ -148,16 +172,23 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   const int g = lane / 4, t = lane % 4;
   uint32_t* sa = smem;                                                  // A's B fragments
   float* red = reinterpret_cast<float*>(smem + p.rows * p.geo.k_padded / 2);  // [warps][16 rows][8 tokens]
-  const int64_t slab = blockIdx.x, kcs = p.geo.k_chunks;
+  // Padding CTAs of a cluster grid (slab past the weights) only take part in A's quantization.
+  const int64_t slab = blockIdx.x;
+  const int64_t kcs = kCluster == 1 || slab < p.geo.rows_padded / 16 ? p.geo.k_chunks : 0;
   const uint8_t* codes = p.packed + slab * kcs * 512 + lane * 16;
   const uint8_t* scales = p.packed + p.geo.code_bytes + slab * kcs * 32 + 4 * g;
 
-  if (kExpGemv < 1 && threadIdx.x == 0) {  // this CTA's weights: < 1 MiB (A's copy in shared memory caps K)
+  if (kExpGemv < 1 && threadIdx.x == 0 && (kCluster == 1 || kcs > 0)) {  // this CTA's weights: < 1 MiB (A's copy in shared memory caps K)
     prefetch_l2(p.packed + slab * kcs * 512, uint32_t(kcs * 512));
     prefetch_l2(p.packed + p.geo.code_bytes + slab * kcs * 32, uint32_t(kcs * 32));
   }
+  // Distributed shared memory may be written only once every CTA of the cluster runs: an
+  // arrival now, the matching wait before A's quantization (CUDA programming guide, "Distributed
+  // Shared Memory").
+  if constexpr (kCluster > 1) cluster_arrive_relaxed();
   grid_dependency_wait();  // the previous kernel may write A, B or C
   grid_dependents_launch();
+  if constexpr (kCluster > 1) cluster_wait();
 
   // This warp's chunks kc = warp + warps * i in batches of kBatch; two named register sets so
   // that nothing is indexed at run time.
@@ -181,7 +212,11 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       if (!MXFP4_EXP_GEMV_WEIGHTS_FIRST) load_batch(wc0, sc0, warp);
     });
   }
-  __syncthreads();
+  if constexpr (kCluster > 1) {
+    cooperative_groups::this_cluster().sync();  // every CTA's share of A has landed everywhere
+  } else {
+    __syncthreads();
+  }
 
   float acc[2][4] = {};
   auto multiply_batch = [&](const uint4 (&wc)[kBatch], const uint32_t (&sc)[kBatch], int64_t first) {
@@ -245,9 +280,26 @@ void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Packe
   // operation, so also legal during graph capture.
   check(cudaFuncSetAttribute(gemv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemvSmemLimit)),
         "cudaFuncSetAttribute(gemv_kernel)");
-  const dim3 grid(unsigned(args.geo.rows_padded / 16));
-  launch_pdl_smem(gemv_kernel, grid, dim3(unsigned(32 * cfg.warps)), gemv_smem_bytes(M, K, cfg.warps), stream,
-                  "gemv_kernel", args);
+  const int64_t slabs = args.geo.rows_padded / 16;
+  if constexpr (kCluster == 1) {
+    launch_pdl_smem(gemv_kernel, dim3(unsigned(slabs)), dim3(unsigned(32 * cfg.warps)),
+                    gemv_smem_bytes(M, K, cfg.warps), stream, "gemv_kernel", args);
+  } else {
+    cudaLaunchConfig_t lc = {};
+    lc.gridDim = dim3(unsigned(round_up(slabs, kCluster)));
+    lc.blockDim = dim3(unsigned(32 * cfg.warps));
+    lc.dynamicSmemBytes = gemv_smem_bytes(M, K, cfg.warps);
+    lc.stream = stream;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = unsigned(kCluster);
+    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    lc.attrs = attr;
+    lc.numAttrs = 2;
+    check(cudaLaunchKernelEx(&lc, gemv_kernel, args), "cudaLaunchKernelEx(gemv_kernel, cluster)");
+  }
 }
 
 }  // namespace mxfp4::cuda
