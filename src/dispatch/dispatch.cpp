@@ -223,7 +223,9 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     // block_n), or, for block_n = 128, one per 64 x 64 sub-tile (src/cuda/gemm_fp8.cu).
     const bool pair = cfg.block_m == 256 && cfg.block_n == 128 && cfg.warps == 12;
     const bool tile_ok = (cfg.block_n == 64 || cfg.block_n == 128) && (cfg.block_m == 64 || cfg.block_m == 128);
-    const int wide = 4 * (cfg.block_m / 64 + 1), split = 4 * (cfg.block_m / 64 * (cfg.block_n / 64) + 1);
+    // int64: a forced or cached configuration may hold any int (fuzz_api_args found the overflow).
+    const int64_t wide = 4 * (int64_t(cfg.block_m) / 64 + 1),
+                  split = 4 * (int64_t(cfg.block_m) / 64 * (int64_t(cfg.block_n) / 64) + 1);
     const bool single = tile_ok && (cfg.warps == wide || cfg.warps == split);
     const bool split_ok = cfg.split_k == 1 || (single && (cfg.split_k == 2 || cfg.split_k == 4 || cfg.split_k == 8));
     if (!split_ok || !(pair || single))

@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <tuple>
 #include <vector>
 
@@ -423,6 +424,17 @@ TEST(Dispatch, GemvConfigProblem) {
   EXPECT_EQ(gemm_workspace_bytes(4, 7168, ok), 0u);
   EXPECT_EQ(gemm_path_name(GemmPath::gemv), std::string("gemv"));
   EXPECT_EQ(parse_gemm_path("gemv"), GemmPath::gemv);
+}
+
+// A forced or cached configuration may hold any int: the checks must not overflow (fuzz_api_args
+// found 4 * (block_m / 64 * block_n / 64 + 1) overflowing int for block_m = block_n = 58265216).
+TEST(Dispatch, ConfigProblemOfHugeFieldsIsARejection) {
+  for (GemmPath path : {GemmPath::fp8, GemmPath::fused, GemmPath::splitk, GemmPath::tiled, GemmPath::gemv})
+    for (int v : {58265216, std::numeric_limits<int>::max(), std::numeric_limits<int>::min(), -16}) {
+      const GemmConfig c{path, v, v, 1, v};
+      EXPECT_NE(gemm_config_problem(c, 16), "") << describe(c);
+      EXPECT_NE(gemm_config_problem_for_shape(c, 16, 4096), "") << describe(c);
+    }
 }
 
 TEST(Dispatch, DescribeNamesEveryField) {
