@@ -4,7 +4,9 @@
 # timeline: its own options and logs, under $OUT/dc), then each further argument in order, then
 # everything packed into $OUT/all.tgz. Further arguments: `split` builds and runs
 # tools/dev/probes/call_split.cu on the splitk decode shapes and the fp8 shapes of M 128-1024; anything else runs as a shell
-# command. $FAST holds the fast GPU test filter (~60 s) for --filter.
+# command. $FAST holds the fast GPU test filter (~60 s) for --filter. It ends in a negative
+# pattern, so more tests go in front of it, not after it ('-' turns every later pattern
+# negative: session 15's "$FAST:GpuSanitize*" skipped GpuSanitize): --filter "GpuFp8*:$FAST".
 # Usage: tools/dev/device-steps.sh 'DEVICE_CHECK_OPTIONS' [split] [COMMAND...]
 #   e.g. tools/dev/device-steps.sh '--filter "$FAST" --sanitizers racecheck' split "nvidia-smi"
 #   (OPTIONS is one line: it is evaluated as device-check.sh's command line)
