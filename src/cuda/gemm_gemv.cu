@@ -41,10 +41,6 @@ constexpr int kBatch = 2;  // K chunks per warp whose loads are in flight, per r
 #define MXFP4_EXP_GEMV 0
 #endif
 constexpr int kExpGemv = MXFP4_EXP_GEMV;
-// -DMXFP4_EXP_GEMV_WEIGHTS_FIRST=1: the first weight batch is loaded before A (the earlier order).
-#ifndef MXFP4_EXP_GEMV_WEIGHTS_FIRST
-#define MXFP4_EXP_GEMV_WEIGHTS_FIRST 0
-#endif
 // -DMXFP4_EXP_GEMV_CLUSTER=C (2, 4 or 8; an experiment, not yet run on a GPU): clusters of C
 // CTAs (consecutive slabs; the grid padded to a multiple of C, the padding CTAs only quantize)
 // share A's quantization: each CTA quantizes every C-th round and stores the fragment words
@@ -114,18 +110,25 @@ __device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t
   const int rank = kCluster > 1 ? int(cooperative_groups::this_cluster().block_rank()) : 0;
   const int rounds = (all_rounds - rank + kCluster - 1) / kCluster;  // this CTA's: rank + kCluster * i
   const int q = lane % 4;
+  // This CTA's round i: row r and this lane's block c.
+  auto round_at = [&](int i, int& r, int& c) {
+    const int rho = rank + kCluster * i;
+    r = rho / per_row, c = 8 * (rho % per_row) + lane / 4;
+  };
   for (int first = warp; first < rounds; first += kRounds * warps) {  // uniform per warp
     uint32_t w[kRounds][4] = {};
 #pragma unroll
     for (int j = 0; j < kRounds; ++j) {
-      const int rho = rank + kCluster * (first + j * warps), r = rho / per_row, c = 8 * (rho % per_row) + lane / 4;
+      int r, c;
+      round_at(first + j * warps, r, c);
       if (first + j * warps < rounds) load_quarter_bf16(p.A, p.M, p.K, p.lda, r, c, q, w[j]);  // zeros for r >= M, past K
     }
     if (first == warp) between();
 #pragma unroll
     for (int j = 0; j < kRounds; ++j) {
-      const int rho = rank + kCluster * (first + j * warps), r = rho / per_row, c = 8 * (rho % per_row) + lane / 4;
       if (first + j * warps >= rounds) break;  // uniform per warp
+      int r, c;
+      round_at(first + j * warps, r, c);
       uint32_t words[4];
       quantize_quarter_words(w[j], p.rule, words);  // all 32 lanes
       if (c < blocks) {
@@ -206,11 +209,10 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       }
     }
   };
-  if (MXFP4_EXP_GEMV_WEIGHTS_FIRST || kExpGemv >= 2) load_batch(wc0, sc0, warp);
   if (kExpGemv < 2) {
-    quantize_a_to_shared(p, sa, warp, warps, lane, [&] {
-      if (!MXFP4_EXP_GEMV_WEIGHTS_FIRST) load_batch(wc0, sc0, warp);
-    });
+    quantize_a_to_shared(p, sa, warp, warps, lane, [&] { load_batch(wc0, sc0, warp); });
+  } else {
+    load_batch(wc0, sc0, warp);
   }
   if constexpr (kCluster > 1) {
     cooperative_groups::this_cluster().sync();  // every CTA's share of A has landed everywhere
