@@ -263,12 +263,11 @@ size_t gemv_smem_bytes(int64_t M, int64_t K, int warps) {
 
 std::string gemm_config_problem_for_shape(const GemmConfig& cfg, int64_t M, int64_t K) {
   std::string problem = gemm_config_problem(cfg, M);
-  if (problem.empty() && cfg.path == GemmPath::gemv && gemv_smem_bytes(M, K, cfg.warps) > kGemvSmemLimit) {
-    problem = "path gemv: M = " + std::to_string(M) + ", K = " + std::to_string(K) + " needs " +
-              std::to_string(gemv_smem_bytes(M, K, cfg.warps)) + " bytes of shared memory, more than " +
-              std::to_string(kGemvSmemLimit);
-  }
-  return problem;
+  if (!problem.empty() || cfg.path != GemmPath::gemv) return problem;
+  const size_t smem = gemv_smem_bytes(M, K, cfg.warps);
+  if (smem <= kGemvSmemLimit) return {};
+  return "path gemv: M = " + std::to_string(M) + ", K = " + std::to_string(K) + " needs " + std::to_string(smem) +
+         " bytes of shared memory, more than " + std::to_string(kGemvSmemLimit);
 }
 
 std::string describe(const GemmConfig& cfg) {
