@@ -3,10 +3,11 @@
 // At M = 1..8 the other small-M paths spend most of a call on fixed latencies (a quantizer
 // launch, a stage ring, a split-K reduction across CTAs) while the work is a stream of weight
 // bytes. This kernel has none of them:
-//   - one CTA per 16-row weight slab of the packed layout (docs/packed-layout.md), all of K;
-//     warp w takes the slab's 64-wide K chunks w, w + W, ..., loading each lane's 16-byte
-//     mma fragment straight into registers, kBatch chunks in flight per warp (two register
-//     sets: batch b + 1 is loaded while batch b is multiplied);
+//   - one CTA per S = block_n / 16 consecutive 16-row weight slabs of the packed layout
+//     (docs/packed-layout.md), all of K; of the CTA's W warps, warp w takes slab w % S and its
+//     64-wide K chunks w / S, w / S + W / S, ..., loading each lane's 16-byte mma fragment
+//     straight into registers, kBatch chunks in flight per warp (two register sets: batch
+//     b + 1 is loaded while batch b is multiplied);
 //   - it is launched with PDL: before griddepcontrol.wait a CTA only asks for an L2 prefetch
 //     of its weights (no load that returns data: docs/dispatch.md, "Stream order");
 //   - every CTA quantizes all of A (M <= 8 rows; spec §2, bit-identical to
@@ -16,11 +17,9 @@
 //   - the K loop is the tensor-core step of the other bf16 paths: decode a code word into the
 //     A fragment e2m1 * 2^s (exact, common.cuh decode_weight_fragment) and one m16n8k16 MMA
 //     per K16 step into fp32 accumulators (two chains, even and odd K16 steps);
-//   - the W warps' 16 x 8 partial tiles are summed through shared memory in warp order, so
-//     the result does not depend on timing (deterministic).
+//   - the W / S warps' 16 x 8 partial tiles of a slab are summed through shared memory in
+//     warp order, so the result does not depend on timing (deterministic).
 // Semantics at the edges are those of the other bf16 paths (docs/hardening.md section 3).
-#include <cooperative_groups.h>
-
 #include <string>
 
 #include "cuda/bulk_copy.cuh"
@@ -41,21 +40,11 @@ constexpr int kBatch = 2;  // K chunks per warp whose loads are in flight, per r
 #define MXFP4_EXP_GEMV 0
 #endif
 constexpr int kExpGemv = MXFP4_EXP_GEMV;
-// -DMXFP4_EXP_GEMV_CLUSTER=C (2, 4 or 8; an experiment, not yet run on a GPU): clusters of C
-// CTAs (consecutive slabs; the grid padded to a multiple of C, the padding CTAs only quantize)
-// share A's quantization: each CTA quantizes every C-th round and stores the fragment words
-// into the shared memory of all C CTAs (distributed shared memory), then a cluster barrier
-// takes the place of __syncthreads. 1 (the default): no cluster.
-#ifndef MXFP4_EXP_GEMV_CLUSTER
-#define MXFP4_EXP_GEMV_CLUSTER 1
-#endif
-constexpr int kCluster = MXFP4_EXP_GEMV_CLUSTER;
-static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4 || kCluster == 8, "MXFP4_EXP_GEMV_CLUSTER: 1, 2, 4 or 8");
-
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
   int64_t M, K, lda;
   int rows;           // token rows in shared memory: gemv_tile_rows(M)
+  int slabs_per_cta;  // S = block_n / 16: 1, 2 or 4 (divides the warp count)
   const uint8_t* packed;
   PackedGeometry geo;
   int64_t N;
@@ -96,8 +85,7 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
 
 /// Quantizes A's rows 0 .. rows-1 (rows >= M and columns >= K as zeros) into `sa`. A round is
 /// 8 consecutive 32-element blocks of one row, 4 lanes per block (one quarter each); each warp
-/// loads up to kRounds rounds before it quantizes them. With kCluster > 1 this CTA takes the
-/// rounds rank, rank + kCluster, ... and stores each word into every CTA of its cluster. `between` runs once per warp, after
+/// loads up to kRounds rounds before it quantizes them. `between` runs once per warp, after
 /// the warp's first A loads are issued (or at once when it has none): A's loads go out first,
 /// since A's quantization, not the weights, is the longer path to the first MMA
 /// (docs/perf-notes.md, session 15).
@@ -106,15 +94,10 @@ __device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t
                                                      Between&& between) {
   constexpr int kRounds = 4;
   const int blocks = int(p.geo.k_padded / 32), per_row = (blocks + 7) / 8;
-  const int all_rounds = p.rows * per_row;
-  const int rank = kCluster > 1 ? int(cooperative_groups::this_cluster().block_rank()) : 0;
-  const int rounds = (all_rounds - rank + kCluster - 1) / kCluster;  // this CTA's: rank + kCluster * i
+  const int rounds = p.rows * per_row;
   const int q = lane % 4;
-  // This CTA's round i: row r and this lane's block c.
-  auto round_at = [&](int i, int& r, int& c) {
-    const int rho = rank + kCluster * i;
-    r = rho / per_row, c = 8 * (rho % per_row) + lane / 4;
-  };
+  // Round i: row r and this lane's block c.
+  auto round_at = [&](int i, int& r, int& c) { r = i / per_row, c = 8 * (i % per_row) + lane / 4; };
   for (int first = warp; first < rounds; first += kRounds * warps) {  // uniform per warp
     uint32_t w[kRounds][4] = {};
 #pragma unroll
@@ -134,17 +117,8 @@ __device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t
       if (c < blocks) {
         // Word t of quarter q: elements 8q + 2t, 8q + 2t + 1 of block c, i.e. K16 step q / 2,
         // register q % 2 of lane (r, t): B-fragment word q.
-        if constexpr (kCluster == 1) {
 #pragma unroll
-          for (int t = 0; t < 4; ++t) sa[a_word_index(c, r, t, q, p.rows)] = words[t];
-        } else {
-#pragma unroll 1
-          for (int dst = 0; dst < kCluster; ++dst) {
-            uint32_t* remote = cooperative_groups::this_cluster().map_shared_rank(sa, dst);
-#pragma unroll
-            for (int t = 0; t < 4; ++t) remote[a_word_index(c, r, t, q, p.rows)] = words[t];
-          }
-        }
+        for (int t = 0; t < 4; ++t) sa[a_word_index(c, r, t, q, p.rows)] = words[t];
       }
     }
   }
@@ -175,32 +149,36 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   const int g = lane / 4, t = lane % 4;
   uint32_t* sa = smem;                                                  // A's B fragments
   float* red = reinterpret_cast<float*>(smem + p.rows * p.geo.k_padded / 2);  // [warps][16 rows][8 tokens]
-  // Padding CTAs of a cluster grid (slab past the weights) only take part in A's quantization.
-  const int64_t slab = blockIdx.x;
-  const int64_t kcs = kCluster == 1 || slab < p.geo.rows_padded / 16 ? p.geo.k_chunks : 0;
+  // Warp w multiplies slab first + w % S over its K chunks kw, kw + kws, ... (kw = w / S). Slabs
+  // past the weights (in the grid's last CTA) have no chunks: their warps only take part in
+  // A's quantization.
+  const int64_t all_slabs = p.geo.rows_padded / 16, first_slab = int64_t(blockIdx.x) * p.slabs_per_cta;
+  const int64_t slab = first_slab + warp % p.slabs_per_cta;
+  const int kw = warp / p.slabs_per_cta, kws = warps / p.slabs_per_cta;
+  // K chunks in int: A's copy in shared memory caps K near 2^17 (gemv_smem_bytes).
+  const int kcs = slab < all_slabs ? int(p.geo.k_chunks) : 0;
   const uint8_t* codes = p.packed + slab * kcs * 512 + lane * 16;
   const uint8_t* scales = p.packed + p.geo.code_bytes + slab * kcs * 32 + 4 * g;
 
-  if (kExpGemv < 1 && threadIdx.x == 0 && (kCluster == 1 || kcs > 0)) {  // this CTA's weights: < 1 MiB (A's copy in shared memory caps K)
-    prefetch_l2(p.packed + slab * kcs * 512, uint32_t(kcs * 512));
-    prefetch_l2(p.packed + p.geo.code_bytes + slab * kcs * 32, uint32_t(kcs * 32));
+  const int64_t cta_slabs = first_slab < all_slabs ? min(int64_t(p.slabs_per_cta), all_slabs - first_slab) : 0;
+  if (kExpGemv < 1 && threadIdx.x == 0 && cta_slabs > 0) {  // this CTA's weights: < 4 MiB (A's copy in shared memory caps K)
+    const int64_t chunks = cta_slabs * p.geo.k_chunks;
+    prefetch_l2(p.packed + first_slab * p.geo.k_chunks * 512, uint32_t(chunks * 512));
+    prefetch_l2(p.packed + p.geo.code_bytes + first_slab * p.geo.k_chunks * 32, uint32_t(chunks * 32));
   }
-  // Distributed shared memory may be written only once every CTA of the cluster runs: an
-  // arrival now, the matching wait before A's quantization (CUDA programming guide, "Distributed
-  // Shared Memory").
-  if constexpr (kCluster > 1) cluster_arrive_relaxed();
+  // The trigger comes after the wait. Before it (session 16), 4x2880x512 and 1x2880x2880 ran
+  // 50% slower in the benchmark's graphs (docs/perf-notes.md).
   grid_dependency_wait();  // the previous kernel may write A, B or C
   grid_dependents_launch();
-  if constexpr (kCluster > 1) cluster_wait();
 
-  // This warp's chunks kc = warp + warps * i in batches of kBatch; two named register sets so
+  // This warp's chunks kc = kw + kws * i of its slab in batches of kBatch; two named register sets so
   // that nothing is indexed at run time.
   uint4 wc0[kBatch], wc1[kBatch];
   uint32_t sc0[kBatch], sc1[kBatch];
-  auto load_batch = [&](uint4 (&wc)[kBatch], uint32_t (&sc)[kBatch], int64_t first) {
+  auto load_batch = [&](uint4 (&wc)[kBatch], uint32_t (&sc)[kBatch], int first) {
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int64_t kc = first + int64_t(u) * warps;
+      const int kc = first + u * kws;
       if (kc < kcs) {
         wc[u] = load_stream16(codes + kc * 512);
         sc[u] = load_stream4(scales + kc * 32);
@@ -210,27 +188,23 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
     }
   };
   if (kExpGemv < 2) {
-    quantize_a_to_shared(p, sa, warp, warps, lane, [&] { load_batch(wc0, sc0, warp); });
+    quantize_a_to_shared(p, sa, warp, warps, lane, [&] { load_batch(wc0, sc0, kw); });
   } else {
-    load_batch(wc0, sc0, warp);
+    load_batch(wc0, sc0, kw);
   }
-  if constexpr (kCluster > 1) {
-    cooperative_groups::this_cluster().sync();  // every CTA's share of A has landed everywhere
-  } else {
-    __syncthreads();
-  }
+  __syncthreads();
 
   float acc[2][4] = {};
-  auto multiply_batch = [&](const uint4 (&wc)[kBatch], const uint32_t (&sc)[kBatch], int64_t first) {
+  auto multiply_batch = [&](const uint4 (&wc)[kBatch], const uint32_t (&sc)[kBatch], int first) {
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const bool fused = chunk_scales_fuse(sc[u]);  // every lane, outside the branch below
-      const int64_t kc = first + int64_t(u) * warps;
+      const int kc = first + u * kws;
       if (kc < kcs) {  // uniform per warp
         uint4 b0 = make_uint4(0, 0, 0, 0), b1 = b0;
         if (g < p.rows) {
-          b0 = *reinterpret_cast<const uint4*>(&sa[a_word_index(int(2 * kc), g, t, 0, p.rows)]);
-          b1 = *reinterpret_cast<const uint4*>(&sa[a_word_index(int(2 * kc + 1), g, t, 0, p.rows)]);
+          b0 = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc, g, t, 0, p.rows)]);
+          b1 = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc + 1, g, t, 0, p.rows)]);
         }
         if (kExpGemv >= 3) {
           acc[0][0] += __uint_as_float((wc[u].x ^ wc[u].y ^ wc[u].z ^ wc[u].w ^ sc[u] ^ b0.x ^ b1.y) & 0x3F000000u);
@@ -242,8 +216,8 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       }
     }
   };
-  const int64_t step = int64_t(kBatch) * warps;
-  for (int64_t first = warp; first < kcs; first += 2 * step) {
+  const int step = kBatch * kws;
+  for (int first = kw; first < kcs; first += 2 * step) {
     if (first + step < kcs) load_batch(wc1, sc1, first + step);
     multiply_batch(wc0, sc0, first);
     if (first + step >= kcs) break;
@@ -251,19 +225,20 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
     multiply_batch(wc1, sc1, first + step);
   }
 
-  // D fragment: d0, d1 = row g, tokens 2t, 2t + 1; d2, d3 = row g + 8. Warps in order.
+  // D fragment: d0, d1 = row g, tokens 2t, 2t + 1; d2, d3 = row g + 8. Each slab's warps in
+  // order: warp kw * S + s holds the kw-th partial tile of slab s.
   float* mine = red + warp * 128;
   mine[g * 8 + 2 * t] = acc[0][0] + acc[1][0];
   mine[g * 8 + 2 * t + 1] = acc[0][1] + acc[1][1];
   mine[(g + 8) * 8 + 2 * t] = acc[0][2] + acc[1][2];
   mine[(g + 8) * 8 + 2 * t + 1] = acc[0][3] + acc[1][3];
   __syncthreads();
-  for (int i = int(threadIdx.x); i < 128; i += int(blockDim.x)) {
-    const int r = i / 8, m = i % 8;
-    const int64_t n = slab * 16 + r;
+  for (int i = int(threadIdx.x); i < 128 * p.slabs_per_cta; i += int(blockDim.x)) {
+    const int s = i / 128, j = i % 128, r = j / 8, m = j % 8;
+    const int64_t n = (int64_t(blockIdx.x) * p.slabs_per_cta + s) * 16 + r;  // recomputed: fewer live registers
     if (m >= p.M || n >= p.N) continue;
-    float v = red[i];
-    for (int w = 1; w < warps; ++w) v += red[w * 128 + i];
+    float v = red[s * 128 + j];
+    for (int w = 1; w < kws; ++w) v += red[(w * p.slabs_per_cta + s) * 128 + j];
     if (p.c_f32) {
       static_cast<float*>(p.C)[m * p.ldc + n] = v;
     } else {
@@ -276,32 +251,16 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
 
 void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, cudaStream_t stream) {
-  const GemvArgs args{A, M, K, lda, gemv_tile_rows(M), B.data, PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule};
+  const GemvArgs args{A,    M, K, lda, gemv_tile_rows(M), cfg.block_n / 16, B.data, PackedGeometry::of(B.N, B.K),
+                      B.N,  C, c_f32, ldc, rule};
   // The largest need of any accepted shape (gemm_config_problem_for_shape), the same for every
   // call, so concurrent host threads never lower it under another's launch. Not a stream
   // operation, so also legal during graph capture.
   check(cudaFuncSetAttribute(gemv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemvSmemLimit)),
         "cudaFuncSetAttribute(gemv_kernel)");
-  const int64_t slabs = args.geo.rows_padded / 16;
-  if constexpr (kCluster == 1) {
-    launch_pdl_smem(gemv_kernel, dim3(unsigned(slabs)), dim3(unsigned(32 * cfg.warps)),
-                    gemv_smem_bytes(M, K, cfg.warps), stream, "gemv_kernel", args);
-  } else {
-    cudaLaunchConfig_t lc = {};
-    lc.gridDim = dim3(unsigned(round_up(slabs, kCluster)));
-    lc.blockDim = dim3(unsigned(32 * cfg.warps));
-    lc.dynamicSmemBytes = gemv_smem_bytes(M, K, cfg.warps);
-    lc.stream = stream;
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = unsigned(kCluster);
-    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
-    lc.attrs = attr;
-    lc.numAttrs = 2;
-    check(cudaLaunchKernelEx(&lc, gemv_kernel, args), "cudaLaunchKernelEx(gemv_kernel, cluster)");
-  }
+  const int64_t ctas = ceil_div(args.geo.rows_padded / 16, int64_t(args.slabs_per_cta));
+  launch_pdl_smem(gemv_kernel, dim3(unsigned(ctas)), dim3(unsigned(32 * cfg.warps)), gemv_smem_bytes(M, K, cfg.warps),
+                  stream, "gemv_kernel", args);
 }
 
 }  // namespace mxfp4::cuda

@@ -144,20 +144,26 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
   return cfg;
 }
 /// Path gemv (src/cuda/gemm_gemv.cu) for M <= 8 while the quantization of A that every CTA
-/// repeats stays small: per CTA M x K chunks <= 112, and over the grid (one CTA per 16 weight
-/// rows) CTAs x M x K chunks <= 2^14, where its shared memory fits; 16 warps from 64 K chunks,
-/// else 8. Session 15 tune (bench/results/logs/tune-gemv-v2b-session15-h200.log; gemv
-/// against the best fused or splitk configuration, us; CTAs x M x K chunks in brackets): gemv
-/// won 4x2880x512 (5760), 1x2880x2880 (8100), 8x2880x512 (11520; 3.88 vs 4.79), 1x7168x2048
-/// (14336), 1x2112x7168 (14784; 7.25 vs 11.63), 2x2880x2880 (16200; 7.20 vs 7.80), and lost
-/// 2x7168x2048 (28672; 9.04 vs 8.74), 8x4096x1024 (32768; 6.0 vs 5.9), 4x7168x2048 (57344;
-/// 12.0 vs 9.2), 4x2112x7168 (59136; 11.5 vs 10.5) and the M = 8 shapes with K >= 2048.
+/// repeats stays small: K chunks <= 112 (K <= 7168, the longest measured), per CTA M x K
+/// chunks <= 256, and over the grid CTAs x M x K chunks <= 2^15, where its shared memory fits. Slabs of 16 rows per CTA S (block_n = 16 S): the
+/// largest of 4, 2, 1 that leaves at least 2/3 of the SMs a CTA; 16 warps, or 8 for S = 1 with
+/// fewer than 64 K chunks. Session 16 tune (bench/results/logs/tune-gemv-slabs-session16-h200.log,
+/// us, the best gemv configuration; CTAs x M x K chunks in brackets): gemv won 1x7168x2048
+/// (S 4, 3584; 6.42, session 15's S = 1: 7.21), 2x7168x2048 (S 4, 7168; 6.57 vs fused 8.74),
+/// 4x7168x2048 (S 4, 14336; 7.15 vs fused 9.22), 8x7168x2048 (S 4, 28672; 8.83 vs splitk
+/// 9.42), 8x4096x1024 (S 2, 16384; 4.62 vs splitk 5.88), 1x2880x2880 (S 2, 4050; 5.25),
+/// 2x2880x2880, 4x2880x512 and 8x2880x512 (S 2), 1x2112x7168 (S 1, 14784; 6.66), and lost
+/// 4x2112x7168 (S 1, M x K chunks 448; 10.95 vs splitk 10.48) and 8x2112x7168 (896; 16.8 vs
+/// 10.52). Fewer CTAs than 2/3 of the SMs lost every time (1x2112x7168 at S 2: 9.17).
 /// Longer K than 7168 was not measured.
-std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K) {
-  const int64_t chunks = ceil_div(K, 64);
-  if (M > 8 || M * chunks > 112) return std::nullopt;
-  if (ceil_div(N, 16) * M * chunks > (int64_t(1) << 14)) return std::nullopt;  // N <= 2^40: no overflow
-  const GemmConfig c{GemmPath::gemv, 16, 8, 1, chunks >= 64 ? 16 : 8};
+std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
+  const int64_t chunks = ceil_div(K, 64), slabs = ceil_div(N, 16);
+  if (M > 8 || chunks > 112 || M * chunks > 256) return std::nullopt;
+  const int64_t min_ctas = std::max<int64_t>(2 * int64_t(dev.sm_count) / 3, 1);
+  int per_cta = 4;
+  while (per_cta > 1 && ceil_div(slabs, per_cta) < min_ctas) per_cta /= 2;
+  if (ceil_div(slabs, per_cta) * M * chunks > (int64_t(1) << 15)) return std::nullopt;  // N <= 2^40: no overflow
+  const GemmConfig c{GemmPath::gemv, 16 * per_cta, 8, 1, per_cta > 1 || chunks >= 64 ? 16 : 8};
   if (!gemm_config_problem_for_shape(c, M, K).empty()) return std::nullopt;
   return c;
 }
@@ -178,7 +184,7 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K) {
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   check_shape(M, N, K, "choose_gemm_config");
   if (M > 128) return fp8_config(M, N, K, dev);
-  if (const auto gemv = gemv_config(M, N, K)) return *gemv;
+  if (const auto gemv = gemv_config(M, N, K, dev)) return *gemv;
   const GemmConfig small = small_m_config(M, N, K, dev);
   if (M <= 64 || K < kFp8MinK) return small;
   const int64_t grid = ceil_div(N, small.block_n) * ceil_div(M, 64) * small.split_k;
@@ -235,8 +241,11 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     return {};  // the launcher checks the grid (one CTA per tile along grid.x, < 2^31)
   }
   if (cfg.path == GemmPath::gemv) {
-    if (cfg.block_n != 16 || cfg.block_m != 8 || cfg.split_k != 1 || (cfg.warps != 4 && cfg.warps != 8 && cfg.warps != 16))
-      return "path gemv: block_n = 16, block_m = 8, split_k = 1, warps 4, 8 or 16";
+    // block_n / 16 slabs per CTA, each with warps / (block_n / 16) warps (src/cuda/gemm_gemv.cu).
+    const bool bn_ok = cfg.block_n == 16 || cfg.block_n == 32 || cfg.block_n == 64;
+    const bool warps_ok = (cfg.warps == 4 || cfg.warps == 8 || cfg.warps == 16) && cfg.warps >= cfg.block_n / 16;
+    if (!bn_ok || !warps_ok || cfg.block_m != 8 || cfg.split_k != 1)
+      return "path gemv: block_n = 16, 32 or 64, block_m = 8, split_k = 1, warps 4, 8 or 16";
     if (M > 8) return "path gemv: M <= 8";
     return {};
   }

@@ -25,7 +25,8 @@ std::optional<GemmPath> parse_gemm_path(std::string_view name);
 /// (4 only with block_n 64), block_m a positive multiple of 8 (unused by the kernel) and
 /// M <= 64 * 65535; the tiled kernel block_n = block_m = 128 with 8 warps and
 /// M <= 128 * 65535 (both: token CTAs along grid.y); path fp8 its tiles (see the message);
-/// path gemv block_n 16, block_m 8, split_k 1, warps 4, 8 or 16 and M <= 8 (its shared
+/// path gemv block_n 16, 32 or 64 (slabs of 16 rows per CTA), block_m 8, split_k 1, warps 4, 8
+/// or 16, at least one per slab, and M <= 8 (its shared
 /// memory, which depends on K, is gemm_config_problem_for_shape's check).
 std::string gemm_config_problem(const GemmConfig& cfg, int64_t M);
 

@@ -23,21 +23,27 @@ DeviceInfo h200() {
 
 TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   const DeviceInfo dev = h200();
-  // Path gemv (one CTA per 16 rows, one launch) for M <= 8 while the quantization of A that
-  // every CTA repeats stays small: M x K chunks <= 112 per CTA, CTAs x M x K chunks <= 2^14.
-  for (int64_t M : {1, 2, 3, 4, 8})
-    EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=8") << M;
-  EXPECT_EQ(describe(choose_gemm_config(1, 7168, 2048, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=8");
-  EXPECT_EQ(choose_gemm_config(1, 2880, 2880, dev).path, GemmPath::gemv);
-  EXPECT_EQ(choose_gemm_config(1, 2112, 4032, dev).warps, 8);   // 63 K chunks
-  EXPECT_EQ(choose_gemm_config(1, 2112, 4096, dev).warps, 16);  // 64 K chunks
-  EXPECT_EQ(choose_gemm_config(1, 2112, 7168, dev).path, GemmPath::gemv);   // 132 x 112 = 14784
+  // Path gemv (one launch, S slabs of 16 rows per CTA) for M <= 8 while the quantization of A
+  // that every CTA repeats stays small: K chunks <= 112, M x K chunks <= 256 per CTA, CTAs x M
+  // x K chunks <= 2^15; S the largest of 4, 2, 1 that leaves >= 88 CTAs on 132 SMs.
+  for (int64_t M : {1, 2, 3, 4, 8})  // 180 slabs: S = 2, 90 CTAs
+    EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16") << M;
+  EXPECT_EQ(describe(choose_gemm_config(1, 7168, 2048, dev)), "path=gemv block_n=64 block_m=8 split_k=1 warps=16");
+  EXPECT_EQ(choose_gemm_config(1, 2880, 2880, dev).block_n, 32);
+  EXPECT_EQ(choose_gemm_config(1, 2816, 2880, dev).block_n, 32);  // 176 slabs: 88 CTAs
+  EXPECT_EQ(choose_gemm_config(1, 2784, 2880, dev).block_n, 16);  // 174 slabs: 87 CTAs at S = 2
+  EXPECT_EQ(choose_gemm_config(1, 2112, 4032, dev).warps, 8);   // S = 1, 63 K chunks
+  EXPECT_EQ(choose_gemm_config(1, 2112, 4096, dev).warps, 16);  // S = 1, 64 K chunks
+  EXPECT_EQ(describe(choose_gemm_config(1, 2112, 7168, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=16");
   EXPECT_NE(choose_gemm_config(1, 2112, 7232, dev).path, GemmPath::gemv);   // 113 K chunks
-  EXPECT_EQ(choose_gemm_config(2, 2880, 2880, dev).path, GemmPath::gemv);   // 180 x 90 = 16200
-  EXPECT_NE(choose_gemm_config(2, 7168, 2048, dev).path, GemmPath::gemv);   // 448 x 64 = 28672
-  EXPECT_NE(choose_gemm_config(8, 4096, 1024, dev).path, GemmPath::gemv);   // 256 x 128
+  EXPECT_EQ(choose_gemm_config(2, 7168, 2048, dev).block_n, 64);            // 112 x 2 x 32 = 7168
+  EXPECT_EQ(choose_gemm_config(8, 7168, 2048, dev).block_n, 64);            // 112 x 8 x 32 = 28672
+  EXPECT_EQ(choose_gemm_config(8, 4096, 1024, dev).block_n, 32);            // 128 x 8 x 16
+  EXPECT_NE(choose_gemm_config(4, 2112, 7168, dev).path, GemmPath::gemv);   // 4 x 112 = 448 per CTA
   EXPECT_NE(choose_gemm_config(8, 2112, 7168, dev).path, GemmPath::gemv);
-  EXPECT_NE(choose_gemm_config(1, int64_t(1) << 20, 64, dev).path, GemmPath::gemv);  // 65536 CTAs
+  EXPECT_NE(choose_gemm_config(8, 8192, 4096, dev).path, GemmPath::gemv);   // 8 x 64 = 512 per CTA
+  EXPECT_EQ(choose_gemm_config(1, int64_t(1) << 21, 64, dev).path, GemmPath::gemv);  // 32768 CTAs x 1
+  EXPECT_NE(choose_gemm_config(2, int64_t(1) << 21, 64, dev).path, GemmPath::gemv);  // 65536
   EXPECT_EQ(config_without_fp8(8, 2112, 7168, dev).path, GemmPath::splitk);  // 14 chunks per CTA
   for (int64_t M : {9, 16, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
   for (int64_t M : {65, 128, 129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::fp8) << M;
@@ -400,7 +406,8 @@ TEST(Dispatch, ConfigProblemBoundsMOfEveryPath) {
   }
 }
 
-// Path gemv: block_n 16, block_m 8, split_k 1, warps 4, 8 or 16, M <= 8, and A's bf16 copy
+// Path gemv: block_n 16, 32 or 64 (1, 2 or 4 slabs per CTA), block_m 8, split_k 1, warps 4, 8
+// or 16 (at least one per slab), M <= 8, and A's bf16 copy
 // in shared memory (M rounded up to 1, 2, 4 or 8 rows x round_up(K, 64) x 2 bytes, plus
 // 512 bytes per warp) within the 227 KiB opt-in limit; the tune cache and gemm() reject
 // anything else before a launch.
@@ -408,7 +415,11 @@ TEST(Dispatch, GemvConfigProblem) {
   const GemmConfig ok{GemmPath::gemv, 16, 8, 1, 16};
   for (int64_t M = 1; M <= 8; ++M) EXPECT_EQ(gemm_config_problem(ok, M), "") << M;
   EXPECT_NE(gemm_config_problem(ok, 9), "");
-  for (const GemmConfig& bad : {GemmConfig{GemmPath::gemv, 32, 8, 1, 8}, GemmConfig{GemmPath::gemv, 16, 16, 1, 8},
+  for (const GemmConfig& also : {GemmConfig{GemmPath::gemv, 32, 8, 1, 4}, GemmConfig{GemmPath::gemv, 64, 8, 1, 4},
+                                 GemmConfig{GemmPath::gemv, 64, 8, 1, 16}})
+    EXPECT_EQ(gemm_config_problem(also, 8), "") << describe(also);
+  for (const GemmConfig& bad : {GemmConfig{GemmPath::gemv, 48, 8, 1, 8}, GemmConfig{GemmPath::gemv, 128, 8, 1, 16},
+                                GemmConfig{GemmPath::gemv, 8, 8, 1, 8}, GemmConfig{GemmPath::gemv, 16, 16, 1, 8},
                                 GemmConfig{GemmPath::gemv, 16, 8, 2, 8}, GemmConfig{GemmPath::gemv, 16, 8, 1, 12},
                                 GemmConfig{GemmPath::gemv, 16, 8, 1, 32}})
     EXPECT_NE(gemm_config_problem(bad, 1), "") << describe(bad);

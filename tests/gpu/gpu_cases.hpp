@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "common/test_util.hpp"
 #include "dispatch/path_name.hpp"
@@ -39,11 +40,12 @@ inline GemmConfig fp8_cfg(int block_m, int block_n, bool quarters = false, int s
   return GemmConfig{GemmPath::fp8, block_n, block_m, split, 4 * (consumers + 1)};
 }
 
-/// Path gemv with 4 and 16 warps for M <= 8 where its shared memory fits K (none otherwise).
+/// Path gemv for M <= 8 where its shared memory fits K (none otherwise): one slab per CTA with
+/// 4 and 16 warps, two slabs of 4 warps, four slabs of one warp each.
 inline std::vector<GemmConfig> gemv_configs(int64_t M, int64_t K) {
   std::vector<GemmConfig> v;
-  for (int warps : {4, 16}) {
-    const GemmConfig c{GemmPath::gemv, 16, 8, 1, warps};
+  for (const auto& [block_n, warps] : {std::pair{16, 4}, std::pair{16, 16}, std::pair{32, 8}, std::pair{64, 4}}) {
+    const GemmConfig c{GemmPath::gemv, block_n, 8, 1, warps};
     if (gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
   }
   return v;
