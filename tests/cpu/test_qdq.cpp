@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/test_util.hpp"
+#include "core/qdq_bf16x2.hpp"
 #include "mxfp4/mxfp4.hpp"
 
 namespace mxfp4::test {
@@ -127,6 +128,52 @@ TEST(Qdq, E2m1QuantizeDequantizeBf16MatchesEncodeThenDequantize) {
     }
   }
   EXPECT_EQ(bad, 0) << "first mismatch at bf16 0x" << std::hex << first_v << std::dec << ", s = " << first_s;
+}
+
+// The GPU quantizers' packed form, qdq::e2m1_qdq_pair (bf16x2 operations, run here on their
+// exact host model), against fmt::e2m1_quantize_dequantize_bf16: every finite bf16 v of both
+// signs in the low half, paired with another value in the high half, for every s in
+// [-127, 127], bit for bit.
+TEST(Qdq, PackedBf16x2PairMatchesTheFp32FormForEveryBf16AndScale) {
+  int64_t bad = 0;
+  uint16_t first_v = 0;
+  int first_s = 0;
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    if ((h & 0x7F80u) == 0x7F80u) continue;  // Inf and NaN: whole-block policy, not per element
+    const uint32_t h2 = (h * 40503u + 7u) & 0xFFFFu;  // a second, scrambled element
+    const uint32_t hi = (h2 & 0x7F80u) == 0x7F80u ? h2 & 0x807Fu : h2;
+    const float v = fmt::bf16_to_f32(uint16_t(h)), v2 = fmt::bf16_to_f32(uint16_t(hi));
+    for (int s = -127; s <= 127; ++s) {
+      const float inv = fmt::exp2i(-s), scale = fmt::exp2i(s);
+      const uint32_t want = uint32_t(fmt::e2m1_quantize_dequantize_bf16(v, inv, scale)) |
+                            (uint32_t(fmt::e2m1_quantize_dequantize_bf16(v2, inv, scale)) << 16);
+      const uint32_t got = qdq::e2m1_qdq_pair(h | (hi << 16), qdq::pow2_pair(-s), qdq::pow2_pair(s));
+      if (got != want && bad++ == 0) first_v = uint16_t(h), first_s = s;
+    }
+  }
+  EXPECT_EQ(bad, 0) << "first mismatch at bf16 0x" << std::hex << first_v << std::dec << ", s = " << first_s;
+}
+
+// The host model of the bf16x2 operations rounds once, to nearest even, with subnormals:
+// spot checks that would fail for a model that truncates, flushes or double-rounds.
+TEST(Qdq, Bf16x2HostModelRoundsOnceToNearestEven) {
+  auto bf = [](float x) { return uint32_t(fmt::f32_to_bf16(x)); };
+  // 1 + 2^-8 is a tie between 1 and 1 + 2^-7: even (1). 1 + 3 * 2^-8: up to 1 + 2^-6.
+  EXPECT_EQ(qdq::bf16x2::add(bf(1.0f), bf(0.00390625f)) & 0xFFFFu, bf(1.0f));
+  EXPECT_EQ(qdq::bf16x2::add(bf(1.0f), bf(0.01171875f)) & 0xFFFFu, bf(1.015625f));
+  // 64 + 2^-130: the tiny addend decides nothing; 64 - 2^-130 rounds back to 64 too.
+  const uint32_t tiny = bf(std::ldexp(1.0f, -130));
+  EXPECT_EQ(qdq::bf16x2::add(bf(64.0f), tiny) & 0xFFFFu, bf(64.0f));
+  EXPECT_EQ(qdq::bf16x2::sub(bf(64.0f), tiny) & 0xFFFFu, bf(64.0f));
+  // Subnormal products are kept: 2^-127 * 0.5 = 2^-128 (bf16 0x0020), 2^-133 * 1 stays.
+  EXPECT_EQ(qdq::bf16x2::mul(qdq::pow2_pair(-127), bf(0.5f)) & 0xFFFFu, 0x0020u);
+  EXPECT_EQ(qdq::bf16x2::mul(0x00010001u, bf(1.0f)) & 0xFFFFu, 0x0001u);
+  // A tie of a subnormal product: 3 * 2^-134 lies between 2^-133 and 2^-132: even (2^-132).
+  EXPECT_EQ(qdq::bf16x2::mul(0x00030003u, bf(0.5f)) & 0xFFFFu, 0x0002u);
+  // Overflow to +Inf: 6 * 2^127.
+  EXPECT_EQ(qdq::bf16x2::mul(bf(6.0f), qdq::pow2_pair(127)) & 0xFFFFu, 0x7F80u);
+  // Both halves independently.
+  EXPECT_EQ(qdq::bf16x2::min(bf(2.0f) | (bf(7.0f) << 16), 0x40C040C0u), bf(2.0f) | (bf(6.0f) << 16));
 }
 
 }  // namespace
