@@ -145,24 +145,25 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 }
 /// Path gemv (src/cuda/gemm_gemv.cu) for M <= 8 while the quantization of A that every CTA
 /// repeats stays small: K chunks <= 112 (K <= 7168, the longest measured), per CTA M x K
-/// chunks <= 256, and over the grid CTAs x M x K chunks <= 2^15, where its shared memory fits. Slabs of 16 rows per CTA S (block_n = 16 S): the
-/// largest of 4, 2, 1 that leaves at least 2/3 of the SMs a CTA; 16 warps, or 8 for S = 1 with
-/// fewer than 64 K chunks. Session 16 tune (bench/results/logs/tune-gemv-slabs-session16-h200.log,
-/// us, the best gemv configuration; CTAs x M x K chunks in brackets): gemv won 1x7168x2048
-/// (S 4, 3584; 6.42, session 15's S = 1: 7.21), 2x7168x2048 (S 4, 7168; 6.57 vs fused 8.74),
-/// 4x7168x2048 (S 4, 14336; 7.15 vs fused 9.22), 8x7168x2048 (S 4, 28672; 8.83 vs splitk
-/// 9.42), 8x4096x1024 (S 2, 16384; 4.62 vs splitk 5.88), 1x2880x2880 (S 2, 4050; 5.25),
-/// 2x2880x2880, 4x2880x512 and 8x2880x512 (S 2), 1x2112x7168 (S 1, 14784; 6.66), and lost
-/// 4x2112x7168 (S 1, M x K chunks 448; 10.95 vs splitk 10.48) and 8x2112x7168 (896; 16.8 vs
-/// 10.52). Fewer CTAs than 2/3 of the SMs lost every time (1x2112x7168 at S 2: 9.17).
-/// Longer K than 7168 was not measured.
+/// chunks <= 448, and over the grid CTAs x M x K chunks <= 2^16, where its shared memory fits.
+/// Slabs of 16 rows per CTA S (block_n = 16 S): the largest of 4, 2, 1 that leaves at least
+/// 2/3 of the SMs a CTA; 16 warps, or 8 for S = 1 with fewer than 64 K chunks. Session 16
+/// tunes (bench/results/logs/tune-gemv-slabs-session16-h200.log, then with the bf16x2
+/// quantizer tune-decode-qdq-session16-h200.log; us, the best gemv configuration; CTAs x M x
+/// K chunks in brackets): gemv won 1x7168x2048 (S 4, 3584; 6.24, session 15's S = 1: 7.21),
+/// 2x7168x2048 (S 4, 7168; 6.56 vs fused 8.74), 4x7168x2048 (S 4, 14336; 6.87 vs fused 9.22),
+/// 8x7168x2048 (S 4, 28672; 8.26 vs splitk 9.42), 8x4096x1024 (S 2, 16384; 4.23 vs splitk
+/// 5.88), 4x2112x7168 (S 1, M x K chunks 448, 59136; 9.91 vs splitk 10.50), 1x2880x2880 (S 2),
+/// 2x2880x2880, 4x2880x512 and 8x2880x512 (S 2), 1x2112x7168 (S 1, 14784; 6.43), and lost
+/// 8x2112x7168 (896 per CTA, 118272; 14.22 vs splitk 10.45). Fewer CTAs than 2/3 of the SMs
+/// lost every time (1x2112x7168 at S 2: 9.17). Longer K than 7168 was not measured.
 std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t chunks = ceil_div(K, 64), slabs = ceil_div(N, 16);
-  if (M > 8 || chunks > 112 || M * chunks > 256) return std::nullopt;
+  if (M > 8 || chunks > 112 || M * chunks > 448) return std::nullopt;
   const int64_t min_ctas = std::max<int64_t>(2 * int64_t(dev.sm_count) / 3, 1);
   int per_cta = 4;
   while (per_cta > 1 && ceil_div(slabs, per_cta) < min_ctas) per_cta /= 2;
-  if (ceil_div(slabs, per_cta) * M * chunks > (int64_t(1) << 15)) return std::nullopt;  // N <= 2^40: no overflow
+  if (ceil_div(slabs, per_cta) * M * chunks > (int64_t(1) << 16)) return std::nullopt;  // N <= 2^40: no overflow
   const GemmConfig c{GemmPath::gemv, 16 * per_cta, 8, 1, per_cta > 1 || chunks >= 64 ? 16 : 8};
   if (!gemm_config_problem_for_shape(c, M, K).empty()) return std::nullopt;
   return c;

@@ -24,8 +24,8 @@ DeviceInfo h200() {
 TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   const DeviceInfo dev = h200();
   // Path gemv (one launch, S slabs of 16 rows per CTA) for M <= 8 while the quantization of A
-  // that every CTA repeats stays small: K chunks <= 112, M x K chunks <= 256 per CTA, CTAs x M
-  // x K chunks <= 2^15; S the largest of 4, 2, 1 that leaves >= 88 CTAs on 132 SMs.
+  // that every CTA repeats stays small: K chunks <= 112, M x K chunks <= 448 per CTA, CTAs x M
+  // x K chunks <= 2^16; S the largest of 4, 2, 1 that leaves >= 88 CTAs on 132 SMs.
   for (int64_t M : {1, 2, 3, 4, 8})  // 180 slabs: S = 2, 90 CTAs
     EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16") << M;
   EXPECT_EQ(describe(choose_gemm_config(1, 7168, 2048, dev)), "path=gemv block_n=64 block_m=8 split_k=1 warps=16");
@@ -39,11 +39,12 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   EXPECT_EQ(choose_gemm_config(2, 7168, 2048, dev).block_n, 64);            // 112 x 2 x 32 = 7168
   EXPECT_EQ(choose_gemm_config(8, 7168, 2048, dev).block_n, 64);            // 112 x 8 x 32 = 28672
   EXPECT_EQ(choose_gemm_config(8, 4096, 1024, dev).block_n, 32);            // 128 x 8 x 16
-  EXPECT_NE(choose_gemm_config(4, 2112, 7168, dev).path, GemmPath::gemv);   // 4 x 112 = 448 per CTA
+  EXPECT_EQ(describe(choose_gemm_config(4, 2112, 7168, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=16");  // 448, 59136
+  EXPECT_NE(choose_gemm_config(5, 2112, 7168, dev).path, GemmPath::gemv);   // 5 x 112 = 560 per CTA
   EXPECT_NE(choose_gemm_config(8, 2112, 7168, dev).path, GemmPath::gemv);
   EXPECT_NE(choose_gemm_config(8, 8192, 4096, dev).path, GemmPath::gemv);   // 8 x 64 = 512 per CTA
-  EXPECT_EQ(choose_gemm_config(1, int64_t(1) << 21, 64, dev).path, GemmPath::gemv);  // 32768 CTAs x 1
-  EXPECT_NE(choose_gemm_config(2, int64_t(1) << 21, 64, dev).path, GemmPath::gemv);  // 65536
+  EXPECT_EQ(choose_gemm_config(2, int64_t(1) << 21, 64, dev).path, GemmPath::gemv);  // 32768 CTAs x 2 = 2^16
+  EXPECT_NE(choose_gemm_config(4, int64_t(1) << 21, 64, dev).path, GemmPath::gemv);  // 2^17
   EXPECT_EQ(config_without_fp8(8, 2112, 7168, dev).path, GemmPath::splitk);  // 14 chunks per CTA
   for (int64_t M : {9, 16, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
   for (int64_t M : {65, 128, 129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::fp8) << M;
