@@ -10,8 +10,8 @@
 // this very sequence of operations.
 //
 // Why each step is exact or rounds as the fp32 form does:
-//   - |v| * 2^-s is exact unless it falls below bf16's smallest subnormal 2^-133, where any
-//     rounding still leaves it below 0.25, i.e. code 0, as in fp32;
+//   - |v| * 2^-s is exact unless it falls into bf16's subnormal range (below 2^-126), where
+//     any rounding still leaves it below 0.25, i.e. code 0, as in fp32;
 //   - min(y, 6) saturates; m = 2^(e + 6), e the binade of max(y, 1), has a bf16 ulp of
 //     2^(e-1), the e2m1 grid spacing at y (0.5 below 2, 1 in [2, 4), 2 in [4, 6]), so
 //     (y + m) - m is y rounded to the grid, ties to even (fmt::e2m1_round_value with fp32's

@@ -1,6 +1,6 @@
-// Path "gemv" (docs/dispatch.md): the decode GEMM for M <= 8 tokens, one launch.
+// Path "gemv" (docs/dispatch.md): the decode GEMM for M <= 16 tokens, one launch.
 //
-// At M = 1..8 the other small-M paths spend most of a call on fixed latencies (a quantizer
+// At small M the other small-M paths spend most of a call on fixed latencies (a quantizer
 // launch, a stage ring, a split-K reduction across CTAs) while the work is a stream of weight
 // bytes. This kernel has none of them:
 //   - one CTA per S = block_n / 16 consecutive 16-row weight slabs of the packed layout
@@ -10,15 +10,16 @@
 //     b + 1 is loaded while batch b is multiplied);
 //   - it is launched with PDL: before griddepcontrol.wait a CTA only asks for an L2 prefetch
 //     of its weights (no load that returns data: docs/dispatch.md, "Stream order");
-//   - every CTA quantizes all of A (M <= 8 rows; spec §2, bit-identical to
+//   - every CTA quantizes all of A (M <= 16 rows; spec §2, bit-identical to
 //     fmt::quantize_block through quantize_kernels.cuh) into shared memory as the bf16 B
-//     fragments of mma.sync.m16n8k16, token g of the n8 tile in lane group g (groups g >= M
+//     fragments of mma.sync.m16n8k16, token 8j + g of n8 tile j in lane group g (tokens >= M
 //     hold zeros, rows past the rounded-up M are not stored at all);
 //   - the K loop is the tensor-core step of the other bf16 paths: decode a code word into the
 //     A fragment e2m1 * 2^s (exact, common.cuh decode_weight_fragment) and one m16n8k16 MMA
-//     per K16 step into fp32 accumulators (two chains, even and odd K16 steps);
-//   - the W / S warps' 16 x 8 partial tiles of a slab are summed through shared memory in
-//     warp order, so the result does not depend on timing (deterministic).
+//     per K16 step and token tile into fp32 accumulators (one tile: two chains, even and odd
+//     K16 steps; two tiles, M > 8: one chain per tile);
+//   - the W / S warps' partial 16 x 8 (x 2 tiles) tiles of a slab are summed through shared
+//     memory in warp order, so the result does not depend on timing (deterministic).
 // Semantics at the edges are those of the other bf16 paths (docs/hardening.md section 3).
 #include <string>
 
@@ -125,30 +126,37 @@ __device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t
   if (warp >= rounds) between();
 }
 
-/// acc[step % 2] += the chunk's 4 K16 steps: the lane's code words `wc` decoded with the
-/// chunk's scale factors (FUSED: every scale byte of the warp's chunk <= 128), times A's B
-/// fragments `b0` (block 2kc) and `b1` (block 2kc + 1).
-template <bool FUSED>
-__device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const uint4& b0, const uint4& b1,
-                                          float (&acc)[2][4]) {
+/// The chunk's 4 K16 steps: the lane's code words `wc` decoded with the chunk's scale factors
+/// (FUSED: every scale byte of the warp's chunk <= 128), times A's B fragments `b0[j]` (block
+/// 2kc) and `b1[j]` (block 2kc + 1) of token tile j. One tile: acc[step % 2] (two chains);
+/// two tiles: acc[j] (one chain per tile, one decode for both MMAs).
+template <bool FUSED, int kTiles>
+__device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const uint4 (&b0)[kTiles],
+                                          const uint4 (&b1)[kTiles], float (&acc)[2][4]) {
   uint32_t f[2][2];
   chunk_scale_factors<FUSED>(sc, f);
   const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
-  const uint32_t b[4][2] = {{b0.x, b0.y}, {b0.z, b0.w}, {b1.x, b1.y}, {b1.z, b1.w}};
 #pragma unroll
   for (int step = 0; step < 4; ++step) {
     uint32_t a[4];
     decode_weight_fragment(words[step], f, FUSED, step, a);
-    mma_bf16_16816(acc[step % 2], a, b[step][0], b[step][1]);
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      const uint4& b = step < 2 ? b0[j] : b1[j];
+      const uint32_t lo = step % 2 == 0 ? b.x : b.z, hi = step % 2 == 0 ? b.y : b.w;
+      mma_bf16_16816(acc[kTiles == 1 ? step % 2 : j], a, lo, hi);
+    }
   }
 }
 
+/// kTiles token tiles of 8 (M <= 8: 1; 9 <= M <= 16: 2).
+template <int kTiles>
 __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   extern __shared__ __align__(16) uint32_t smem[];
   const int warps = int(blockDim.x / 32), warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
   const int g = lane / 4, t = lane % 4;
   uint32_t* sa = smem;                                                  // A's B fragments
-  float* red = reinterpret_cast<float*>(smem + p.rows * p.geo.k_padded / 2);  // [warps][16 rows][8 tokens]
+  float* red = reinterpret_cast<float*>(smem + p.rows * p.geo.k_padded / 2);  // [warps][16 rows][8 kTiles tokens]
   // Warp w multiplies slab first + w % S over its K chunks kw, kw + kws, ... (kw = w / S). Slabs
   // past the weights (in the grid's last CTA) have no chunks: their warps only take part in
   // A's quantization.
@@ -201,17 +209,21 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       const bool fused = chunk_scales_fuse(sc[u]);  // every lane, outside the branch below
       const int kc = first + u * kws;
       if (kc < kcs) {  // uniform per warp
-        uint4 b0 = make_uint4(0, 0, 0, 0), b1 = b0;
-        if (g < p.rows) {
-          b0 = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc, g, t, 0, p.rows)]);
-          b1 = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc + 1, g, t, 0, p.rows)]);
+        uint4 b0[kTiles], b1[kTiles];
+#pragma unroll
+        for (int j = 0; j < kTiles; ++j) {
+          b0[j] = b1[j] = make_uint4(0, 0, 0, 0);
+          if (g + 8 * j < p.rows) {
+            b0[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc, g + 8 * j, t, 0, p.rows)]);
+            b1[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc + 1, g + 8 * j, t, 0, p.rows)]);
+          }
         }
         if (kExpGemv >= 3) {
-          acc[0][0] += __uint_as_float((wc[u].x ^ wc[u].y ^ wc[u].z ^ wc[u].w ^ sc[u] ^ b0.x ^ b1.y) & 0x3F000000u);
+          acc[0][0] += __uint_as_float((wc[u].x ^ wc[u].y ^ wc[u].z ^ wc[u].w ^ sc[u] ^ b0[0].x ^ b1[0].y) & 0x3F000000u);
         } else if (fused) {
-          chunk_mma<true>(wc[u], sc[u], b0, b1, acc);
+          chunk_mma<true, kTiles>(wc[u], sc[u], b0, b1, acc);
         } else {
-          chunk_mma<false>(wc[u], sc[u], b0, b1, acc);
+          chunk_mma<false, kTiles>(wc[u], sc[u], b0, b1, acc);
         }
       }
     }
@@ -225,20 +237,31 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
     multiply_batch(wc1, sc1, first + step);
   }
 
-  // D fragment: d0, d1 = row g, tokens 2t, 2t + 1; d2, d3 = row g + 8. Each slab's warps in
-  // order: warp kw * S + s holds the kw-th partial tile of slab s.
-  float* mine = red + warp * 128;
-  mine[g * 8 + 2 * t] = acc[0][0] + acc[1][0];
-  mine[g * 8 + 2 * t + 1] = acc[0][1] + acc[1][1];
-  mine[(g + 8) * 8 + 2 * t] = acc[0][2] + acc[1][2];
-  mine[(g + 8) * 8 + 2 * t + 1] = acc[0][3] + acc[1][3];
+  // D fragment: d0, d1 = row g, tokens 2t, 2t + 1; d2, d3 = row g + 8 (token tile j: tokens
+  // + 8j). Each slab's warps in order: warp kw * S + s holds the kw-th partial tile of slab s.
+  constexpr int kTile = 128 * kTiles, kCols = 8 * kTiles;  // floats per partial tile, tokens per row
+  float* mine = red + warp * kTile;
+  if constexpr (kTiles == 1) {
+    mine[g * 8 + 2 * t] = acc[0][0] + acc[1][0];
+    mine[g * 8 + 2 * t + 1] = acc[0][1] + acc[1][1];
+    mine[(g + 8) * 8 + 2 * t] = acc[0][2] + acc[1][2];
+    mine[(g + 8) * 8 + 2 * t + 1] = acc[0][3] + acc[1][3];
+  } else {
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      mine[g * kCols + 8 * j + 2 * t] = acc[j][0];
+      mine[g * kCols + 8 * j + 2 * t + 1] = acc[j][1];
+      mine[(g + 8) * kCols + 8 * j + 2 * t] = acc[j][2];
+      mine[(g + 8) * kCols + 8 * j + 2 * t + 1] = acc[j][3];
+    }
+  }
   __syncthreads();
-  for (int i = int(threadIdx.x); i < 128 * p.slabs_per_cta; i += int(blockDim.x)) {
-    const int s = i / 128, j = i % 128, r = j / 8, m = j % 8;
+  for (int i = int(threadIdx.x); i < kTile * p.slabs_per_cta; i += int(blockDim.x)) {
+    const int s = i / kTile, j = i % kTile, r = j / kCols, m = j % kCols;
     const int64_t n = (int64_t(blockIdx.x) * p.slabs_per_cta + s) * 16 + r;  // recomputed: fewer live registers
     if (m >= p.M || n >= p.N) continue;
-    float v = red[s * 128 + j];
-    for (int w = 1; w < kws; ++w) v += red[(w * p.slabs_per_cta + s) * 128 + j];
+    float v = red[s * kTile + j];
+    for (int w = 1; w < kws; ++w) v += red[(w * p.slabs_per_cta + s) * kTile + j];
     if (p.c_f32) {
       static_cast<float*>(p.C)[m * p.ldc + n] = v;
     } else {
@@ -256,10 +279,11 @@ void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Packe
   // The largest need of any accepted shape (gemm_config_problem_for_shape), the same for every
   // call, so concurrent host threads never lower it under another's launch. Not a stream
   // operation, so also legal during graph capture.
-  check(cudaFuncSetAttribute(gemv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemvSmemLimit)),
+  auto* kernel = args.rows > 8 ? gemv_kernel<2> : gemv_kernel<1>;
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemvSmemLimit)),
         "cudaFuncSetAttribute(gemv_kernel)");
   const int64_t ctas = ceil_div(args.geo.rows_padded / 16, int64_t(args.slabs_per_cta));
-  launch_pdl_smem(gemv_kernel, dim3(unsigned(ctas)), dim3(unsigned(32 * cfg.warps)), gemv_smem_bytes(M, K, cfg.warps),
+  launch_pdl_smem(kernel, dim3(unsigned(ctas)), dim3(unsigned(32 * cfg.warps)), gemv_smem_bytes(M, K, cfg.warps),
                   stream, "gemv_kernel", args);
 }
 

@@ -143,34 +143,43 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
   cfg.path = M <= 8 && M * ceil_div(chunks, cfg.split_k) <= 16 ? GemmPath::fused : GemmPath::splitk;
   return cfg;
 }
-/// Path gemv (src/cuda/gemm_gemv.cu) for M <= 8 while the quantization of A that every CTA
-/// repeats stays small: K chunks <= 112 (K <= 7168, the longest measured), per CTA M x K
-/// chunks <= 448, and over the grid CTAs x M x K chunks <= 2^16, where its shared memory fits.
-/// Slabs of 16 rows per CTA S (block_n = 16 S): the largest of 4, 2, 1 that leaves at least
-/// 2/3 of the SMs a CTA; 16 warps, or 8 for S = 1 with fewer than 64 K chunks. Session 16
-/// tunes (bench/results/logs/tune-gemv-slabs-session16-h200.log, then with the bf16x2
-/// quantizer tune-decode-qdq-session16-h200.log; us, the best gemv configuration; CTAs x M x
-/// K chunks in brackets): gemv won 1x7168x2048 (S 4, 3584; 6.24, session 15's S = 1: 7.21),
-/// 2x7168x2048 (S 4, 7168; 6.56 vs fused 8.74), 4x7168x2048 (S 4, 14336; 6.87 vs fused 9.22),
-/// 8x7168x2048 (S 4, 28672; 8.26 vs splitk 9.42), 8x4096x1024 (S 2, 16384; 4.23 vs splitk
-/// 5.88), 4x2112x7168 (S 1, M x K chunks 448, 59136; 9.91 vs splitk 10.50), 1x2880x2880 (S 2),
-/// 2x2880x2880, 4x2880x512 and 8x2880x512 (S 2), 1x2112x7168 (S 1, 14784; 6.43), and lost
-/// 8x2112x7168 (896 per CTA, 118272; 14.22 vs splitk 10.45). Fewer CTAs than 2/3 of the SMs
-/// lost every time (1x2112x7168 at S 2: 9.17). Longer K than 7168 was not measured.
+/// Path gemv (src/cuda/gemm_gemv.cu) for M <= 16 while the quantization of A that every CTA
+/// repeats stays small: K chunks <= 112 (K <= 7168, the longest measured); per CTA, rows x K
+/// chunks <= 448 for one token tile (M <= 8) and <= 256 for two (9 <= M <= 16), rows = the
+/// token rows it quantizes (gemv_tile_rows: 1, 2, 4, 8 or 16); over the grid CTAs x rows x K
+/// chunks <= 2^16; and where its shared memory fits. Slabs of 16 rows per CTA S (block_n =
+/// 16 S): the largest of 4, 2, 1 that leaves at least 2/3 of the SMs a CTA; 16 warps, or 8 for
+/// S = 1 with fewer than 64 K chunks. Session 16 tunes (bench/results/logs/
+/// tune-gemv-slabs-session16-h200.log, then with the bf16x2 quantizer
+/// tune-decode-qdq-session16-h200.log and tune-gemv-m16-session16-h200.log; us, the best gemv
+/// configuration; CTAs x rows x K chunks in brackets):
+///   - one tile: gemv won 1x7168x2048 (S 4, 3584; 6.24, session 15's S = 1: 7.21), 2x7168x2048
+///     (S 4, 7168; 6.56 vs fused 8.74), 4x7168x2048 (S 4, 14336; 6.87 vs fused 9.22),
+///     8x7168x2048 (S 4, 28672; 8.26 vs splitk 9.42), 8x4096x1024 (S 2, 16384; 4.23 vs splitk
+///     5.88), 4x2112x7168 (S 1, rows x K chunks 448, 59136; 9.91 vs splitk 10.50), 1x2880x2880
+///     (S 2), 2x2880x2880, 4x2880x512 and 8x2880x512 (S 2), 1x2112x7168 (S 1, 14784; 6.43), and
+///     lost 8x2112x7168 (896 per CTA, 118272; 14.22 vs splitk 10.45);
+///   - two tiles: gemv won 16x2880x512 (128 per CTA; 4.27), 16x4096x1024 (256; 5.95) and
+///     12x7168x1024 (256; 6.91), and lost 16x3072x1536 (384; 7.84 vs splitk 6.36),
+///     16x2112x1536 (384; 6.90 vs 5.83) and 9x2880x2880 (720; 11.63 vs 8.11).
+/// Fewer CTAs than 2/3 of the SMs lost every time (1x2112x7168 at S 2: 9.17). Longer K than
+/// 7168 was not measured.
 std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t chunks = ceil_div(K, 64), slabs = ceil_div(N, 16);
-  if (M > 8 || chunks > 112 || M * chunks > 448) return std::nullopt;
+  if (M > 16 || chunks > 112) return std::nullopt;
+  const int64_t rounds = gemv_tile_rows(M) * chunks;  // A's quantization per CTA
+  if (rounds > (M > 8 ? 256 : 448)) return std::nullopt;
   const int64_t min_ctas = std::max<int64_t>(2 * int64_t(dev.sm_count) / 3, 1);
   int per_cta = 4;
   while (per_cta > 1 && ceil_div(slabs, per_cta) < min_ctas) per_cta /= 2;
-  if (ceil_div(slabs, per_cta) * M * chunks > (int64_t(1) << 16)) return std::nullopt;  // N <= 2^40: no overflow
+  if (ceil_div(slabs, per_cta) * rounds > (int64_t(1) << 16)) return std::nullopt;  // N <= 2^40: no overflow
   const GemmConfig c{GemmPath::gemv, 16 * per_cta, 8, 1, per_cta > 1 || chunks >= 64 ? 16 : 8};
   if (!gemm_config_problem_for_shape(c, M, K).empty()) return std::nullopt;
   return c;
 }
 }  // namespace
 
-/// M <= 8 where A's quantization in every CTA stays small: path gemv (gemv_config). M <= 64, and 64 < M <= 128
+/// M <= 16 where A's quantization in every CTA stays small: path gemv (gemv_config). M <= 64, and 64 < M <= 128
 /// with K < 2048: the small-M kernel (small_m_config above); else
 /// the FP8 wgmma path (fp8_config; gemm() runs config_without_fp8 instead when the weights
 /// have no FP8 image), except at 64 < M <= 128 where the small-M kernel's grid (64-row CTAs
@@ -247,7 +256,7 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     const bool warps_ok = (cfg.warps == 4 || cfg.warps == 8 || cfg.warps == 16) && cfg.warps >= cfg.block_n / 16;
     if (!bn_ok || !warps_ok || cfg.block_m != 8 || cfg.split_k != 1)
       return "path gemv: block_n = 16, 32 or 64, block_m = 8, split_k = 1, warps 4, 8 or 16";
-    if (M > 8) return "path gemv: M <= 8";
+    if (M > 16) return "path gemv: M <= 16";
     return {};
   }
   if (cfg.path != GemmPath::fused && cfg.path != GemmPath::splitk) return "unknown path";
@@ -264,11 +273,12 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
   return {};
 }
 
-int gemv_tile_rows(int64_t M) { return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : 8; }
+int gemv_tile_rows(int64_t M) { return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : M <= 8 ? 8 : 16; }
 
 size_t gemv_smem_bytes(int64_t M, int64_t K, int warps) {
   const size_t rows = size_t(gemv_tile_rows(M));
-  return rows * size_t(ceil_div(K, 64) * 64) * 2 + size_t(warps) * 16 * 8 * 4;
+  const size_t tiles = rows > 8 ? 2 : 1;  // token tiles of 8: the partial tiles' width
+  return rows * size_t(ceil_div(K, 64) * 64) * 2 + size_t(warps) * 16 * 8 * tiles * 4;
 }
 
 std::string gemm_config_problem_for_shape(const GemmConfig& cfg, int64_t M, int64_t K) {

@@ -26,7 +26,7 @@ std::optional<GemmPath> parse_gemm_path(std::string_view name);
 /// M <= 64 * 65535; the tiled kernel block_n = block_m = 128 with 8 warps and
 /// M <= 128 * 65535 (both: token CTAs along grid.y); path fp8 its tiles (see the message);
 /// path gemv block_n 16, 32 or 64 (slabs of 16 rows per CTA), block_m 8, split_k 1, warps 4, 8
-/// or 16, at least one per slab, and M <= 8 (its shared
+/// or 16, at least one per slab, and M <= 16 (its shared
 /// memory, which depends on K, is gemm_config_problem_for_shape's check).
 std::string gemm_config_problem(const GemmConfig& cfg, int64_t M);
 
@@ -36,9 +36,10 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M);
 /// Throws InvalidArgument for sizes outside [1, 2^40].
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev);
 
-/// Path gemv (src/cuda/gemm_gemv.cu): token rows it keeps in shared memory for M <= 8
-/// tokens (1, 2, 4 or 8) and its dynamic shared memory in bytes: A's bf16 mma fragments
-/// (rows x round_up(K, 64) x 2) plus the cross-warp reduction (warps x 16 x 8 fp32).
+/// Path gemv (src/cuda/gemm_gemv.cu): token rows it keeps in shared memory for M <= 16
+/// tokens (1, 2, 4, 8 or 16) and its dynamic shared memory in bytes: A's bf16 mma fragments
+/// (rows x round_up(K, 64) x 2) plus the cross-warp reduction (warps x 16 x 8 fp32 per token
+/// tile of 8).
 /// kGemvSmemLimit is the sm_90 opt-in limit per CTA (227 KiB); gemm_config_problem_for_shape
 /// rejects a gemv configuration beyond it.
 int gemv_tile_rows(int64_t M);

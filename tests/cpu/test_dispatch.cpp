@@ -23,9 +23,10 @@ DeviceInfo h200() {
 
 TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   const DeviceInfo dev = h200();
-  // Path gemv (one launch, S slabs of 16 rows per CTA) for M <= 8 while the quantization of A
-  // that every CTA repeats stays small: K chunks <= 112, M x K chunks <= 448 per CTA, CTAs x M
-  // x K chunks <= 2^16; S the largest of 4, 2, 1 that leaves >= 88 CTAs on 132 SMs.
+  // Path gemv (one launch, S slabs of 16 rows per CTA) for M <= 16 while the quantization of A
+  // that every CTA repeats stays small: K chunks <= 112, token rows x K chunks <= 448 per CTA
+  // (256 for M > 8), CTAs x rows x K chunks <= 2^16; S the largest of 4, 2, 1 that leaves
+  // >= 88 CTAs on 132 SMs.
   for (int64_t M : {1, 2, 3, 4, 8})  // 180 slabs: S = 2, 90 CTAs
     EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16") << M;
   EXPECT_EQ(describe(choose_gemm_config(1, 7168, 2048, dev)), "path=gemv block_n=64 block_m=8 split_k=1 warps=16");
@@ -40,13 +41,19 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   EXPECT_EQ(choose_gemm_config(8, 7168, 2048, dev).block_n, 64);            // 112 x 8 x 32 = 28672
   EXPECT_EQ(choose_gemm_config(8, 4096, 1024, dev).block_n, 32);            // 128 x 8 x 16
   EXPECT_EQ(describe(choose_gemm_config(4, 2112, 7168, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=16");  // 448, 59136
-  EXPECT_NE(choose_gemm_config(5, 2112, 7168, dev).path, GemmPath::gemv);   // 5 x 112 = 560 per CTA
   EXPECT_NE(choose_gemm_config(8, 2112, 7168, dev).path, GemmPath::gemv);
   EXPECT_NE(choose_gemm_config(8, 8192, 4096, dev).path, GemmPath::gemv);   // 8 x 64 = 512 per CTA
   EXPECT_EQ(choose_gemm_config(2, int64_t(1) << 21, 64, dev).path, GemmPath::gemv);  // 32768 CTAs x 2 = 2^16
   EXPECT_NE(choose_gemm_config(4, int64_t(1) << 21, 64, dev).path, GemmPath::gemv);  // 2^17
   EXPECT_EQ(config_without_fp8(8, 2112, 7168, dev).path, GemmPath::splitk);  // 14 chunks per CTA
-  for (int64_t M : {9, 16, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
+  for (int64_t M : {9, 16})  // two token tiles: 16 rows x 8 K chunks = 128 per CTA
+    EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16") << M;
+  EXPECT_EQ(choose_gemm_config(12, 7168, 1024, dev).block_n, 64);           // 16 x 16 = 256
+  EXPECT_NE(choose_gemm_config(16, 3072, 1536, dev).path, GemmPath::gemv);  // 16 x 24 = 384
+  EXPECT_NE(choose_gemm_config(9, 2880, 2880, dev).path, GemmPath::gemv);   // 16 x 45 = 720
+  EXPECT_NE(choose_gemm_config(16, 2112, 7168, dev).path, GemmPath::gemv);
+  EXPECT_NE(choose_gemm_config(5, 2112, 7168, dev).path, GemmPath::gemv);   // 8 rows x 112 = 896
+  for (int64_t M : {17, 32, 64}) EXPECT_EQ(choose_gemm_config(M, 2880, 512, dev).path, GemmPath::splitk) << M;
   for (int64_t M : {65, 128, 129, 256, 8192}) EXPECT_EQ(choose_gemm_config(M, 7168, 2048, dev).path, GemmPath::fp8) << M;
   // 64 < M <= 128 with short K stays on the small-M kernel (128x2880x512: 9.4 us against 9.6).
   EXPECT_EQ(choose_gemm_config(128, 2880, 512, dev).path, GemmPath::splitk);
@@ -241,7 +248,7 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
     EXPECT_EQ(c.split_k, 2) << M;
     EXPECT_EQ(c.warps, 8) << M;
   }
-  EXPECT_EQ(choose_gemm_config(16, 3072, 1536, dev).split_k, 8);
+  EXPECT_EQ(config_without_fp8(16, 3072, 1536, dev).split_k, 8);  // the small-M rule (the dispatcher takes gemv there)
   // The M > 16 cap (K chunks / 4) is rounded down to a power of two: K = 768, 1280, 1536, 1792
   // would otherwise give clusters of 3, 5, 6 or 7 CTAs, which the tune never measured.
   for (int64_t K : {768, 1280, 1536, 1792, 2048})
@@ -305,7 +312,7 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
         EXPECT_TRUE(c.split_k >= 1 && c.split_k <= 8) << describe(c);
         EXPECT_TRUE(c.warps == 4 || c.warps == 8 || c.warps == 12 || c.warps == 16 || c.warps == 20) << describe(c);
         if (c.path == GemmPath::gemv) {
-          EXPECT_LE(M, 8) << describe(c);
+          EXPECT_LE(M, 16) << describe(c);
           EXPECT_EQ(gemm_config_problem_for_shape(c, M, K), "") << describe(c);
         } else if (c.path != GemmPath::fp8) {
           const int slabs = c.block_n / 16;
@@ -414,8 +421,8 @@ TEST(Dispatch, ConfigProblemBoundsMOfEveryPath) {
 // anything else before a launch.
 TEST(Dispatch, GemvConfigProblem) {
   const GemmConfig ok{GemmPath::gemv, 16, 8, 1, 16};
-  for (int64_t M = 1; M <= 8; ++M) EXPECT_EQ(gemm_config_problem(ok, M), "") << M;
-  EXPECT_NE(gemm_config_problem(ok, 9), "");
+  for (int64_t M = 1; M <= 16; ++M) EXPECT_EQ(gemm_config_problem(ok, M), "") << M;
+  EXPECT_NE(gemm_config_problem(ok, 17), "");
   for (const GemmConfig& also : {GemmConfig{GemmPath::gemv, 32, 8, 1, 4}, GemmConfig{GemmPath::gemv, 64, 8, 1, 4},
                                  GemmConfig{GemmPath::gemv, 64, 8, 1, 16}})
     EXPECT_EQ(gemm_config_problem(also, 8), "") << describe(also);
@@ -427,6 +434,8 @@ TEST(Dispatch, GemvConfigProblem) {
   EXPECT_EQ(gemv_tile_rows(1), 1);
   EXPECT_EQ(gemv_tile_rows(3), 4);
   EXPECT_EQ(gemv_tile_rows(5), 8);
+  EXPECT_EQ(gemv_tile_rows(9), 16);
+  EXPECT_EQ(gemv_smem_bytes(9, 64, 4), size_t(16 * 64 * 2 + 4 * 1024));  // two token tiles: 1 KiB per warp
   EXPECT_EQ(gemv_smem_bytes(3, 96, 4), size_t(4 * 128 * 2 + 4 * 512));
   EXPECT_EQ(gemm_config_problem_for_shape(ok, 8, 14016), "");  // 219 KiB + 8 KiB: the limit
   const std::string big = gemm_config_problem_for_shape(ok, 8, 14080);

@@ -22,8 +22,8 @@ namespace {
 /// splitk (pre-quantized A) variants with and without cluster split, 4 or 8 slabs, 1, 2 or 4
 /// warps per slab; tiled; every fp8 tile (two- and four-warpgroup 128 x 128, 64 x 128, 128 x 64,
 /// 64 x 64, the 256 x 128 pair) and two split-K clusters. The canary, concurrency and 64-bit
-/// tests use the shorter gpu_cases.hpp path_configs. For M <= 8 also path gemv with 4 and 16
-/// warps where its shared memory fits K.
+/// tests use the shorter gpu_cases.hpp path_configs. For M <= 16 also path gemv
+/// (gpu_cases.hpp gemv_configs) where its shared memory fits K.
 std::vector<GemmConfig> configs_for(int64_t M, int64_t K) {
   std::vector<GemmConfig> v = gemv_configs(M, K);
   v.push_back(forced_cfg(GemmPath::fused, 1, 4, 1));

@@ -55,6 +55,7 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
   const Run runs[] = {
       {5, {forced_cfg(GemmPath::fused, 1, 4), forced_cfg(GemmPath::fused, 4, 8, 2), GemmConfig{GemmPath::gemv, 16, 8, 1, 4},
            GemmConfig{GemmPath::gemv, 16, 8, 1, 16}}},
+      {13, {GemmConfig{GemmPath::gemv, 16, 8, 1, 4}, GemmConfig{GemmPath::gemv, 32, 8, 1, 8}}},  // two token tiles
       {40, {forced_cfg(GemmPath::splitk, 2, 4, 2), forced_cfg(GemmPath::splitk, 8, 8),  // split 8 > 5 chunks
             forced_cfg(GemmPath::splitk, 3, 8, 2)}},
       {130, {forced_cfg(GemmPath::tiled), forced_cfg(GemmPath::splitk, 2, 4, 1), fp8_cfg(128, 128), fp8_cfg(64, 64)}}};

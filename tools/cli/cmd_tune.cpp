@@ -28,7 +28,7 @@ namespace {
 /// sub-tile, the 256 x 128 cluster pair, and split-K clusters of 2, 4 and 8 on the 128 x 64
 /// and 128 x 128 (four warpgroups) tiles; for M <= 64 path fp8's 64 x 64 and 64 x 128 (two
 /// 64 x 64 warpgroups) tiles with split_k 1, 2, 4 and 8 (the benchmark builds the FP8 image);
-/// for M <= 8 path gemv with 1, 2 or 4 slabs per CTA (block_n 16, 32, 64) and 4, 8 and 16 warps
+/// for M <= 16 path gemv with 1, 2 or 4 slabs per CTA (block_n 16, 32, 64) and 4, 8 and 16 warps
 /// where its shared memory fits (K).
 std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t K) {
   std::vector<mxfp4::GemmConfig> v;
