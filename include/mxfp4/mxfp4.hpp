@@ -196,11 +196,12 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec&
 ///           then an exact fix-up of rows/columns with flagged groups. Without B.fp8 a
 ///           dispatcher or tune-cache choice of fp8 runs a bf16 path instead (the small-M
 ///           rule for M <= 128, tiled beyond); a forced one throws.
-///   gemv:   M <= 8 (decode): one launch, one CTA per 16 weight rows over all of K (its
-///           warps split K and sum in warp order), A quantized inside the kernel into shared
-///           memory (bf16 fragments: M rounded up to 1, 2, 4 or 8 rows x round_up(K, 64) x 2
-///           bytes, plus 512 bytes per warp: at most 227 KiB, so M = 8 takes K <= 14016),
-///           mma.sync like fused/splitk, no split-K across CTAs and no workspace.
+///   gemv:   M <= 16 (decode): one launch, one CTA per block_n / 16 slabs of 16 weight rows
+///           over all of K (each slab's warps split K and sum in warp order), A quantized
+///           inside the kernel into shared memory (bf16 fragments: M rounded up to 1, 2, 4, 8
+///           or 16 rows x round_up(K, 64) x 2 bytes, plus 512 bytes per warp and token tile
+///           of 8: at most 227 KiB, so M = 8 takes K <= 14016), mma.sync like fused/splitk,
+///           no split-K across CTAs and no workspace.
 /// Token CTAs run along grid.y (at most 65535), so fused/splitk take M <= 64 * 65535 and
 /// tiled M <= 128 * 65535 = 8388480; a larger M throws InvalidArgument on Backend::cuda.
 enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2, fp8 = 3, gemv = 4 };
@@ -209,21 +210,22 @@ enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2, fp8 = 3, gemv = 4 
 struct GemmConfig {
   GemmPath path = GemmPath::fused;
   int block_n = 64;   ///< weight rows (N) per CTA; multiple of 16 (fused/splitk: 64 or 128;
-                      ///< tiled: 128; fp8: 64 or 128; gemv: 16)
+                      ///< tiled: 128; fp8: 64 or 128; gemv: 16, 32 or 64)
   int block_m = 16;   ///< tokens (M) per CTA; multiple of 8 (fused/splitk: informational, the
                       ///< kernel always takes up to 64 tokens per CTA, larger M in CTAs along
                       ///< grid.y; the dispatcher reports min(M, 64) rounded up to 8; tiled: 128;
                       ///< fp8: 64 or 128 (see warps for the consumer warpgroups); or 256 with
                       ///< block_n 128: a cluster of two 128-row CTAs sharing B's tile;
-                      ///< gemv: 8, informational: one CTA takes all M <= 8 tokens)
+                      ///< gemv: 8, informational: one CTA takes all M <= 16 tokens)
   int split_k = 1;    ///< CTAs of a cluster sharing one output tile, each a share of K (1..8;
                       ///< fp8: 1, 2, 4 or 8, and 1 for block_m 256)
   int warps = 4;      ///< warps per CTA (fused/splitk: block_n/16 x 1, 2 or 4 warps per 16-row
                       ///< slab, splitting each K stage; 4 only with block_n = 64; tiled: 8;
                       ///< fp8: 4 * (consumer warpgroups + 1): one consumer per 64 tokens,
                       ///< or, for block_n 128, 4 * (block_m / 32 + 1): one per 64 x 64
-                      ///< sub-tile; 12 for block_m 256, per CTA; gemv: 4, 8 or 16, each
-                      ///< taking every warps-th 64-wide K chunk of the CTA's 16 rows)
+                      ///< sub-tile; 12 for block_m 256, per CTA; gemv: 4, 8 or 16, at least
+                      ///< block_n / 16: warp w takes slab w % S (S = block_n / 16) and every
+                      ///< (warps / S)-th 64-wide K chunk of it)
 };
 
 /// Properties of a device that the dispatcher reads.
