@@ -86,10 +86,10 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
 
 // -DMXFP4_EXP_GEMV_STORE16=1 (an experiment of session 16, never run; docs/perf-notes.md plan):
 // A's quantized words go to shared memory as one 16-byte store per lane after a 4 x 4
-// transpose within each quad of lanes, instead of four 4-byte stores. The 4-byte stores of a
-// warp hit 4 banks (8-way conflicts at 8 or 16 token rows: 32 wavefronts per round, ~4 us of
-// shared-memory stores per SM at 8x2112x7168); the 16-byte ones take 8. 0 (the default): the
-// 4-byte stores.
+// transpose within each quad of lanes, instead of four 4-byte stores. With 2 or more token
+// rows the 4-byte stores of a warp hit 4 banks (8-way conflicts: 32 wavefronts per round, ~4 us
+// of shared-memory stores per SM at 8x2112x7168; 1 row: 8 banks, 16 wavefronts); the 16-byte
+// ones take 8 (1 row: 4). 0 (the default): the 4-byte stores.
 #ifndef MXFP4_EXP_GEMV_STORE16
 #define MXFP4_EXP_GEMV_STORE16 0
 #endif
