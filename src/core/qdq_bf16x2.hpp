@@ -83,33 +83,33 @@ inline uint16_t round_to_bf16(double x, double err) {
   }
   return uint16_t(bits | (neg ? 0x8000u : 0u));
 }
-inline double half(uint32_t w, int i) { return double(fmt::bf16_to_f32(uint16_t(w >> (16 * i)))); }
-inline uint32_t pack(uint16_t lo, uint16_t hi) { return uint32_t(lo) | (uint32_t(hi) << 16); }
-/// Products of two bf16 values are exact in double (8 x 8 significant bits, exponents >= -266).
-inline uint32_t mul(uint32_t a, uint32_t b) {
-  return pack(round_to_bf16(half(a, 0) * half(b, 0), 0.0), round_to_bf16(half(a, 1) * half(b, 1), 0.0));
+/// op(x, y) on the low halves and on the high halves of a and b (bf16 patterns), packed.
+template <class Op>
+inline uint32_t per_half(uint32_t a, uint32_t b, Op op) {
+  return uint32_t(op(uint16_t(a), uint16_t(b))) | (uint32_t(op(uint16_t(a >> 16), uint16_t(b >> 16))) << 16);
 }
+inline double value(uint16_t h) { return double(fmt::bf16_to_f32(h)); }
 /// Sums: the double sum plus its exact error (TwoSum), so the single rounding to bf16 is exact.
 inline uint16_t sum_to_bf16(double a, double b) {
   const double s = a + b, bb = s - a, err = (a - (s - bb)) + (b - bb);
   return round_to_bf16(s, err);
 }
+/// Products of two bf16 values are exact in double (8 x 8 significant bits, exponents >= -266).
+inline uint32_t mul(uint32_t a, uint32_t b) {
+  return per_half(a, b, [](uint16_t x, uint16_t y) { return round_to_bf16(value(x) * value(y), 0.0); });
+}
 inline uint32_t add(uint32_t a, uint32_t b) {
-  return pack(sum_to_bf16(half(a, 0), half(b, 0)), sum_to_bf16(half(a, 1), half(b, 1)));
+  return per_half(a, b, [](uint16_t x, uint16_t y) { return sum_to_bf16(value(x), value(y)); });
 }
 inline uint32_t sub(uint32_t a, uint32_t b) {
-  return pack(sum_to_bf16(half(a, 0), -half(b, 0)), sum_to_bf16(half(a, 1), -half(b, 1)));
+  return per_half(a, b, [](uint16_t x, uint16_t y) { return sum_to_bf16(value(x), -value(y)); });
 }
 /// min and max of non-NaN halves (the only operands below).
 inline uint32_t min(uint32_t a, uint32_t b) {
-  const uint32_t lo = half(a, 0) <= half(b, 0) ? a & 0xFFFFu : b & 0xFFFFu;
-  const uint32_t hi = half(a, 1) <= half(b, 1) ? a >> 16 : b >> 16;
-  return lo | (hi << 16);
+  return per_half(a, b, [](uint16_t x, uint16_t y) { return value(x) <= value(y) ? x : y; });
 }
 inline uint32_t max(uint32_t a, uint32_t b) {
-  const uint32_t lo = half(a, 0) >= half(b, 0) ? a & 0xFFFFu : b & 0xFFFFu;
-  const uint32_t hi = half(a, 1) >= half(b, 1) ? a >> 16 : b >> 16;
-  return lo | (hi << 16);
+  return per_half(a, b, [](uint16_t x, uint16_t y) { return value(x) >= value(y) ? x : y; });
 }
 #endif
 }  // namespace bf16x2
