@@ -308,7 +308,7 @@ void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Packe
   // The largest need of any accepted shape (gemm_config_problem_for_shape), the same for every
   // call, so concurrent host threads never lower it under another's launch. Not a stream
   // operation, so also legal during graph capture.
-  auto* kernel = args.rows > 8 ? gemv_kernel<2> : gemv_kernel<1>;
+  auto* kernel = gemv_token_tiles(M) == 2 ? gemv_kernel<2> : gemv_kernel<1>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemvSmemLimit)),
         "cudaFuncSetAttribute(gemv_kernel)");
   const int64_t ctas = ceil_div(args.geo.rows_padded / 16, int64_t(args.slabs_per_cta));

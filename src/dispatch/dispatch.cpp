@@ -275,10 +275,11 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
 
 int gemv_tile_rows(int64_t M) { return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : M <= 8 ? 8 : 16; }
 
+int gemv_token_tiles(int64_t M) { return M <= 8 ? 1 : 2; }
+
 size_t gemv_smem_bytes(int64_t M, int64_t K, int warps) {
   const size_t rows = size_t(gemv_tile_rows(M));
-  const size_t tiles = rows > 8 ? 2 : 1;  // token tiles of 8: the partial tiles' width
-  return rows * size_t(ceil_div(K, 64) * 64) * 2 + size_t(warps) * 16 * 8 * tiles * 4;
+  return rows * size_t(ceil_div(K, 64) * 64) * 2 + size_t(warps) * 16 * 8 * size_t(gemv_token_tiles(M)) * 4;
 }
 
 std::string gemm_config_problem_for_shape(const GemmConfig& cfg, int64_t M, int64_t K) {
