@@ -33,9 +33,10 @@ bool splitk_uses_wgmma(int64_t M);
 void gemm_tiled(int64_t M, const PackedWeights& B, void* C, bool c_f32, int64_t ldc, const uint32_t* frags,
                 cudaStream_t stream);
 
-/// Path "gemv" (M <= 8; src/cuda/gemm_gemv.cu): mma.sync on the packed weights' fragments
+/// Path "gemv" (M <= 16; src/cuda/gemm_gemv.cu): mma.sync on the packed weights' fragments
 /// loaded straight into registers, A quantized inside the kernel into shared memory, one CTA of
-/// cfg.warps warps per 16 weight rows over all of K, launched with programmatic dependent
+/// cfg.warps warps per cfg.block_n / 16 slabs of 16 weight rows over all of K (one or two token
+/// tiles of 8: gemv_token_tiles), launched with programmatic dependent
 /// launch (common.cuh launch_pdl_smem). Needs
 /// gemv_smem_bytes(M, K, cfg.warps) <= kGemvSmemLimit (dispatch/path_name.hpp; checked by
 /// the caller). C is bf16, or fp32 when c_f32 is set.
