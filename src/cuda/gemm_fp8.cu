@@ -108,6 +108,15 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
+#ifndef MXFP4_EXP_FP8_S8  // a measurement only (docs/perf-notes.md, session 17): wrong results
+#define MXFP4_EXP_FP8_S8 0
+#endif
+/// -DMXFP4_EXP_FP8_S8=1 or 2: WN = 64 consumers run the slice's four k32 steps as s8 wgmma into
+/// one s32 accumulator (the image's e4m3 bytes read as s8: wrong values, the right instruction
+/// stream) and promote once per slice: s32 -> f32 by the 2^23 magic number (1) or I2F (2), then
+/// one FFMA. Times the int8 design (exact integer slice sums); never a default.
+constexpr int kExpS8 = MXFP4_EXP_FP8_S8;
+
 /// PDL in both directions: waits for the A image kernel (complete, writes visible), then lets
 /// the fix-up start; the fix-up reads A's flags before its own wait, so no thread may signal
 /// before its wait.
@@ -168,7 +177,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   // WN = 64 with at most two consumer warpgroups (<= 168 registers per thread, no rebalance):
   // room for a second 64 x 64 scratch accumulator, so steps run in flight two at a time (the
   // four-warpgroup tile has 112 registers per consumer thread, too few for it).
-  constexpr bool kPingPong = WN == 64 && kCons <= 2 && !SLICE_SUM;
+  constexpr bool kPingPong = WN == 64 && kCons <= 2 && !SLICE_SUM && kExpS8 == 0;
   // The CTA's pool is what the launch gave: (65536 / threads) rounded down to a multiple of 8.
   constexpr int kConsumerRegs = WN == 128 ? 232 : 112, kProducerRegs = WN == 128 ? 40 : 32;
   static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
@@ -241,6 +250,9 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     float acc[WN / 2], tmp[WN / 2], ab[WN / 2];
 #pragma unroll
     for (int i = 0; i < WN / 2; ++i) tmp[i] = 0.f;
+    uint32_t s8_0[32], s8_1[32];  // -DMXFP4_EXP_FP8_S8's s32 scratch (WN = 128); unused otherwise
+#pragma unroll
+    for (int i = 0; i < 32; ++i) s8_0[i] = s8_1[i] = 0u;
     int it = 0;
     for (int id = first; id < tiles_total; id += clusters) {
       int mt, nt;
@@ -298,6 +310,36 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         // fraction bits, truncating) holds exactly when it starts from zero. Accumulating the
         // four blocks of a slice in the tensor core would truncate a block whose scale is
         // finer than the running sum's (docs/fp8-path.md), so each step is promoted on its own.
+        if constexpr (WN == 128 && !SLICE_SUM && kExpS8 != 0) {
+          // The int8 timing variant: each half's four k32 steps chained in the tensor core, one
+          // promotion per half and slice; half 0's promotion runs under half 1's MMAs.
+          auto issue_half = [&](uint32_t(&u)[32], uint64_t desc_b) {
+#pragma unroll
+            for (int i = 0; i < 32; ++i) fence_operand(u[i]);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) wgmma_m64n64k32_s8(u, da + 2 * kk, desc_b + 2 * kk, kk);
+            wgmma_commit();
+          };
+          auto promote_half = [&](uint32_t(&u)[32], int h) {
+#pragma unroll
+            for (int i = 0; i < 32; ++i) fence_operand(u[i]);
+#pragma unroll
+            for (int i = 0; i < 32; ++i) {
+              const float f = kExpS8 == 2 ? __int2float_rn(int(u[i])) : __uint_as_float(u[i] + 0x4B400000u) - 12582912.f;
+              acc[32 * h + i] = fmaf(f, ab[32 * h + i], acc[32 * h + i]);
+            }
+          };
+          issue_half(s8_0, db);
+          issue_half(s8_1, db + (uint64_t(fp8::kAtomBytes) >> 4));
+          load_scale_products();
+          wgmma_wait<1>();
+          promote_half(s8_0, 0);
+          wgmma_wait<0>();
+          release_stage();
+          promote_half(s8_1, 1);
+          continue;
+        }
         if constexpr (WN == 128 && !SLICE_SUM) {
           // Two m64n64 halves (B rows 0-63 and 64-127, one atom each) in flight: the promotion
           // of one half runs while the tensor core computes the other (wgmma groups complete in
@@ -353,6 +395,28 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           wgmma_wait<0>();  // step 3: every wgmma of the stage has read it
           release_stage();
           promote(t1);
+          continue;
+        }
+        if constexpr (kExpS8 != 0 && WN == 64 && !SLICE_SUM) {
+          uint32_t si[WN / 2];
+#pragma unroll
+          for (int i = 0; i < WN / 2; ++i) si[i] = 0u;
+#pragma unroll
+          for (int i = 0; i < WN / 2; ++i) fence_operand(si[i]);
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk) wgmma_m64n64k32_s8(si, da + 2 * kk, db + 2 * kk, kk);
+          wgmma_commit();
+          load_scale_products();
+          wgmma_wait<0>();
+#pragma unroll
+          for (int i = 0; i < WN / 2; ++i) fence_operand(si[i]);
+          release_stage();
+#pragma unroll
+          for (int i = 0; i < WN / 2; ++i) {
+            const float f = kExpS8 == 2 ? __int2float_rn(int(si[i])) : __uint_as_float(si[i] + 0x4B400000u) - 12582912.f;
+            acc[i] = fmaf(f, ab[i], acc[i]);
+          }
           continue;
         }
         load_scale_products();

@@ -84,32 +84,6 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 
-// -DMXFP4_EXP_GEMV_STORE16=1 (an experiment of session 16, never run; docs/perf-notes.md plan):
-// A's quantized words go to shared memory as one 16-byte store per lane after a 4 x 4
-// transpose within each quad of lanes, instead of four 4-byte stores. With 2 or more token
-// rows the 4-byte stores of a warp hit 4 banks (8-way conflicts: 32 wavefronts per round, ~4 us
-// of shared-memory stores per SM at 8x2112x7168; 1 row: 8 banks, 16 wavefronts); the 16-byte
-// ones take 8 (1 row: 4). 0 (the default): the 4-byte stores.
-#ifndef MXFP4_EXP_GEMV_STORE16
-#define MXFP4_EXP_GEMV_STORE16 0
-#endif
-constexpr bool kStore16 = MXFP4_EXP_GEMV_STORE16 != 0;
-
-/// The 4 x 4 transpose of the words held by the 4 lanes of a quad (q = lane % 4): returns
-/// {word q of lane 0, of lane 1, of lane 2, of lane 3} of the quad, by two exchanges (lanes
-/// q ^ 2, then q ^ 1) of two words each. All 32 lanes of the warp must call this together.
-__device__ __forceinline__ uint4 quad_transpose(const uint32_t (&w)[4], int q) {
-  const bool hi2 = (q & 2) != 0, hi1 = (q & 1) != 0;
-  // Stage 1: lanes q and q ^ 2 trade the column pair the other one keeps.
-  const uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, hi2 ? w[0] : w[2], 2);
-  const uint32_t r1 = __shfl_xor_sync(0xFFFFFFFFu, hi2 ? w[1] : w[3], 2);
-  const uint32_t x0 = hi2 ? r0 : w[0], x1 = hi2 ? r1 : w[1], x2 = hi2 ? w[2] : r0, x3 = hi2 ? w[3] : r1;
-  // Stage 2: lanes q and q ^ 1 trade within each 2 x 2 block.
-  const uint32_t s0 = __shfl_xor_sync(0xFFFFFFFFu, hi1 ? x0 : x1, 1);
-  const uint32_t s1 = __shfl_xor_sync(0xFFFFFFFFu, hi1 ? x2 : x3, 1);
-  return hi1 ? make_uint4(s0, x1, s1, x3) : make_uint4(x0, s0, x2, s1);
-}
-
 /// Quantizes A's rows 0 .. rows-1 (rows >= M and columns >= K as zeros) into `sa`. A round is
 /// 8 consecutive 32-element blocks of one row, 4 lanes per block (one quarter each); each warp
 /// loads up to kRounds rounds before it quantizes them. `between` runs once per warp, after
@@ -143,10 +117,7 @@ __device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t
       quantize_quarter_words(w[j], p.rule, words);  // all 32 lanes
       // Word t of quarter q: elements 8q + 2t, 8q + 2t + 1 of block c, i.e. K16 step q / 2,
       // register q % 2 of lane (r, t): B-fragment word q.
-      if constexpr (kStore16) {
-        const uint4 piece = quad_transpose(words, q);  // all 32 lanes
-        if (c < blocks) *reinterpret_cast<uint4*>(&sa[a_word_index(c, r, q, 0, p.rows)]) = piece;
-      } else if (c < blocks) {
+      if (c < blocks) {
 #pragma unroll
         for (int t = 0; t < 4; ++t) sa[a_word_index(c, r, t, q, p.rows)] = words[t];
       }

@@ -87,6 +87,24 @@ __device__ __forceinline__ void wgmma_m64n64k32_e4m3(float (&d)[32], uint64_t de
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+/// D (+)= A * B, m64n64k32, s8 x s8 -> s32 (exact integer sums), A and B from shared memory
+/// descriptors laid out as for e4m3 (one byte per element); scale_d = 0 overwrites D (PTX ISA
+/// "wgmma.mma_async", integer types). D: 32 registers per thread, the e4m3 fragment order.
+__device__ __forceinline__ void wgmma_m64n64k32_s8(uint32_t (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p;\n}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+        "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
+        "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+        "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
 /// Descriptor of a K-major operand in shared memory without swizzle: 8 x 16-byte core
 /// matrices (8 rows of 8 bf16 along K), `lbo` bytes between the two core matrices of a K16
 /// step (leading dimension, along K) and `sbo` bytes between 8-row groups (stride dimension).
