@@ -1,29 +1,39 @@
-// The FP8 operand image (docs/fp8-path.md): an MXFP4 matrix [rows, K] re-encoded for the e4m3
-// wgmma path, one scaling group per (row, 128-wide K slice). The prefill GEMM reads the weights'
-// image (built once by prepack_fp8) and the activations' image (built per call in the
-// workspace); both are addressed by these host/device functions and nothing else.
+// The 8-bit operand image of path "fp8" (docs/fp8-path.md): an MXFP4 matrix [rows, K]
+// re-encoded for Hopper's 8-bit wgmma, one scaling group per (row, 128-wide K slice). The
+// prefill GEMM reads the weights' image (built once by prepack_fp8) and the activations' image
+// (built per call in the workspace); both are addressed by these host/device functions and
+// nothing else. Since session 17 the codes are s8 (the s8 x s8 -> s32 tensor core sums
+// exactly, where Hopper's e4m3 MMA truncates: docs/perf-notes.md, sessions 3 and 17).
 //
 // Layout, rows padded to Rp = round_up(rows, 256) (a 2-CTA cluster's 256 rows are always
 // inside the image), S = ceil(K / 128) slices:
-//   codes   S * Rp * 128 bytes at offset 0: atom (slice j, 64-row tile t) of 8192 bytes at
-//           (j * Rp/64 + t) * 8192, so any multiple of 64 rows of one slice is contiguous.
-//           Row r of an atom starts at 128 r; its 16-byte chunk c (K bytes 16c .. 16c+15 of
-//           the slice) is stored at chunk position c ^ (r % 8): the 128-byte swizzle that
-//           wgmma reads from shared memory (PTX ISA "Shared memory matrix layout", 128B
-//           swizzle), so one bulk copy moves an atom into shared memory ready for wgmma.
-//           Byte = e4m3 of e2m1 * 2^(s - R) for the element's block exponent s and the
-//           group exponent R (fp8::e2m1_to_e4m3); 0 for padding and for flagged groups.
-//   scales  S * Rp floats at offset S * Rp * 128: [j][row] = 2^R of the group, 1.0 for groups
-//           without nonzero codes and for padding, 0.0 for a flagged group.
-//   flags   S * Rp/16 bytes after the scales: [j][q] = 1 when a group of 16-row quarter tile
-//           q (rows 16q .. 16q+15) in slice j is flagged, else 0 (image-kernel CTAs cover
-//           16 or 64 rows of one slice and write one byte per 16 rows).
-// A group is flagged (computed by the exact fix-up kernel instead) when its nonzero blocks'
-// exponents span more than 14 binades, a block has the NaN scale 0xFF, or |R| > kMaxAbsR
-// (then 2^(Ra + Rb) times a slice sum could leave fp32's normal range).
+//   codes      S * Rp * 128 bytes at offset 0: atom (slice j, 64-row tile t) of 8192 bytes at
+//              (j * Rp/64 + t) * 8192, so any multiple of 64 rows of one slice is contiguous.
+//              Row r of an atom starts at 128 r; its 16-byte chunk c (K bytes 16c .. 16c+15 of
+//              the slice) is stored at chunk position c ^ (r % 8): the 128-byte swizzle that
+//              wgmma reads from shared memory (PTX ISA "Shared memory matrix layout", 128B
+//              swizzle), so one bulk copy moves an atom into shared memory ready for wgmma.
+//              Byte = the s8 integer e2m1 * 2^(s - e) of an element of block exponent s (scale
+//              byte - 127), e the block's image exponent below; 0 for padding and flagged groups.
+//   exponents  S * Rp 32-bit words at offset S * Rp * 128: [j][row] holds the image exponents
+//              e_0 .. e_3 of the group's blocks as E8M0 bytes (byte b = e_b + 127): element
+//              value = code * 2^e_b, and byte << 23 is 2^e_b as fp32 bits. A narrow group
+//              (block exponents span <= 3 binades) has e_b = R = lo - 1 for every b (one scale
+//              per group: its four k32 sums may chain in the tensor core); a wide group has
+//              e_b = s_b - 1 per nonzero block and lo - 1 for zero blocks (its bytes differ,
+//              which is how the GEMM tells the two apart); every e_b of a group on the path lies
+//              in [-kMaxAbsR, kMaxAbsR]. Padding rows: e = 0 (byte 127); flagged groups: byte 0
+//              (kFlaggedExponent, read as +0.0).
+//   flags      S * Rp/16 bytes after the exponents: [j][q] = 1 when a group of 16-row quarter
+//              tile q (rows 16q .. 16q+15) in slice j is flagged, else 0 (image-kernel CTAs
+//              cover 16 or 64 rows of one slice and write one byte per 16 rows).
+// A group is flagged (computed by the exact fix-up kernel instead) when a block has the NaN
+// scale 0xFF or lo - 1 or hi - 1 leaves [-kMaxAbsR, kMaxAbsR] (then 2^(ea + eb) times a slice
+// sum could leave fp32's normal range).
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "mxfp4/format.hpp"
 
@@ -36,10 +46,15 @@ inline constexpr int kAtomBytes = kAtomRows * kSliceK;
 inline constexpr int kFlagRows = 16;      ///< rows per flag byte
 /// The flags of a slice fill whole 16-byte units, so the image ends on the last flag byte.
 static_assert(kRowPad / kFlagRows % 16 == 0, "the flags of a slice fill whole 16-byte units");
-inline constexpr int kMinShift = -8, kMaxShift = 6;  ///< e2m1 * 2^d is exact in e4m3 for d here
-/// Largest |R| kept on the FP8 path: slice sums of e4m3 products are multiples of 2^-18 below
-/// 2^25, so S * 2^(Ra + Rb) stays a normal fp32 number for |Ra|, |Rb| <= 48.
+/// e2m1 * 2^d is an s8 integer for d in [kMinShift, kMaxShift]: 0.5 * 2 = 1 and 6 * 2^4 = 96 <= 127.
+inline constexpr int kMinShift = 1, kMaxShift = 4;
+/// Largest block-exponent span (binades) of a narrow group: d = s - (lo - 1) <= kMaxShift.
+inline constexpr int kNarrowSpan = kMaxShift - kMinShift;
+/// Largest |e| kept on the path: slice sums of s8 products are integers below 2^21 (128 * 96 *
+/// 96), so S * 2^(ea + eb) stays a normal fp32 number for |ea|, |eb| <= 48.
 inline constexpr int kMaxAbsR = 48;
+/// Image exponent of every block of a flagged group: E8M0 byte 0, read as +0.0.
+inline constexpr int kFlaggedExponent = -127;
 
 /// Geometry of the image of a [rows, K] matrix.
 struct ImageGeometry {
@@ -49,48 +64,68 @@ struct ImageGeometry {
     return {(rows + kRowPad - 1) / kRowPad * kRowPad, (K + kSliceK - 1) / kSliceK};
   }
   MXFP4_HD int64_t code_bytes() const { return slices * rows_padded * kSliceK; }
-  MXFP4_HD int64_t scale_offset() const { return code_bytes(); }
+  MXFP4_HD int64_t exponent_offset() const { return code_bytes(); }
   MXFP4_HD int64_t flag_offset() const { return code_bytes() + slices * rows_padded * 4; }
   MXFP4_HD int64_t flag_count() const { return slices * (rows_padded / kFlagRows); }
-  /// A multiple of 16 bytes: codes and scales are (rows_padded is), and so are the flags
+  /// A multiple of 16 bytes: codes and exponents are (rows_padded is), and so are the flags
   /// (kFlagRows's static_assert).
   MXFP4_HD int64_t total_bytes() const { return flag_offset() + flag_count(); }
-  /// Byte offset of the e4m3 code of element (row r, column k).
+  /// Byte offset of the s8 code of element (row r, column k).
   MXFP4_HD int64_t code_offset(int64_t r, int64_t k) const {
     const int64_t j = k / kSliceK, kk = k % kSliceK, t = r / kAtomRows, rr = r % kAtomRows;
     return (j * (rows_padded / kAtomRows) + t) * kAtomBytes + rr * kSliceK + (((kk / 16) ^ (rr % 8)) * 16) + kk % 16;
   }
-  /// Index (in floats from scale_offset()) of the scale of group (row r, slice j).
-  MXFP4_HD int64_t scale_index(int64_t r, int64_t j) const { return j * rows_padded + r; }
+  /// Index (in 32-bit words from exponent_offset()) of the exponent word of group (row r, slice j).
+  MXFP4_HD int64_t exponent_index(int64_t r, int64_t j) const { return j * rows_padded + r; }
   /// Index (in bytes from flag_offset()) of the flag of (16-row quarter tile q, slice j): rows
   /// 16q .. 16q+15.
   MXFP4_HD int64_t flag_index(int64_t q, int64_t j) const { return j * (rows_padded / kFlagRows) + q; }
 };
 
-/// Group exponent and status of one (row, slice) from its blocks' exponents: `lo`/`hi` the
+/// How a (row, slice) group is held by the image.
+enum class GroupKind : uint8_t {
+  narrow,   ///< one image exponent R for the group's four blocks
+  wide,     ///< one image exponent per block (s_b - 1)
+  flagged,  ///< not on the path: codes 0, computed by the fix-up
+};
+
+/// Kind and group exponent of one (row, slice) from its blocks' exponents: `lo`/`hi` the
 /// smallest/largest exponent (scale byte - 127) over blocks with a nonzero code, `any` whether
-/// such a block exists, `nan` whether a block has scale 0xFF. Returns true when the group stays
-/// on the FP8 path, and sets R (0 without nonzero blocks).
-MXFP4_HD bool plan_group(int lo, int hi, bool any, bool nan, int& R) {
-  R = any ? hi - kMaxShift : 0;
-  if (nan) return false;
-  if (!any) return true;
-  return hi - lo <= kMaxShift - kMinShift && R >= -kMaxAbsR && R <= kMaxAbsR;
+/// such a block exists, `nan` whether a block has scale 0xFF. Sets R: the image exponent of a
+/// narrow group and of a wide group's zero blocks, lo - 1 (0 without nonzero blocks).
+MXFP4_HD GroupKind plan_group(int lo, int hi, bool any, bool nan, int& R) {
+  R = any ? lo - 1 : 0;
+  if (nan) return GroupKind::flagged;
+  if (!any) return GroupKind::narrow;
+  if (R < -kMaxAbsR || hi - 1 > kMaxAbsR) return GroupKind::flagged;
+  return hi - lo <= kNarrowSpan ? GroupKind::narrow : GroupKind::wide;
 }
 
-/// The e4m3 byte (OCP FN: bias 7, 3 mantissa bits, subnormals m * 2^-9) of e2m1 code `code`
-/// (low 4 bits) times 2^d, d in [kMinShift, kMaxShift]: exact, sign of -0 kept.
-MXFP4_HD uint8_t e2m1_to_e4m3(uint8_t code, int d) {
-  const uint8_t sign = (code & 8u) ? 0x80 : 0x00;
-  const uint32_t mag = code & 7u;  // values {0, 0.5, 1, 1.5, 2, 3, 4, 6}
-  if (mag == 0) return sign;
-  // |value| = 2^e * (1 + f/2), f in {0, 1}: mag 1 -> (e -1, f 0), 2 -> (0, 0), 3 -> (0, 1),
-  // 4 -> (1, 0), 5 -> (1, 1), 6 -> (2, 0), 7 -> (2, 1).
-  const int e = (mag == 1 ? -1 : int(mag >> 1) - 1) + d;
-  const uint32_t f = (mag >= 2) ? (mag & 1u) : 0u;
-  if (e >= -6) return uint8_t(sign | uint32_t(e + 7) << 3 | f << 2);  // normal, mantissa bit 2
-  // Subnormal m * 2^-9: m = (2 + f) * 2^(e + 8), e >= -9 since d >= kMinShift (f = 0 there).
-  return uint8_t(sign | ((2u + f) << (e + 9)) >> 1);
+/// Image exponent of a block with exponent s (scale byte - 127) and nonzero codes `nonzero` in
+/// a group of kind `kind` and group exponent R (plan_group).
+MXFP4_HD int block_image_exponent(GroupKind kind, int R, int s, bool nonzero) {
+  return kind == GroupKind::wide && nonzero ? s - 1 : R;
+}
+
+/// The s8 byte (two's complement) of e2m1 code `code` (low 4 bits) times 2^d, d in
+/// [kMinShift, kMaxShift]: exact; both zeros give 0 (s8 has no -0; a zero product adds nothing).
+MXFP4_HD uint8_t e2m1_to_s8(uint8_t code, int d) {
+  // |value| * 2 for the magnitudes {0, 0.5, 1, 1.5, 2, 3, 4, 6}.
+  constexpr int kTwice[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+  const int v = kTwice[code & 7u] << (d - 1);
+  return uint8_t((code & 8u) ? -v : v);
+}
+
+/// The E8M0 byte of image exponent e in [-127, 127].
+MXFP4_HD constexpr uint8_t exponent_byte(int e) { return uint8_t(e + 127); }
+
+/// 2^(b - 127) as fp32 for an image exponent byte b (byte 0, the flagged groups', gives +0.0):
+/// b written into fp32's exponent field.
+MXFP4_HD float exp2_of_exponent_byte(uint8_t b) {
+  const uint32_t bits = uint32_t(b) << 23;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
 }
 
 }  // namespace mxfp4::fp8

@@ -1,5 +1,5 @@
-// FP8 scaling-group planner, exact e2m1 -> e4m3 encoding and the CPU model of the FP8 path
-// (fp8_plan.hpp; design in docs/perf-notes.md, issue 6).
+// Path fp8's scaling-group planner, exact e2m1 -> s8 encoding and the CPU model of its sums
+// (fp8_plan.hpp; design in docs/fp8-path.md, issue 6).
 #include "cpu/fp8_plan.hpp"
 
 #include <algorithm>
@@ -28,13 +28,16 @@ GroupPlan plan_groups(const MxMatrix& m) {
   GroupPlan p;
   p.rows = m.rows;
   p.slices = (m.K + kSliceK - 1) / kSliceK;
-  p.R.assign(size_t(p.rows * p.slices), 0);
-  p.exact.assign(size_t(p.rows * p.slices), 1);
+  const size_t groups = size_t(p.rows * p.slices);
+  p.R.assign(groups, 0);
+  p.exact.assign(groups, 1);
+  p.wide.assign(groups, 0);
+  p.e.assign(4 * groups, 0);
   const int64_t kblocks = m.K / 32;
   for (int64_t r = 0; r < m.rows; ++r)
     for (int64_t s = 0; s < p.slices; ++s) {
       int lo = std::numeric_limits<int>::max(), hi = std::numeric_limits<int>::min();
-      bool nan = false;
+      bool nan = false, nonzero[4] = {};
       for (int64_t b = 4 * s; b < std::min(kblocks, 4 * s + 4); ++b) {
         const uint8_t sb = m.scales[r * kblocks + b];
         if (sb == kScaleNaN) {
@@ -42,13 +45,22 @@ GroupPlan plan_groups(const MxMatrix& m) {
           continue;
         }
         if (block_is_zero(m, r, b)) continue;
+        nonzero[b - 4 * s] = true;
         lo = std::min(lo, int(sb) - 127);
         hi = std::max(hi, int(sb) - 127);
       }
       const size_t i = size_t(r * p.slices + s);
       int R = 0;
-      p.exact[i] = plan_group(lo, hi, hi != std::numeric_limits<int>::min(), nan, R);
+      const GroupKind kind = plan_group(lo, hi, hi != std::numeric_limits<int>::min(), nan, R);
       p.R[i] = int16_t(R);
+      p.exact[i] = kind != GroupKind::flagged;
+      p.wide[i] = kind == GroupKind::wide;
+      for (int64_t b = 0; b < 4; ++b) {
+        const int64_t blk = 4 * s + b;
+        const int sb = blk < kblocks ? int(m.scales[r * kblocks + blk]) - 127 : 0;
+        p.e[4 * i + size_t(b)] =
+            int16_t(kind == GroupKind::flagged ? kFlaggedExponent : block_image_exponent(kind, R, sb, nonzero[b]));
+      }
     }
   return p;
 }
@@ -58,34 +70,27 @@ void build_image(const MxMatrix& m, uint8_t* out) {
   const GroupPlan p = plan_groups(m);
   const int64_t kblocks = m.K / 32;
   std::fill(out, out + g.total_bytes(), uint8_t(0));
-  float* scales = reinterpret_cast<float*>(out + g.scale_offset());
+  uint8_t* exps = out + g.exponent_offset();
   uint8_t* flags = out + g.flag_offset();
   for (int64_t j = 0; j < g.slices; ++j)
     for (int64_t r = 0; r < g.rows_padded; ++r) {
-      if (r >= m.rows) {
-        scales[g.scale_index(r, j)] = 1.f;
+      if (r >= m.rows) {  // padding: codes 0, exponents 0
+        for (int b = 0; b < 4; ++b) exps[4 * g.exponent_index(r, j) + b] = exponent_byte(0);
         continue;
       }
       const size_t i = size_t(r * p.slices + j);
-      scales[g.scale_index(r, j)] = p.exact[i] ? std::ldexp(1.f, p.R[i]) : 0.f;
+      for (int b = 0; b < 4; ++b) exps[4 * g.exponent_index(r, j) + b] = exponent_byte(p.e[4 * i + size_t(b)]);
       if (!p.exact[i]) {
         flags[g.flag_index(r / kFlagRows, j)] = 1;
         continue;
       }
       for (int64_t k = j * kSliceK; k < std::min(m.K, (j + 1) * kSliceK); ++k) {
-        const int d = int(m.scales[r * kblocks + k / 32]) - 127 - p.R[i];
-        // Zero codes encode as +-0 whatever d is (their block may lie outside the span).
-        out[g.code_offset(r, k)] = e2m1_to_e4m3(code_at(m, r, k), d);
+        const uint8_t code = code_at(m, r, k);
+        if ((code & 7u) == 0) continue;  // zeros stay 0 (their block may lie outside the span)
+        const int d = int(m.scales[r * kblocks + k / 32]) - 127 - p.e[4 * i + size_t((k % kSliceK) / 32)];
+        out[g.code_offset(r, k)] = e2m1_to_s8(code, d);
       }
     }
-}
-
-float e4m3_to_f32(uint8_t b) {
-  const float sign = (b & 0x80) ? -1.f : 1.f;
-  const int e = (b >> 3) & 0xF, m = b & 7;
-  if (e == 15 && m == 7) return std::numeric_limits<float>::quiet_NaN();
-  if (e == 0) return sign * std::ldexp(float(m), -9);
-  return sign * std::ldexp(1.f + float(m) / 8.f, e - 7);
 }
 
 void gemm_model(const MxMatrix& A, const MxMatrix& B, float* C, int64_t ldc) {
@@ -98,16 +103,19 @@ void gemm_model(const MxMatrix& A, const MxMatrix& B, float* C, int64_t ldc) {
         const size_t ia = size_t(m * pa.slices + s), ib = size_t(n * pb.slices + s);
         const int64_t k0 = s * kSliceK, k1 = std::min(K, k0 + kSliceK);
         if (pa.exact[ia] && pb.exact[ib]) {
-          float sum = 0.f;  // the tensor core's slice sum, modelled as sequential fp32
-          for (int64_t k = k0; k < k1; ++k) {
-            const int b = int(k / 32);
-            const uint8_t ca = code_at(A, m, k), cb = code_at(B, n, k);
-            if ((ca & 7u) == 0 || (cb & 7u) == 0) continue;  // zero blocks may be out of span
-            const int da = int(A.scales[m * kblocks + b]) - 127 - pa.R[ia];
-            const int db = int(B.scales[n * kblocks + b]) - 127 - pb.R[ib];
-            sum += e4m3_to_f32(e2m1_to_e4m3(ca, da)) * e4m3_to_f32(e2m1_to_e4m3(cb, db));
+          for (int64_t k = k0; k < k1; k += 32) {  // one block: an exact integer sum of s8 products
+            const int b = int((k - k0) / 32);
+            const int ea = pa.e[4 * ia + size_t(b)], eb = pb.e[4 * ib + size_t(b)];
+            int64_t sum = 0;
+            for (int64_t kk = k; kk < k + 32; ++kk) {
+              const uint8_t ca = code_at(A, m, kk), cb = code_at(B, n, kk);
+              if ((ca & 7u) == 0 || (cb & 7u) == 0) continue;  // zero blocks may be out of span
+              const int da = int(A.scales[m * kblocks + kk / 32]) - 127 - ea;
+              const int db = int(B.scales[n * kblocks + kk / 32]) - 127 - eb;
+              sum += int64_t(int8_t(e2m1_to_s8(ca, da))) * int64_t(int8_t(e2m1_to_s8(cb, db)));
+            }
+            acc += std::ldexp(double(sum), ea + eb);  // exponent sum, spec §3
           }
-          acc += std::ldexp(double(sum), pa.R[ia] + pb.R[ib]);  // exponent sum, spec §3
         } else {
           double sum = 0;
           for (int64_t k = k0; k < k1; ++k) {

@@ -1,4 +1,4 @@
-// Builders of the FP8 operand image (src/core/fp8_layout.hpp, docs/fp8-path.md): from bf16
+// Builders of path fp8's 8-bit operand image (src/core/fp8_layout.hpp, docs/fp8-path.md): from bf16
 // activations (quantized per spec §2 with the primitives and block rule of fmt::quantize_block, so the
 // image is bit-identical to fp8::build_image of the CPU-quantized matrix) and from packed
 // weights (layout v3). One CTA of 16 x kRows threads per (kRows-row tile, 128-K slice), kRows
@@ -73,9 +73,9 @@ struct PackedSource {
 };
 
 /// One CTA per (kRows-row tile t, 128-K slice j): thread 16 rr + i owns elements 8i .. 8i+7 of
-/// the slice in row kRows t + rr; the 16 threads of a row (adjacent lanes) agree on the group
-/// exponent R with shuffles, and the 8 warps of each 16 rows on the flag byte of their quarter
-/// tile.
+/// the slice in row kRows t + rr (quarter i % 4 of block i / 4); the 16 threads of a row
+/// (adjacent lanes) agree on the group's kind and exponent with shuffles, and the 8 warps of
+/// each 16 rows on the flag byte of their quarter tile.
 template <class Source, int kRows>
 __global__ void __launch_bounds__(kRows * 16) fp8_image_kernel(Source src, int64_t rows, int64_t K, uint8_t* __restrict__ out) {
   // Launched with PDL (launch_pdl): wait for the stream's previous kernel, which may write the
@@ -95,38 +95,37 @@ __global__ void __launch_bounds__(kRows * 16) fp8_image_kernel(Source src, int64
   const int s = int(sb) - 127;
   constexpr int kNone = 1 << 20;
   const bool counts = nonzero && sb != kScaleNaN;
-  int lo = counts ? s : kNone, hi = counts ? s : -kNone, nan = sb == kScaleNaN;
+  int lo = counts ? s : kNone, hi = counts ? s : -kNone, nan = sb == kScaleNaN, block_nonzero = nonzero;
 #pragma unroll
   for (int d = 1; d < 16; d <<= 1) {  // the 16 lanes of one row are adjacent
     lo = min(lo, __shfl_xor_sync(0xFFFFFFFFu, lo, d));
     hi = max(hi, __shfl_xor_sync(0xFFFFFFFFu, hi, d));
     nan |= __shfl_xor_sync(0xFFFFFFFFu, nan, d);
+    if (d < 4) block_nonzero |= __shfl_xor_sync(0xFFFFFFFFu, block_nonzero, d);  // the block's 4 lanes
   }
   int R = 0;
-  const bool ok = fp8::plan_group(lo, hi, hi > -kNone, nan != 0, R);
-  const bool flagged = r < rows && !ok;
-  // The e4m3 bytes of value * 2^(s - R) (fp8::e2m1_to_e4m3 on the CPU): for a group that stays
-  // on the FP8 path s - R lies in [kMinShift, kMaxShift], so the fp32 product is exact and
-  // exactly representable in e4m3, and the hardware conversion (cvt.rn.satfinite.e4m3x2.f32,
-  // first element in the low byte) returns its unique encoding; +-0 keep their sign (0x00,
-  // 0x80). Flagged groups are zero, and so is s - R's factor for them (never used).
-  const float f = flagged ? 0.f : fmt::exp2i(min(max(s - R, fp8::kMinShift), fp8::kMaxShift));
+  const fp8::GroupKind kind = fp8::plan_group(lo, hi, hi > -kNone, nan != 0, R);
+  const bool flagged = r < rows && kind == fp8::GroupKind::flagged;
+  // This block's image exponent and the s8 codes value * 2^(s - e) (fp8::e2m1_to_s8 on the
+  // CPU): for a block with nonzero codes on the path s - e lies in [kMinShift, kMaxShift], so
+  // the fp32 product is an exact integer of at most 96 in magnitude and the truncating
+  // conversion returns it; zeros (of either sign) give 0. Flagged groups are zero.
+  const int e = flagged ? fp8::kFlaggedExponent : fp8::block_image_exponent(kind, R, s, block_nonzero != 0);
+  const float f = fmt::exp2i(min(max(s - e, fp8::kMinShift), fp8::kMaxShift));
   uint32_t words[2];
 #pragma unroll
   for (int w = 0; w < 2; ++w) {
-    uint32_t pair[2];
+    uint32_t word = 0;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float2 x = make_float2(vals[4 * w + 2 * h] * f, vals[4 * w + 2 * h + 1] * f);
-      pair[h] = flagged ? 0u : uint32_t(__nv_cvt_float2_to_fp8x2(x, __NV_SATFINITE, __NV_E4M3));
-    }
-    words[w] = pair[0] | pair[1] << 16;
+    for (int q = 0; q < 4; ++q) word |= (uint32_t(__float2int_rz(vals[4 * w + q] * f)) & 0xFFu) << (8 * q);
+    words[w] = flagged ? 0u : word;
   }
   *reinterpret_cast<uint2*>(out + g.code_offset(r, k0)) = make_uint2(words[0], words[1]);
-  if (i == 0) {
-    float* scales = reinterpret_cast<float*>(out + g.scale_offset());
-    scales[g.scale_index(r, j)] = r >= rows ? 1.f : ok ? fmt::exp2i(R) : 0.f;
-  }
+  // The row's exponent word: block b's E8M0 byte from its first lane (4 b of the row's 16).
+  uint32_t word = 0;
+#pragma unroll
+  for (int b = 0; b < 4; ++b) word |= uint32_t(fp8::exponent_byte(__shfl_sync(0xFFFFFFFFu, e, 4 * b, 16))) << (8 * b);
+  if (i == 0) reinterpret_cast<uint32_t*>(out + g.exponent_offset())[g.exponent_index(r, j)] = word;
   // Rows 16 q' .. 16 q' + 15 of the tile are warps 8 q' .. 8 q' + 7.
   constexpr int kQuarters = kRows / fp8::kFlagRows, kWarpsPerQuarter = fp8::kFlagRows * 16 / 32;
   __shared__ int warp_flagged[kRows / 2];

@@ -11,7 +11,7 @@
 
 namespace mxfp4::cuda {
 
-/// FP8 image (core/fp8_layout.hpp) of bf16 activations A [M, K] (row stride lda) quantized
+/// 8-bit image (core/fp8_layout.hpp) of bf16 activations A [M, K] (row stride lda) quantized
 /// under `rule` (spec §2), into `out` (ImageGeometry::of(M, K).total_bytes() bytes).
 void fp8_image_from_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule rule, uint8_t* out,
                          cudaStream_t stream);
@@ -20,16 +20,15 @@ void fp8_image_from_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, S
 /// quarter tile, 128-K slice) items on (fp8_image.cu says why).
 int fp8_image_rows_per_cta(int64_t rows, int64_t K);
 
-/// FP8 image of packed weights B (layout v3) into `out` (ImageGeometry::of(B.N, B.K).total_bytes()).
+/// 8-bit image of packed weights B (layout v3) into `out` (ImageGeometry::of(B.N, B.K).total_bytes()).
 void fp8_image_from_packed(const PackedWeights& B, uint8_t* out, cudaStream_t stream);
 
-/// C [M, N] = A * B^T on e4m3 wgmma from the two images (a_img: activations, B.fp8: weights);
-/// tile cfg.block_m x cfg.block_n (64 or 128 each, or the 256 x 128 cluster pair), a
-/// persistent grid of at most `sm_count` CTAs. Flagged groups contribute zero: call fp8_fixup
-/// afterwards. `slice_sum` (tests only) selects the rejected variant that lets the tensor core
-/// sum a whole 128-K slice (128 x 128 tile).
+/// C [M, N] = A * B^T on s8 wgmma from the two 8-bit images (a_img: activations, B.fp8:
+/// weights); tile cfg.block_m x cfg.block_n (64 or 128 each, or the 256 x 128 cluster pair),
+/// a persistent grid of at most `sm_count` CTAs, or split-K clusters. Flagged groups
+/// contribute zero: call fp8_fixup afterwards.
 void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B, void* C, bool c_f32, int64_t ldc,
-              const GemmConfig& cfg, int sm_count, cudaStream_t stream, bool slice_sum = false);
+              const GemmConfig& cfg, int sm_count, cudaStream_t stream);
 
 /// Rewrites, exactly (exact block products, fp32 sums of 2^(sa+sb)-scaled block sums), every
 /// row of C whose activation row has a flagged group in a_img and every column whose weight

@@ -1,21 +1,24 @@
-// Path "fp8": the prefill GEMM on Hopper's e4m3 tensor cores (issue 6; design in
-// docs/fp8-path.md). Both operands are FP8 images (src/core/fp8_layout.hpp): the weights'
-// from prepack_fp8, the activations' built per call. One CTA computes a BM x BN tile of C
-// (BM = 64 tokens per consumer warpgroup, BN = 64 or 128 weight rows):
-//   - one producer thread streams, per 128-K slice, the A and B atoms and their group scales
+// Path "fp8": the prefill GEMM on Hopper's 8-bit tensor cores (issue 6; design in
+// docs/fp8-path.md). Both operands are 8-bit images (src/core/fp8_layout.hpp: s8 codes, E8M0
+// exponents per block): the weights' from prepack_fp8, the activations' built per call. One CTA
+// computes a BM x BN tile of C (BM = 64 tokens per consumer warpgroup, BN = 64 or 128 weight
+// rows):
+//   - one producer thread streams, per 128-K slice, the A and B atoms and their exponent words
 //     into a ring of shared-memory stages with 1-D bulk copies (TMA engine), signalling
 //     `full` mbarriers by transaction bytes; consumers release a stage on its `empty` mbarrier.
 //     The kernel is launched with PDL after the A image kernel: B's first stages are requested
 //     before griddepcontrol.wait, A's after it;
-//   - each consumer warpgroup runs one m64nBNk32 e4m3 wgmma per 32-element block into a scratch
-//     accumulator that starts from zero (the block's products and their sum are exact in the
-//     tensor core) and promotes it: acc += scratch * 2^(Ra[m] + Rb[n]), one FFMA per element
-//     with the slice's scale products held in registers (setmaxnreg), exact up to the fp32
-//     rounding of the add (|R| <= 48, fp8::kMaxAbsR); WN = 128 runs as two m64n64 halves in
-//     flight so that one half's promotion overlaps the other's MMA, and WN = 64 tiles of one or
-//     two consumer warpgroups keep two k32 steps in flight (two scratch accumulators).
+//   - each consumer warpgroup (64 rows x WN columns, as m64n64 blocks) runs s8 x s8 -> s32
+//     wgmma, whose integer sums are exact. When every group of its rows and columns in the
+//     slice is narrow (one exponent per group) the slice's four k32 steps chain in the tensor
+//     core and are promoted once: acc += float(S) * 2^(ea + eb), one FFMA per element (S <
+//     2^24 converts exactly; the add rounds). Otherwise (a wide group: one exponent per block)
+//     each k32 step is promoted with its block's exponents. WN = 128: the first block's
+//     promotion runs while the second block's MMAs do.
 // Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the
-// rows and columns of C they touch afterwards.
+// rows and columns of C they touch afterwards. (Sessions 3-16 used e4m3 codes, whose MMA adds
+// with a truncating 13-fraction-bit accumulator and so needed one promotion per k32 step
+// everywhere: docs/perf-notes.md.)
 #include <algorithm>
 #include <atomic>
 
@@ -54,10 +57,10 @@ struct Plan {
   static constexpr int kCons = (BM / 64) * kWeightBlocks;
   static constexpr int kABytes = kBM * fp8::kSliceK, kBBytes = BN * fp8::kSliceK;
   static constexpr int kTileBytes = kABytes + kBBytes;
-  static constexpr int kScaleFloats = kBM + BN;
+  static constexpr int kExpWords = kBM + BN;  ///< exponent words (4 E8M0 bytes) per stage
   static constexpr int kBudget = 224 * 1024;
-  static constexpr int kStages = std::min(8, (kBudget - 1024) / (kTileBytes + kScaleFloats * 4 + 16));
-  static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kScaleFloats * 4 + 16);
+  static constexpr int kStages = std::min(8, (kBudget - 1024) / (kTileBytes + kExpWords * 4 + 16));
+  static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kExpWords * 4 + 16);
   static constexpr int kThreads = 128 * (kCons + 1);
   static constexpr int kRedPitch = BN + 4;  ///< floats per row of the split-K partial tile (reuses the ring)
   static_assert(kBytes <= 227 * 1024, "FP8 GEMM exceeds the opt-in shared memory of sm_90");
@@ -108,14 +111,26 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
-#ifndef MXFP4_EXP_FP8_S8  // a measurement only (docs/perf-notes.md, session 17): wrong results
-#define MXFP4_EXP_FP8_S8 0
-#endif
-/// -DMXFP4_EXP_FP8_S8=1 or 2: WN = 64 consumers run the slice's four k32 steps as s8 wgmma into
-/// one s32 accumulator (the image's e4m3 bytes read as s8: wrong values, the right instruction
-/// stream) and promote once per slice: s32 -> f32 by the 2^23 magic number (1) or I2F (2), then
-/// one FFMA. Times the int8 design (exact integer slice sums); never a default.
-constexpr int kExpS8 = MXFP4_EXP_FP8_S8;
+/// True when the 4 E8M0 bytes of an exponent word differ: the group is wide (fp8_layout.hpp).
+__device__ __forceinline__ bool differ(uint32_t w) { return w != __byte_perm(w, 0u, 0x0000); }
+
+/// 2^(e - 127) as fp32 for byte b of exponent word w (E8M0; byte 0 gives +0.0).
+__device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return __uint_as_float(((w >> (8 * b)) & 0xFFu) << 23); }
+
+/// OR of `p` over the 128 threads of consumer warpgroup `wg` (named barrier 2 + wg; barrier 0 is
+/// __syncthreads, 1 the split-K epilogue's): every thread of the warpgroup calls it.
+__device__ __forceinline__ bool warpgroup_any(bool p, int wg) {
+  uint32_t r;
+  asm volatile(
+      "{\n.reg .pred q, r;\n"
+      "setp.ne.u32 q, %1, 0;\n"
+      "bar.red.or.pred r, %2, 128, q;\n"
+      "selp.u32 %0, 1, 0, r;\n}\n"
+      : "=r"(r)
+      : "r"(uint32_t(p)), "r"(2 + wg)
+      : "memory");
+  return r != 0;
+}
 
 /// PDL in both directions: waits for the A image kernel (complete, writes visible), then lets
 /// the fix-up start; the fix-up reads A's flags before its own wait, so no thread may signal
@@ -134,18 +149,16 @@ __device__ __forceinline__ void wait_then_release_dependents() {
 /// persistent): the `split` CTAs of a cluster take contiguous shares of the tile's slices, store
 /// their fp32 partial tiles in their own (drained) stage ring and sum them through distributed
 /// shared memory in rank order 0..split-1 (deterministic), each CTA storing 1/split of the
-/// tile's rows. SLICE_SUM (a test hook, never dispatched): the tensor
-/// core accumulates the four blocks of a slice and the slice is promoted once, the design this
-/// kernel rejects (tests/gpu/test_gpu_fp8.cpp shows the truncation that rules it out).
-template <int BM, int BN, int WN, bool PAIR, bool SLICE_SUM = false>
+/// tile's rows.
+template <int BM, int BN, int WN, bool PAIR>
 __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel(const Fp8Params p) {
   using P = Plan<BM, BN, WN>;
   constexpr int kCons = P::kCons;
   constexpr int kCtas = PAIR ? 2 : 1;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* tiles = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);  // swizzle atoms: 1024-aligned
-  float* scales = reinterpret_cast<float*>(tiles + P::kStages * P::kTileBytes);
-  uint64_t* full = reinterpret_cast<uint64_t*>(scales + P::kStages * P::kScaleFloats);
+  uint32_t* exps = reinterpret_cast<uint32_t*>(tiles + P::kStages * P::kTileBytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(exps + P::kStages * P::kExpWords);
   uint64_t* empty = full + P::kStages;
 
   const int wg = int(threadIdx.x) / 128;
@@ -170,14 +183,10 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   const int clusters = int(gridDim.x) / ctas, first = int(blockIdx.x) / ctas;
   const int tiles_total = p.m_tiles * p.n_tiles;
 
-  // Registers (65536 per SM, one CTA): WN = 128 consumers need ~210 per thread (scratch,
+  // Registers (65536 per SM, one CTA): WN = 128 consumers need ~210 per thread (s32 sums,
   // accumulator and scale products of 64 x 128), the producer ~30; the launch gives 168 (384
   // threads). Four 64 x 64 consumer warpgroups need ~100 each; the launch gives 96 (640 threads).
   constexpr bool kRebalance = kCons >= 2 && (WN == 128 || kCons == 4);
-  // WN = 64 with at most two consumer warpgroups (<= 168 registers per thread, no rebalance):
-  // room for a second 64 x 64 scratch accumulator, so steps run in flight two at a time (the
-  // four-warpgroup tile has 112 registers per consumer thread, too few for it).
-  constexpr bool kPingPong = WN == 64 && kCons <= 2 && !SLICE_SUM && kExpS8 == 0;
   // The CTA's pool is what the launch gave: (65536 / threads) rounded down to a multiple of 8.
   constexpr int kConsumerRegs = WN == 128 ? 232 : 112, kProducerRegs = WN == 128 ? 40 : 32;
   static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
@@ -185,8 +194,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   if (wg == kCons) {  // producer warpgroup: one thread issues every copy
     if constexpr (kRebalance) setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == kCons * 128) {
-      const float* a_scales = reinterpret_cast<const float*>(p.a_img + p.a_rows * p.slices * fp8::kSliceK);
-      const float* b_scales = reinterpret_cast<const float*>(p.b_img + p.b_rows * p.slices * fp8::kSliceK);
+      const uint32_t* a_exps = reinterpret_cast<const uint32_t*>(p.a_img + p.a_rows * p.slices * fp8::kSliceK);
+      const uint32_t* b_exps = reinterpret_cast<const uint32_t*>(p.b_img + p.b_rows * p.slices * fp8::kSliceK);
       // A cursor walks this CTA's (tile, slice) sequence; the tile origin is recomputed only
       // when the tile changes (the lone producer thread must stay ahead of the consumers).
       struct Cursor {
@@ -205,7 +214,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       };
       auto issue_b = [&](int s, const Cursor& c) {  // expects the whole stage, loads B's part (weights)
         uint8_t* dst = tiles + s * P::kTileBytes + P::kABytes;
-        mbarrier_arrive_expect_tx(&full[s], P::kTileBytes + P::kScaleFloats * 4);
+        mbarrier_arrive_expect_tx(&full[s], P::kTileBytes + P::kExpWords * 4);
         const uint8_t* b_src = p.b_img + (c.j * (p.b_rows / 64) + c.n0 / 64) * fp8::kAtomBytes;
         if constexpr (PAIR) {  // this CTA's half of B, to both CTAs
           constexpr int kHalf = P::kBBytes / 2;
@@ -213,12 +222,12 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         } else {
           bulk_copy_g2s(dst, b_src, P::kBBytes, &full[s]);
         }
-        bulk_copy_g2s(scales + s * P::kScaleFloats + P::kBM, b_scales + c.j * p.b_rows + c.n0, BN * 4, &full[s]);
+        bulk_copy_g2s(exps + s * P::kExpWords + P::kBM, b_exps + c.j * p.b_rows + c.n0, BN * 4, &full[s]);
       };
       auto issue_a = [&](int s, const Cursor& c) {  // A's part of the stage (the activations' image)
         bulk_copy_g2s(tiles + s * P::kTileBytes, p.a_img + (c.j * (p.a_rows / 64) + c.m0 / 64) * fp8::kAtomBytes,
                       P::kABytes, &full[s]);
-        bulk_copy_g2s(scales + s * P::kScaleFloats, a_scales + c.j * p.a_rows + c.m0, P::kBM * 4, &full[s]);
+        bulk_copy_g2s(exps + s * P::kExpWords, a_exps + c.j * p.a_rows + c.m0, P::kBM * 4, &full[s]);
       };
       Cursor c{first, j0, 0, 0};
       if (first < tiles_total && j0 < j1) locate(c);
@@ -247,12 +256,12 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     const int tb = wg / P::kWeightBlocks, wb = wg % P::kWeightBlocks;
     const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
     const int row0 = tb * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
-    float acc[WN / 2], tmp[WN / 2], ab[WN / 2];
+    float acc[WN / 2], ab[WN / 2];
+    // s32 sums of the two 64-column blocks of the warpgroup's tile (WN = 64: sum0 only): of a
+    // whole slice (narrow tiles) or of one k32 step (wide tiles).
+    uint32_t sum0[32], sum1[32];
 #pragma unroll
-    for (int i = 0; i < WN / 2; ++i) tmp[i] = 0.f;
-    uint32_t s8_0[32], s8_1[32];  // -DMXFP4_EXP_FP8_S8's s32 scratch (WN = 128); unused otherwise
-#pragma unroll
-    for (int i = 0; i < 32; ++i) s8_0[i] = s8_1[i] = 0u;
+    for (int i = 0; i < 32; ++i) sum0[i] = sum1[i] = 0u;
     int it = 0;
     for (int id = first; id < tiles_total; id += clusters) {
       int mt, nt;
@@ -266,20 +275,34 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         const uint8_t* a_tile = tiles + s * P::kTileBytes + tb * 64 * fp8::kSliceK;
         const uint8_t* b_tile = tiles + s * P::kTileBytes + P::kABytes + wb * WN * fp8::kSliceK;
         const uint64_t da = smem_desc_sw128(a_tile), db = smem_desc_sw128(b_tile);
-        const float* sa = scales + s * P::kScaleFloats;
-        const float* sb = sa + P::kBM + wb * WN;
-        // Scale of each accumulator element for this slice, 2^(Ra + Rb) (exact: |R| <= 48).
-        // Fragment of m64nWN: register 4 jn + 2 i + c holds row row0 + 8 i, column 8 jn + 2 (lane % 4) + c.
-        auto load_scale_products = [&] {
-          const float a0 = sa[row0], a1 = sa[row0 + 8];
+        const uint64_t db1 = db + (uint64_t(fp8::kAtomBytes) >> 4);  // WN = 128: B rows 64-127
+        // Exponent words of this thread's rows (row0, row0 + 8) and of its columns 8 jn +
+        // 2 (lane % 4) + c of the warpgroup's WN (the m64nN fragment: register 4 jn + 2 i + c).
+        const uint32_t* ew = exps + s * P::kExpWords;
+        const uint32_t ea0 = ew[row0], ea1 = ew[row0 + 8];
+        const uint32_t* ewb = ew + P::kBM + wb * WN + 2 * (lane % 4);
+        // A wide group anywhere in the warpgroup's 64 rows or WN columns (its exponent bytes
+        // differ) makes the whole tile take one promotion per k32 step (one warpgroup-wide vote).
+        bool mine = differ(ea0) || differ(ea1);
+#pragma unroll
+        for (int jn = 0; jn < WN / 8; ++jn) {
+          const uint2 w = *reinterpret_cast<const uint2*>(ewb + 8 * jn);
+          mine = mine || differ(w.x) || differ(w.y);
+        }
+        const bool wide = warpgroup_any(mine, wg);
+        // Scale of each accumulator element for block b: 2^(ea_b + eb_b), exact (|e| <= 48, or
+        // 0 for a flagged group, whose codes are zero).
+        auto load_scale_products = [&](int b) {
+          const float a0 = exp2_byte(ea0, b), a1 = exp2_byte(ea1, b);
 #pragma unroll
           for (int jn = 0; jn < WN / 8; ++jn) {
-            const float2 b = *reinterpret_cast<const float2*>(sb + 8 * jn + 2 * (lane % 4));
-            ab[4 * jn + 0] = a0 * b.x, ab[4 * jn + 1] = a0 * b.y, ab[4 * jn + 2] = a1 * b.x, ab[4 * jn + 3] = a1 * b.y;
+            const uint2 w = *reinterpret_cast<const uint2*>(ewb + 8 * jn);
+            const float bx = exp2_byte(w.x, b), by = exp2_byte(w.y, b);
+            ab[4 * jn + 0] = a0 * bx, ab[4 * jn + 1] = a0 * by, ab[4 * jn + 2] = a1 * bx, ab[4 * jn + 3] = a1 * by;
           }
         };
-        // The stage (tiles and scales) is no longer read by this thread. Every thread arrives:
-        // an arrival releases only its own thread's reads (PTX memory model), and
+        // The stage (tiles and exponents) is no longer read by this thread. Every thread
+        // arrives: an arrival releases only its own thread's reads (PTX memory model), and
         // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
         // warp after __syncwarp (session 9).
         auto release_stage = [&] {
@@ -296,144 +319,41 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           release_stage();
           continue;
         }
-        // Issues one m64n64k32 wgmma of step kk into the 64 x 64 scratch t (B rows from desc_b),
-        // starting from zero: the two-halves (WN = 128) and ping-pong (WN = 64) loops below.
-        auto issue_n64 = [&](float (&t)[32], uint64_t desc_b, int kk) {
+        // Issues k32 steps first .. last of the slice for one 64-column block into `sum`, the
+        // first starting from zero, as one wgmma group.
+        auto issue = [&](uint32_t(&sum)[32], uint64_t desc_b, int first_step, int last_step) {
 #pragma unroll
-          for (int i = 0; i < 32; ++i) fence_operand(t[i]);
+          for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
           wgmma_fence();
-          wgmma_e4m3<64>(t, da + 2 * kk, desc_b + 2 * kk, 0);
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk)
+            if (kk >= first_step && kk <= last_step) wgmma_m64n64k32_s8(sum, da + 2 * kk, desc_b + 2 * kk, kk - first_step);
           wgmma_commit();
         };
-        // One k32 step per 32-element block: its 32 products share one power-of-two grid and sum
-        // to at most 1152 grid units, which the tensor core's reduced-precision adder (13
-        // fraction bits, truncating) holds exactly when it starts from zero. Accumulating the
-        // four blocks of a slice in the tensor core would truncate a block whose scale is
-        // finer than the running sum's (docs/fp8-path.md), so each step is promoted on its own.
-        if constexpr (WN == 128 && !SLICE_SUM && kExpS8 != 0) {
-          // The int8 timing variant: each half's four k32 steps chained in the tensor core, one
-          // promotion per half and slice; half 0's promotion runs under half 1's MMAs.
-          auto issue_half = [&](uint32_t(&u)[32], uint64_t desc_b) {
+        // acc += float(sum) * 2^(ea + eb) for one 64-column block h: the s32 sum is below 2^24
+        // (a slice: 128 * 96 * 96), so the conversion is exact and the FFMA rounds once.
+        auto promote = [&](uint32_t(&sum)[32], int h) {
 #pragma unroll
-            for (int i = 0; i < 32; ++i) fence_operand(u[i]);
-            wgmma_fence();
+          for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
 #pragma unroll
-            for (int kk = 0; kk < 4; ++kk) wgmma_m64n64k32_s8(u, da + 2 * kk, desc_b + 2 * kk, kk);
-            wgmma_commit();
-          };
-          auto promote_half = [&](uint32_t(&u)[32], int h) {
-#pragma unroll
-            for (int i = 0; i < 32; ++i) fence_operand(u[i]);
-#pragma unroll
-            for (int i = 0; i < 32; ++i) {
-              const float f = kExpS8 == 2 ? __int2float_rn(int(u[i])) : __uint_as_float(u[i] + 0x4B400000u) - 12582912.f;
-              acc[32 * h + i] = fmaf(f, ab[32 * h + i], acc[32 * h + i]);
-            }
-          };
-          issue_half(s8_0, db);
-          issue_half(s8_1, db + (uint64_t(fp8::kAtomBytes) >> 4));
-          load_scale_products();
-          wgmma_wait<1>();
-          promote_half(s8_0, 0);
-          wgmma_wait<0>();
-          release_stage();
-          promote_half(s8_1, 1);
-          continue;
-        }
-        if constexpr (WN == 128 && !SLICE_SUM) {
-          // Two m64n64 halves (B rows 0-63 and 64-127, one atom each) in flight: the promotion
-          // of one half runs while the tensor core computes the other (wgmma groups complete in
-          // order: wait_group 1 leaves exactly the newer half pending).
-          float t0[32], t1[32];
-          const uint64_t db1 = db + (uint64_t(fp8::kAtomBytes) >> 4);
-          issue_n64(t0, db, 0);
-          issue_n64(t1, db1, 0);
-          load_scale_products();
-#pragma unroll
-          for (int kk = 0; kk < 4; ++kk) {
-            wgmma_wait<1>();  // half 0 of step kk
-#pragma unroll
-            for (int i = 0; i < 32; ++i) fence_operand(t0[i]);
-#pragma unroll
-            for (int i = 0; i < 32; ++i) acc[i] = fmaf(t0[i], ab[i], acc[i]);
-            if (kk < 3) {
-              issue_n64(t0, db, kk + 1);
-              wgmma_wait<1>();  // half 1 of step kk
-            } else {
-              wgmma_wait<0>();
-            }
-#pragma unroll
-            for (int i = 0; i < 32; ++i) fence_operand(t1[i]);
-            if (kk == 3) release_stage();
-#pragma unroll
-            for (int i = 0; i < 32; ++i) acc[32 + i] = fmaf(t1[i], ab[32 + i], acc[32 + i]);
-            if (kk < 3) issue_n64(t1, db1, kk + 1);
+          for (int i = 0; i < 32; ++i) acc[32 * h + i] = fmaf(float(int(sum[i])), ab[32 * h + i], acc[32 * h + i]);
+        };
+        // Narrow tile: the four k32 steps chain in the tensor core (integer sums are exact) and
+        // the slice is promoted once. Wide tile: one promotion per k32 step with its block's
+        // exponents. WN = 128: block 0's promotion runs while block 1's MMAs do.
+        const int steps = wide ? 4 : 1;
+        for (int st = 0; st < steps; ++st) {
+          const int first_step = wide ? st : 0, last_step = wide ? st : 3;
+          issue(sum0, db, first_step, last_step);
+          if constexpr (WN == 128) issue(sum1, db1, first_step, last_step);
+          load_scale_products(first_step);
+          if constexpr (WN == 128) {
+            wgmma_wait<1>();
+            promote(sum0, 0);
           }
-          continue;
-        }
-        if constexpr (kPingPong) {
-          // Two scratch accumulators by step parity: step kk + 1's wgmma runs while step kk is
-          // promoted (the same promotions in the same order as one scratch: bitwise the same C).
-          float t1[WN / 2];
-          auto promote = [&](float (&t)[WN / 2]) {
-#pragma unroll
-            for (int i = 0; i < WN / 2; ++i) fence_operand(t[i]);
-#pragma unroll
-            for (int i = 0; i < WN / 2; ++i) acc[i] = fmaf(t[i], ab[i], acc[i]);
-          };
-          issue_n64(tmp, db, 0);
-          issue_n64(t1, db, 1);
-          load_scale_products();
-          wgmma_wait<1>();  // step 0 (groups complete in order: step 1 may still run)
-          promote(tmp);
-          issue_n64(tmp, db, 2);
-          wgmma_wait<1>();  // step 1
-          promote(t1);
-          issue_n64(t1, db, 3);
-          wgmma_wait<1>();  // step 2
-          promote(tmp);
-          wgmma_wait<0>();  // step 3: every wgmma of the stage has read it
-          release_stage();
-          promote(t1);
-          continue;
-        }
-        if constexpr (kExpS8 != 0 && WN == 64 && !SLICE_SUM) {
-          uint32_t si[WN / 2];
-#pragma unroll
-          for (int i = 0; i < WN / 2; ++i) si[i] = 0u;
-#pragma unroll
-          for (int i = 0; i < WN / 2; ++i) fence_operand(si[i]);
-          wgmma_fence();
-#pragma unroll
-          for (int kk = 0; kk < 4; ++kk) wgmma_m64n64k32_s8(si, da + 2 * kk, db + 2 * kk, kk);
-          wgmma_commit();
-          load_scale_products();
           wgmma_wait<0>();
-#pragma unroll
-          for (int i = 0; i < WN / 2; ++i) fence_operand(si[i]);
-          release_stage();
-#pragma unroll
-          for (int i = 0; i < WN / 2; ++i) {
-            const float f = kExpS8 == 2 ? __int2float_rn(int(si[i])) : __uint_as_float(si[i] + 0x4B400000u) - 12582912.f;
-            acc[i] = fmaf(f, ab[i], acc[i]);
-          }
-          continue;
-        }
-        load_scale_products();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-#pragma unroll
-          for (int i = 0; i < WN / 2; ++i) fence_operand(tmp[i]);
-          wgmma_fence();
-          wgmma_e4m3<WN>(tmp, da + 2 * kk, db + 2 * kk, SLICE_SUM ? kk : 0);  // +32 bytes of K per step
-          wgmma_commit();
-          if (SLICE_SUM && kk < 3) continue;
-          wgmma_wait<0>();
-#pragma unroll
-          for (int i = 0; i < WN / 2; ++i) fence_operand(tmp[i]);
-          if (kk == 3) release_stage();
-#pragma unroll
-          for (int i = 0; i < WN / 2; ++i) acc[i] = fmaf(tmp[i], ab[i], acc[i]);
+          if (st == steps - 1) release_stage();  // every wgmma of the stage has read it
+          promote(WN == 128 ? sum1 : sum0, WN == 128 ? 1 : 0);
         }
       }
 
@@ -496,11 +416,11 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   }
 }
 
-template <int BM, int BN, int WN, bool PAIR, bool SLICE_SUM = false>
+template <int BM, int BN, int WN, bool PAIR>
 void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   using P = Plan<BM, BN, WN>;
   constexpr int kCtas = PAIR ? 2 : 1;
-  auto kernel = gemm_fp8_kernel<BM, BN, WN, PAIR, SLICE_SUM>;
+  auto kernel = gemm_fp8_kernel<BM, BN, WN, PAIR>;
   // Same limit for every shape of an instantiation; a device attribute, legal during capture.
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, P::kBytes),
         "cudaFuncSetAttribute(gemm_fp8_kernel)");
@@ -545,7 +465,7 @@ void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
 }  // namespace
 
 void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B, void* C, bool c_f32, int64_t ldc,
-              const GemmConfig& cfg, int sm_count, cudaStream_t stream, bool slice_sum) {
+              const GemmConfig& cfg, int sm_count, cudaStream_t stream) {
   const fp8::ImageGeometry ga = fp8::ImageGeometry::of(M, K), gb = fp8::ImageGeometry::of(B.N, K);
   Fp8Params p{};
   p.a_img = a_img;
@@ -567,14 +487,12 @@ void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B
   p.c_f32 = c_f32;
   const int elem = c_f32 ? 4 : 2;
   p.vec_store = ldc % 2 == 0 && reinterpret_cast<uintptr_t>(C) % (2 * elem) == 0;
-  p.split = slice_sum ? 1 : cfg.split_k;
+  p.split = cfg.split_k;
   // The explicit list of instantiations (gemm_config_problem admits exactly these configs):
   // warps = 4 x (consumer warpgroups + 1); 20 warps on 128 x 128 and 12 on 64 x 128 select the
   // 64 x 64 consumer warpgroups.
   const int bm = cfg.block_m, bn = cfg.block_n, w = cfg.warps;
-  if (slice_sum) {
-    launch<128, 128, 128, false, true>(p, sm_count, stream);  // test hook: one promotion per slice
-  } else if (bm == 256) {
+  if (bm == 256) {
     launch<128, 128, 128, true>(p, sm_count, stream);  // a 2-CTA cluster of 128 x 128 tiles sharing B
   } else if (bm == 128 && bn == 128) {
     w == 20 ? launch<128, 128, 64, false>(p, sm_count, stream) : launch<128, 128, 128, false>(p, sm_count, stream);

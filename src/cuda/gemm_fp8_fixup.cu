@@ -1,5 +1,5 @@
 // The exact fix-up of path "fp8" (docs/fp8-path.md): rows of C whose activation row has a
-// flagged scaling group (fp8::plan_group: exponent span > 14, NaN scale or |R| > 48) and
+// flagged scaling group (fp8::plan_group: a NaN scale or a block exponent out of [-47, 49]) and
 // columns whose weight row has one are recomputed on CUDA cores from the MXFP4 operands:
 // each 32-element block's sum of e2m1 products is exact in fp32 (multiples of 1/4, at most
 // 32 * 36), scaled by 2^(sa + sb) with one scalbnf (exponents added first, spec §3), and the
@@ -89,11 +89,13 @@ __device__ void store(const FixupArgs& a, int64_t m, int64_t n, float v) {
   }
 }
 
-/// True when some group of row r of the image (geometry g) is flagged (scale 0).
+/// True when some group of row r of the image (geometry g) is flagged (its exponent word is 0:
+/// kFlaggedExponent's byte in every block).
 __device__ bool row_flagged(const uint8_t* img, const fp8::ImageGeometry& g, int64_t r) {
-  const float* scales = reinterpret_cast<const float*>(img + g.scale_offset());
+  const uint32_t* exps = reinterpret_cast<const uint32_t*>(img + g.exponent_offset());
+  static_assert(fp8::exponent_byte(fp8::kFlaggedExponent) == 0, "flagged groups have exponent word 0");
   for (int64_t j = 0; j < g.slices; ++j)
-    if (scales[g.scale_index(r, j)] == 0.f) return true;
+    if (exps[g.exponent_index(r, j)] == 0u) return true;
   return false;
 }
 

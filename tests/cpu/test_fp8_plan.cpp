@@ -1,6 +1,7 @@
-// FP8 groundwork (issue 6, src/cpu/fp8_plan.hpp): exact e2m1 -> e4m3 encoding, the scaling-
-// group planner's exactness rule, and the CPU model of the FP8 path against the exact
-// reference, including the issue's adversarial tiles and a K = 16384 case with a known answer.
+// Path fp8's groundwork (issue 6, src/cpu/fp8_plan.hpp): exact e2m1 -> s8 encoding, the
+// scaling-group planner's narrow / wide / flagged rule, and the CPU model of the path against
+// the exact reference, including the issue's adversarial tiles and a K = 16384 case with a known
+// answer.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,17 +15,19 @@
 namespace mxfp4::test {
 namespace {
 
-TEST(Fp8Plan, EveryE2m1ValueTimesEveryShiftIsExactInE4m3) {
+TEST(Fp8Plan, EveryE2m1ValueTimesEveryShiftIsExactInS8) {
   for (int code = 0; code < 16; ++code)
     for (int d = fp8::kMinShift; d <= fp8::kMaxShift; ++d) {
       const float want = fmt::e2m1_to_f32(uint8_t(code)) * std::ldexp(1.f, d);
-      const uint8_t byte = fp8::e2m1_to_e4m3(uint8_t(code), d);
-      const float got = fp8::e4m3_to_f32(byte);
-      EXPECT_EQ(fmt::f32_bits(got), fmt::f32_bits(want)) << "code " << code << " d " << d << " byte " << int(byte);
+      const int8_t got = int8_t(fp8::e2m1_to_s8(uint8_t(code), d));
+      EXPECT_EQ(float(got), want) << "code " << code << " d " << d;  // -0 and +0 both give 0
     }
-  // The range is tight: 6 * 2^7 = 768 > 448 and 0.5 * 2^-9 = 2^-10 < the smallest subnormal.
-  EXPECT_GT(6.f * std::ldexp(1.f, fp8::kMaxShift + 1), 448.f);
-  EXPECT_LT(0.5f * std::ldexp(1.f, fp8::kMinShift - 1), std::ldexp(1.f, -9));
+  // The range is tight: 6 * 2^5 = 192 > 127, and 0.5 * 2^0 is not an integer.
+  EXPECT_GT(6 * (1 << (fp8::kMaxShift + 1)), 127);
+  EXPECT_EQ(fp8::kMinShift, 1);
+  // Image exponent bytes (E8M0): exact powers of two, and +0.0 for the flagged groups' byte.
+  for (int e = -126; e <= 127; ++e) EXPECT_EQ(fp8::exp2_of_exponent_byte(fp8::exponent_byte(e)), std::ldexp(1.f, e)) << e;
+  EXPECT_EQ(fmt::f32_bits(fp8::exp2_of_exponent_byte(fp8::exponent_byte(fp8::kFlaggedExponent))), 0u);
 }
 
 /// Sets block b of row r to `code` in every element and scale byte `sb`.
@@ -33,7 +36,7 @@ void fill_block(HostMx& m, int64_t r, int64_t b, uint8_t code, uint8_t sb) {
   m.scales[size_t(r * (m.K / 32) + b)] = sb;
 }
 
-TEST(Fp8Plan, RealisticWeightsAreExactAndEncodeToTheirValues) {
+TEST(Fp8Plan, RealisticWeightsAreNarrowAndEncodeToTheirValues) {
   const HostMx w = random_mx(64, 1024, 801);
   const fp8::GroupPlan p = fp8::plan_groups(w.view());
   ASSERT_EQ(p.slices, 8);
@@ -41,48 +44,67 @@ TEST(Fp8Plan, RealisticWeightsAreExactAndEncodeToTheirValues) {
     for (int64_t s = 0; s < p.slices; ++s) {
       const size_t i = size_t(r * p.slices + s);
       ASSERT_TRUE(p.exact[i]) << r << "," << s;
+      ASSERT_FALSE(p.wide[i]) << r << "," << s;  // quantized Gaussians span <= 3 binades per slice
       for (int64_t k = 128 * s; k < 128 * s + 128; ++k) {
         const uint8_t byte = w.codes[size_t(r * w.K / 2 + k / 2)];
         const uint8_t code = k % 2 ? byte >> 4 : byte & 15;
         if ((code & 7) == 0) continue;
         const uint8_t sb = w.scales[size_t(r * (w.K / 32) + k / 32)];
-        const float enc = fp8::e4m3_to_f32(fp8::e2m1_to_e4m3(code, int(sb) - 127 - p.R[i]));
-        ASSERT_EQ(std::ldexp(double(enc), p.R[i]), double(fmt::dequant_f32(code, sb))) << r << "," << k;
+        const int e = p.e[4 * i + size_t((k % 128) / 32)];
+        ASSERT_EQ(e, p.R[i]);
+        const int8_t enc = int8_t(fp8::e2m1_to_s8(code, int(sb) - 127 - e));
+        ASSERT_EQ(std::ldexp(double(enc), e), double(fmt::dequant_f32(code, sb))) << r << "," << k;
       }
     }
 }
 
-TEST(Fp8Plan, SpanZeroAndNaNBlocksDecideExactness) {
+TEST(Fp8Plan, SpanZeroAndNaNBlocksDecideTheGroupKind) {
   HostMx m;
-  m.rows = 6, m.K = 256;
+  m.rows = 7, m.K = 256;
   m.codes.assign(size_t(m.rows * m.K / 2), 0x22);  // every element 1.0
   m.scales.assign(size_t(m.rows * m.K / 32), 127);
-  // Row 0: block maxima 2^-20 and 2^+20 in one slice (the issue's tile): span 40 > 14.
+  // Row 0: block maxima 2^-20 and 2^+20 in one slice (the issue's tile): span 40, wide, with
+  // one image exponent per block (s - 1; the two plain blocks keep theirs).
   fill_block(m, 0, 0, 0x2, 127 - 20);
   fill_block(m, 0, 1, 0x2, 127 + 20);
-  // Row 1: span exactly 14 (exact) in slice 0, 15 (inexact) in slice 1.
-  fill_block(m, 1, 0, 0x2, 120), fill_block(m, 1, 1, 0x2, 134);
-  fill_block(m, 1, 4, 0x2, 120), fill_block(m, 1, 5, 0x2, 135);
-  // Row 2: an all-zero block with scale 0 beside scale-150 blocks: exact, R from the rest.
-  // Slice 1: R = 55 - 6 = 49 > kMaxAbsR: off the FP8 path although its span is 0.
+  // Row 1: span exactly 3 (narrow) in slice 0, 4 (wide) in slice 1.
+  fill_block(m, 1, 0, 0x2, 120), fill_block(m, 1, 1, 0x2, 123), fill_block(m, 1, 2, 0x2, 121), fill_block(m, 1, 3, 0x2, 122);
+  fill_block(m, 1, 4, 0x2, 120), fill_block(m, 1, 5, 0x2, 124), fill_block(m, 1, 6, 0x2, 121), fill_block(m, 1, 7, 0x2, 122);
+  // Row 2: an all-zero block with scale 0 beside scale-150 blocks: narrow, R from the rest.
+  // Slice 1: exponent 55 - 1 = 54 > kMaxAbsR: flagged although its span is 0.
   fill_block(m, 2, 0, 0x0, 0), fill_block(m, 2, 1, 0x2, 150), fill_block(m, 2, 2, 0x2, 150), fill_block(m, 2, 3, 0x2, 150);
   for (int64_t b = 4; b < 8; ++b) fill_block(m, 2, b, 0x2, 127 + 55);
-  // Row 3: a NaN scale byte: inexact. Row 4: all zero: exact, R = 0.
+  // Row 3: a NaN scale byte: flagged. Row 4: all zero: narrow, R = 0.
   fill_block(m, 3, 2, 0x2, 0xFF);
   for (int64_t b = 0; b < 8; ++b) fill_block(m, 4, b, 0x8, 50);  // -0 codes
+  // Row 6: a wide group whose lowest block sits at the range's edge (s - 1 = -48: on the path)
+  // and one past it (s - 1 = -49: flagged).
+  fill_block(m, 6, 0, 0x2, 127 - 47), fill_block(m, 6, 4, 0x2, 127 - 48);
   const fp8::GroupPlan p = fp8::plan_groups(m.view());
   auto at = [&](int64_t r, int64_t s) { return size_t(r * p.slices + s); };
-  EXPECT_FALSE(p.exact[at(0, 0)]);
-  EXPECT_TRUE(p.exact[at(0, 1)]);
-  EXPECT_TRUE(p.exact[at(1, 0)]);
-  EXPECT_FALSE(p.exact[at(1, 1)]);
-  EXPECT_TRUE(p.exact[at(2, 0)]);
-  EXPECT_EQ(p.R[at(2, 0)], 150 - 127 - fp8::kMaxShift);
+  auto e = [&](int64_t r, int64_t s, int b) { return int(p.e[4 * at(r, s) + size_t(b)]); };
+  EXPECT_TRUE(p.exact[at(0, 0)] && p.wide[at(0, 0)]);
+  EXPECT_EQ(e(0, 0, 0), -21);
+  EXPECT_EQ(e(0, 0, 1), 19);
+  EXPECT_EQ(e(0, 0, 2), -1);
+  EXPECT_EQ(p.R[at(0, 0)], -21);
+  EXPECT_TRUE(p.exact[at(0, 1)] && !p.wide[at(0, 1)]);
+  EXPECT_TRUE(p.exact[at(1, 0)] && !p.wide[at(1, 0)]);
+  for (int b = 0; b < 4; ++b) EXPECT_EQ(e(1, 0, b), 120 - 127 - 1) << b;
+  EXPECT_TRUE(p.exact[at(1, 1)] && p.wide[at(1, 1)]);
+  EXPECT_EQ(e(1, 1, 1), 124 - 127 - 1);
+  EXPECT_TRUE(p.exact[at(2, 0)] && !p.wide[at(2, 0)]);
+  EXPECT_EQ(p.R[at(2, 0)], 150 - 127 - 1);
+  EXPECT_EQ(e(2, 0, 0), 150 - 127 - 1);  // the zero block takes the group's exponent
   EXPECT_FALSE(p.exact[at(2, 1)]);
+  EXPECT_EQ(e(2, 1, 3), fp8::kFlaggedExponent);
   EXPECT_FALSE(p.exact[at(3, 0)]);
   EXPECT_TRUE(p.exact[at(4, 0)] && p.exact[at(4, 1)]);
   EXPECT_EQ(p.R[at(4, 0)], 0);
-  EXPECT_EQ(p.R[at(5, 0)], -fp8::kMaxShift);  // plain 1.0 blocks: 2^0 = 2^(R + 6)
+  EXPECT_EQ(p.R[at(5, 0)], -1);  // plain 1.0 blocks (exponent 0): code 2 times 2^R, R = -1
+  EXPECT_TRUE(p.exact[at(6, 0)] && p.wide[at(6, 0)]);
+  EXPECT_EQ(e(6, 0, 0), -48);
+  EXPECT_FALSE(p.exact[at(6, 1)]);
 }
 
 /// The fp32-output contract: |C - ref| <= 2^-12 sum |a b| + 2^-133, NaN exactly where ref is.
@@ -104,14 +126,19 @@ TEST(Fp8Model, RandomAndAdversarialOperandsStayWithinTheContract) {
   std::vector<float> c(size_t(8 * 24));
   fp8::gemm_model(a.view(), b.view(), c.data(), 24);
   expect_within_contract(c, a, b);
-  // Wide-span and NaN groups in both operands take the exact path; the rest stays on fp8.
+  // Wide groups stay on the path with one exponent per block; out-of-range and NaN groups take
+  // the exact path.
   HostMx a2 = a, b2 = b;
   fill_block(a2, 0, 0, 0x3, 127 - 20), fill_block(a2, 0, 1, 0x5, 127 + 20);
+  fill_block(a2, 1, 4, 0x3, 127 - 60), fill_block(a2, 1, 5, 0x5, 127 + 2);
   fill_block(b2, 3, 4, 0x7, 127 + 20), fill_block(b2, 3, 6, 0x1, 127 - 20);
+  fill_block(b2, 4, 8, 0x7, 127 + 60);
   fill_block(b2, 5, 9, 0x2, 0xFF);
   const fp8::GroupPlan pa = fp8::plan_groups(a2.view()), pb = fp8::plan_groups(b2.view());
-  ASSERT_FALSE(pa.exact[0]);
-  ASSERT_FALSE(pb.exact[size_t(3 * pb.slices + 1)]);
+  ASSERT_TRUE(pa.exact[0] && pa.wide[0]);
+  ASSERT_FALSE(pa.exact[size_t(1 * pa.slices + 1)]);
+  ASSERT_TRUE(pb.exact[size_t(3 * pb.slices + 1)] && pb.wide[size_t(3 * pb.slices + 1)]);
+  ASSERT_FALSE(pb.exact[size_t(4 * pb.slices + 2)]);
   fp8::gemm_model(a2.view(), b2.view(), c.data(), 24);
   expect_within_contract(c, a2, b2);
   for (int64_t m = 0; m < 8; ++m) EXPECT_TRUE(std::isnan(c[size_t(m * 24 + 5)])) << m;  // column 5: NaN block
@@ -120,8 +147,8 @@ TEST(Fp8Model, RandomAndAdversarialOperandsStayWithinTheContract) {
 
 TEST(Fp8Model, K16384WithAKnownAnswerIsExact) {
   // A row: 1.0 everywhere with scale 2^(s mod 5) per block; B row: 1.5 with scale 2^-(s mod 3).
-  // Every slice's products are small integers times powers of two, so the fp32 slice sums are
-  // exact and the result is the exact fp64 sum.
+  // Every block's products are small integers times powers of two, so the block sums are exact
+  // and the result is the exact fp64 sum (narrow and wide groups both occur).
   constexpr int64_t K = 16384;
   HostMx a, b;
   a.rows = 1, b.rows = 2, a.K = b.K = K;
@@ -140,38 +167,43 @@ TEST(Fp8Model, K16384WithAKnownAnswerIsExact) {
   expect_within_contract(c, a, b);
 }
 
-/// The FP8 image (core/fp8_layout.hpp): every element of a group on the FP8 path decodes to its
-/// dequantized value (e4m3 code times the group's scale 2^R), flagged groups hold zero codes,
-/// scale 0 and set their tile flag, padding rows hold zero codes and scale 1.
+/// The 8-bit image (core/fp8_layout.hpp): every element of a group on the path decodes to its
+/// dequantized value (s8 code times 2^e of its block), narrow groups have one exponent, wide
+/// ones differ; flagged groups hold zero codes and the flagged exponent byte and set their tile
+/// flag; padding rows hold zero codes and exponents.
 TEST(Fp8Image, DecodesToTheDequantizedValuesAndFlagsTheRest) {
   HostMx m = random_mx(130, 416, 802);  // 4 slices, the last one partial (K % 128 = 32)
-  fill_block(m, 70, 0, 0x2, 127 - 20), fill_block(m, 70, 1, 0x2, 127 + 20);  // span 40: flagged
+  fill_block(m, 70, 0, 0x2, 127 - 60), fill_block(m, 70, 1, 0x2, 127 + 20);  // exponent -61: flagged
+  fill_block(m, 71, 4, 0x2, 127 - 20), fill_block(m, 71, 5, 0x2, 127 + 20);  // span 40: wide
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(m.rows, m.K);
   ASSERT_EQ(g.rows_padded, 256);
   ASSERT_EQ(g.slices, 4);
   std::vector<uint8_t> img(size_t(g.total_bytes()), 0xCC);
   fp8::build_image(m.view(), img.data());
   const fp8::GroupPlan p = fp8::plan_groups(m.view());
-  const float* scales = reinterpret_cast<const float*>(img.data() + g.scale_offset());
+  ASSERT_TRUE(p.wide[size_t(71 * p.slices + 1)]);
+  const uint8_t* exps = img.data() + g.exponent_offset();
   const uint8_t* flags = img.data() + g.flag_offset();
   for (int64_t r = 0; r < g.rows_padded; ++r)
     for (int64_t j = 0; j < g.slices; ++j) {
-      const float scale = scales[g.scale_index(r, j)];
+      const uint8_t* word = exps + 4 * g.exponent_index(r, j);
       const bool on_path = r < m.rows && p.exact[size_t(r * p.slices + j)];
-      if (r >= m.rows) ASSERT_EQ(scale, 1.f) << r;
+      const bool differ = word[0] != word[1] || word[0] != word[2] || word[0] != word[3];
+      if (r >= m.rows) ASSERT_TRUE(word[0] == fp8::exponent_byte(0) && !differ) << r;
+      if (r < m.rows) ASSERT_EQ(differ, bool(p.wide[size_t(r * p.slices + j)])) << r << "," << j;
       if (r < m.rows && !on_path) {
-        ASSERT_EQ(scale, 0.f) << r << "," << j;
+        for (int b = 0; b < 4; ++b) ASSERT_EQ(word[b], 0) << r << "," << j;
         ASSERT_EQ(flags[g.flag_index(r / fp8::kFlagRows, j)], 1) << r << "," << j;
       }
       for (int64_t k = j * 128; k < (j + 1) * 128; ++k) {
         const uint8_t code = img[size_t(g.code_offset(r, k))];
         if (!on_path || k >= m.K) {
-          ASSERT_EQ(code & 0x7F, 0) << r << "," << k;
+          ASSERT_EQ(code, 0) << r << "," << k;
           continue;
         }
         const uint8_t e2m1 = uint8_t((m.codes[size_t(r * m.K / 2 + k / 2)] >> (4 * (k % 2))) & 0xF);
         const float want = fmt::dequant_f32(e2m1, m.scales[size_t(r * (m.K / 32) + k / 32)]);
-        ASSERT_EQ(fp8::e4m3_to_f32(code) * scale, want) << r << "," << k;
+        ASSERT_EQ(float(int8_t(code)) * fp8::exp2_of_exponent_byte(word[(k % 128) / 32]), want) << r << "," << k;
       }
     }
   EXPECT_EQ(flags[g.flag_index(4, 0)], 1);  // row 70 lives in quarter tile 4 (rows 64..79)

@@ -1,4 +1,4 @@
-"""The weights' FP8 image from Python (docs/fp8-path.md): fp8_weights_bytes, prepack_fp8 and the
+"""The weights' 8-bit image (path fp8) from Python (docs/fp8-path.md): fp8_weights_bytes, prepack_fp8 and the
 ``fp8`` options of prepack / prepack_dense / MXFP4Linear / the tensor-parallel layers. On the
 CPU the GEMM ignores the image, so results with and without it are identical bit for bit; the
 image itself is checked against the layout of src/core/fp8_layout.hpp. CUDA variants (the
@@ -13,12 +13,12 @@ import ref
 from mxfp4 import tp
 
 BF16 = ml_dtypes.bfloat16
-E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 
 
 def _image_bytes(Rp, S):
-    """Image bytes for Rp padded rows and S slices (src/core/fp8_layout.hpp): codes S*Rp*128,
-    float32 scales S*Rp, flags S*Rp/16 (one per 16 rows and slice), rounded up to 16."""
+    """Image bytes for Rp padded rows and S slices (src/core/fp8_layout.hpp): s8 codes S*Rp*128,
+    exponent words S*Rp (4 E8M0 bytes each), flags S*Rp/16 (one per 16 rows and slice), rounded
+    up to 16."""
     return -(-(S * Rp * 132 + S * (Rp // 16)) // 16) * 16
 
 
@@ -34,27 +34,33 @@ def _image_geometry(N, K):
 
 
 def _decode_image(img, N, K):
-    """(values float64 [N, K], scales float32 [S, Rp], flags uint8 [S, Rp/16]) of an FP8 image,
-    from the layout documented in src/core/fp8_layout.hpp."""
+    """(values float64 [N, K], exponent bytes uint8 [S, Rp, 4], flags uint8 [S, Rp/16]) of an
+    8-bit image, from the layout documented in src/core/fp8_layout.hpp: value = s8 code times
+    2^(byte - 127) of its block's exponent byte (byte 0: zero, a flagged group)."""
     Rp, S = _image_geometry(N, K)
     code_bytes = S * Rp * 128
-    scales = img[code_bytes:code_bytes + S * Rp * 4].view(np.float32).reshape(S, Rp)
+    exps = img[code_bytes:code_bytes + S * Rp * 4].reshape(S, Rp, 4)
     flags = img[code_bytes + S * Rp * 4:code_bytes + S * Rp * 4 + S * (Rp // 16)].reshape(S, Rp // 16)
     r, k = np.meshgrid(np.arange(N), np.arange(K), indexing="ij")
     j, kk, t, rr = k // 128, k % 128, r // 64, r % 64
     off = (j * (Rp // 64) + t) * 8192 + rr * 128 + ((kk // 16) ^ (rr % 8)) * 16 + kk % 16
-    codes = img[off].view(E4M3).astype(np.float64)
-    return codes * scales[j, r].astype(np.float64), scales, flags
+    codes = img[off].view(np.int8).astype(np.float64)
+    e = exps[j, r, kk // 32].astype(np.int64)
+    scale = np.where(e == 0, 0.0, np.exp2((e - 127).astype(np.float64)))
+    return codes * scale, exps, flags
 
 
 def _weights(rng, N=130, K=416):
-    """Weights with ordinary rows, and rows 3 (a group spanning 2^-20..2^20: flagged), 4 (all
-    zero) and 5 (a NaN block: flagged)."""
+    """Weights with ordinary rows, and rows 3 (blocks of 2^-60 and 2^60: exponents out of range,
+    flagged), 4 (all zero), 5 (a NaN block: flagged) and 6 (a group spanning 2^-20..2^20: wide,
+    one exponent per block)."""
     w = (rng.standard_normal((N, K)) * np.exp2(rng.integers(-6, 6, (N, 1)))).astype(np.float32)
-    w[3, :32] *= 2.0**-20
-    w[3, 32:64] *= 2.0**20
+    w[3, :32] *= 2.0**-60
+    w[3, 32:64] *= 2.0**60
     w[4] = 0
     w[5, K // 2] = np.nan
+    w[6, :32] *= 2.0**-20
+    w[6, 32:64] *= 2.0**20
     return w
 
 
@@ -122,15 +128,18 @@ def test_image_decodes_to_the_weights_and_flags_the_rest(rng):
     N, K = 130, 416  # rows padded to 256, the last of 4 slices 32 wide
     codes, scales = mxfp4.quantize(_weights(rng, N, K))
     p = mxfp4.prepack(codes, scales, fp8=True)
-    vals, sc, flags = _decode_image(p.fp8, N, K)
+    vals, exps, flags = _decode_image(p.fp8, N, K)
     want = ref.dequantize(codes, scales)
     flagged_rows = {3, 5}
     ok = np.array([r not in flagged_rows for r in range(N)])
     np.testing.assert_array_equal(vals[ok], want[ok])
-    assert (sc[:, N:] == 1).all() and (sc[:, 4] == 1).all()  # padding and the all-zero row
-    assert sc[0, 3] == 0 and sc[1, 5] == 0  # flagged groups: scale 0 (and zero codes)
+    assert (exps[:, N:] == 127).all() and (exps[:, 4] == 127).all()  # padding and the all-zero row: 2^0
+    assert (exps[0, 3] == 0).all() and (exps[1, 5] == 0).all()  # flagged groups: byte 0 (and zero codes)
     assert (vals[3, :128] == 0).all() and (vals[5, 128:256] == 0).all()
-    np.testing.assert_array_equal(vals[3, 128:], want[3, 128:])  # only the flagged group leaves fp8
+    np.testing.assert_array_equal(vals[3, 128:], want[3, 128:])  # only the flagged group leaves the path
+    assert len(set(exps[0, 6])) > 1  # the wide group: one exponent per block
+    narrow = [r for r in range(N) if r not in (3, 5, 6)]
+    assert (exps[:, narrow] == exps[:, narrow, :1]).all()  # every other group: one exponent
     expect = np.zeros_like(flags)
     expect[0, 0] = expect[1, 0] = 1
     np.testing.assert_array_equal(flags, expect)

@@ -90,7 +90,7 @@ void flag_rows(std::vector<uint16_t>& x, int64_t rows, int64_t K, int64_t count)
     const int64_t r = i * rows / count;
     for (int64_t k = 0; k < 64; ++k) {
       uint16_t& v = x[size_t(r * K + k)];
-      v = mxfp4::fmt::f32_to_bf16(std::ldexp(mxfp4::fmt::bf16_to_f32(v), k < 32 ? -10 : 10));
+      v = mxfp4::fmt::f32_to_bf16(std::ldexp(mxfp4::fmt::bf16_to_f32(v), k < 32 ? -60 : 60));
     }
   }
 }

@@ -26,10 +26,9 @@ std::vector<Shape> read_shapes(const std::string& path);
 std::vector<uint16_t> randn_bf16(int64_t rows, int64_t cols, uint64_t seed, const std::vector<uint64_t>& tag);
 
 /// Makes `count` rows of a dense bf16 matrix [rows, K] (K >= 64; rows r * rows / count,
-/// spread evenly) carry one flagged FP8 group: their first two 32-element blocks are scaled
-/// by 2^-10 and 2^10, so the first 128-K group's block exponents span about 20 binades, past
-/// the 14 that path fp8's image holds exactly (docs/fp8-path.md): the fix-up recomputes
-/// those columns of C. A measurement input (`mxfp4 bench --flagged-weight-rows`). Throws
+/// spread evenly) carry one flagged group of path fp8's image: their first two 32-element
+/// blocks are scaled by 2^-60 and 2^60, past the block exponents [-47, 49] that the image
+/// holds (docs/fp8-path.md): the fix-up recomputes those columns of C. A measurement input (`mxfp4 bench --flagged-weight-rows`). Throws
 /// CliError when count is not in [0, rows] or K < 64.
 void flag_rows(std::vector<uint16_t>& x, int64_t rows, int64_t K, int64_t count);
 
