@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     const int tb = wg / P::kWeightBlocks, wb = wg % P::kWeightBlocks;
     const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
     const int row0 = tb * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
-    float acc[WN / 2], ab[WN / 2];
+    float acc[WN / 2];
     // s32 sums of the two 64-column blocks of the warpgroup's tile (WN = 64: sum0 only): of a
     // whole slice (narrow tiles) or of one k32 step (wide tiles).
     uint32_t sum0[32], sum1[32];
@@ -283,24 +283,13 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         const uint32_t* ewb = ew + P::kBM + wb * WN + 2 * (lane % 4);
         // A wide group anywhere in the warpgroup's 64 rows or WN columns (its exponent bytes
         // differ) makes the whole tile take one promotion per k32 step (one warpgroup-wide vote).
-        bool mine = differ(ea0) || differ(ea1);
+        bool mine = differ(ea0) | differ(ea1);
 #pragma unroll
         for (int jn = 0; jn < WN / 8; ++jn) {
           const uint2 w = *reinterpret_cast<const uint2*>(ewb + 8 * jn);
-          mine = mine || differ(w.x) || differ(w.y);
+          mine |= differ(w.x) | differ(w.y);
         }
         const bool wide = warpgroup_any(mine, wg);
-        // Scale of each accumulator element for block b: 2^(ea_b + eb_b), exact (|e| <= 48, or
-        // 0 for a flagged group, whose codes are zero).
-        auto load_scale_products = [&](int b) {
-          const float a0 = exp2_byte(ea0, b), a1 = exp2_byte(ea1, b);
-#pragma unroll
-          for (int jn = 0; jn < WN / 8; ++jn) {
-            const uint2 w = *reinterpret_cast<const uint2*>(ewb + 8 * jn);
-            const float bx = exp2_byte(w.x, b), by = exp2_byte(w.y, b);
-            ab[4 * jn + 0] = a0 * bx, ab[4 * jn + 1] = a0 * by, ab[4 * jn + 2] = a1 * bx, ab[4 * jn + 3] = a1 * by;
-          }
-        };
         // The stage (tiles and exponents) is no longer read by this thread. Every thread
         // arrives: an arrival releases only its own thread's reads (PTX memory model), and
         // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
@@ -319,41 +308,62 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           release_stage();
           continue;
         }
-        // Issues k32 steps first .. last of the slice for one 64-column block into `sum`, the
-        // first starting from zero, as one wgmma group.
-        auto issue = [&](uint32_t(&sum)[32], uint64_t desc_b, int first_step, int last_step) {
+        // Issues k32 steps kk0 .. kk0 + kSteps - 1 of the slice for one 64-column block into
+        // `sum`, the first starting from zero, as one wgmma group.
+        auto issue = [&](uint32_t(&sum)[32], uint64_t desc_b, int kk0, auto steps) {
+          constexpr int kSteps = decltype(steps)::value;
 #pragma unroll
           for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
           wgmma_fence();
 #pragma unroll
-          for (int kk = 0; kk < 4; ++kk)
-            if (kk >= first_step && kk <= last_step) wgmma_m64n64k32_s8(sum, da + 2 * kk, desc_b + 2 * kk, kk - first_step);
+          for (int kk = 0; kk < kSteps; ++kk) wgmma_m64n64k32_s8(sum, da + 2 * (kk0 + kk), desc_b + 2 * (kk0 + kk), kk);
           wgmma_commit();
         };
-        // acc += float(sum) * 2^(ea + eb) for one 64-column block h: the s32 sum is below 2^24
-        // (a slice: 128 * 96 * 96), so the conversion is exact and the FFMA rounds once.
-        auto promote = [&](uint32_t(&sum)[32], int h) {
+        // acc += float(sum) * 2^(ea_b + eb_b) for one 64-column block h and the exponents of
+        // slice block b: the s32 sum is below 2^24 (a slice: 128 * 96 * 96), so the conversion
+        // is exact; the scale product is exact (|e| <= 48, or 0 for a flagged group, whose codes
+        // are zero), and the FFMA rounds once. Register 4 jn + 2 i + c of the fragment: row
+        // row0 + 8 i, column 8 jn + 2 (lane % 4) + c.
+        auto promote = [&](uint32_t(&sum)[32], int h, int b) {
 #pragma unroll
           for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
+          const float a0 = exp2_byte(ea0, b), a1 = exp2_byte(ea1, b);
 #pragma unroll
-          for (int i = 0; i < 32; ++i) acc[32 * h + i] = fmaf(float(int(sum[i])), ab[32 * h + i], acc[32 * h + i]);
+          for (int jn = 0; jn < 8; ++jn) {
+            const uint2 w = *reinterpret_cast<const uint2*>(ewb + 8 * (8 * h + jn));
+            const float bx = exp2_byte(w.x, b), by = exp2_byte(w.y, b);
+            float* a = acc + 32 * h + 4 * jn;
+            a[0] = fmaf(float(int(sum[4 * jn + 0])), a0 * bx, a[0]);
+            a[1] = fmaf(float(int(sum[4 * jn + 1])), a0 * by, a[1]);
+            a[2] = fmaf(float(int(sum[4 * jn + 2])), a1 * bx, a[2]);
+            a[3] = fmaf(float(int(sum[4 * jn + 3])), a1 * by, a[3]);
+          }
         };
-        // Narrow tile: the four k32 steps chain in the tensor core (integer sums are exact) and
-        // the slice is promoted once. Wide tile: one promotion per k32 step with its block's
-        // exponents. WN = 128: block 0's promotion runs while block 1's MMAs do.
-        const int steps = wide ? 4 : 1;
-        for (int st = 0; st < steps; ++st) {
-          const int first_step = wide ? st : 0, last_step = wide ? st : 3;
-          issue(sum0, db, first_step, last_step);
-          if constexpr (WN == 128) issue(sum1, db1, first_step, last_step);
-          load_scale_products(first_step);
+        // One round: k32 steps kk0 .. kk0 + kSteps - 1 of every 64-column block, then their
+        // promotion with block kk0's exponents (WN = 128: block 0's promotion runs while block
+        // 1's MMAs do); the last round releases the stage.
+        auto round = [&](int kk0, auto steps, bool last) {
+          issue(sum0, db, kk0, steps);
+          if constexpr (WN == 128) issue(sum1, db1, kk0, steps);
           if constexpr (WN == 128) {
             wgmma_wait<1>();
-            promote(sum0, 0);
+            promote(sum0, 0, kk0);
+            wgmma_wait<0>();
+            promote(sum1, 1, kk0);
+          } else {
+            wgmma_wait<0>();
+            promote(sum0, 0, kk0);
           }
-          wgmma_wait<0>();
-          if (st == steps - 1) release_stage();  // every wgmma of the stage has read it
-          promote(WN == 128 ? sum1 : sum0, WN == 128 ? 1 : 0);
+          if (last) release_stage();  // every wgmma and every exponent read of the stage is done
+        };
+        if (!wide) {
+          // Narrow tile: the four k32 steps chain in the tensor core (integer sums are exact)
+          // and the slice is promoted once.
+          round(0, std::integral_constant<int, 4>{}, true);
+        } else {
+          // Wide tile: one promotion per k32 step with its block's exponents.
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk) round(kk, std::integral_constant<int, 1>{}, kk == 3);
         }
       }
 
