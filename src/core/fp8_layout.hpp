@@ -15,18 +15,25 @@
 //              swizzle), so one bulk copy moves an atom into shared memory ready for wgmma.
 //              Byte = the s8 integer e2m1 * 2^(s - e) of an element of block exponent s (scale
 //              byte - 127), e the block's image exponent below; 0 for padding and flagged groups.
-//   exponents  S * Rp 32-bit words at offset S * Rp * 128: [j][row] holds the image exponents
+//   scales     S * Rp floats at offset S * Rp * 128: [j][row] = 2^R of the group (the one
+//              scale of a narrow group; R = lo - 1 for a wide one too), 0.0 for a flagged group,
+//              1.0 for padding rows.
+//   exponents  S * Rp 32-bit words after the scales: [j][row] holds the image exponents
 //              e_0 .. e_3 of the group's blocks as E8M0 bytes (byte b = e_b + 127): element
 //              value = code * 2^e_b, and byte << 23 is 2^e_b as fp32 bits. A narrow group
-//              (block exponents span <= 3 binades) has e_b = R = lo - 1 for every b (one scale
-//              per group: its four k32 sums may chain in the tensor core); a wide group has
-//              e_b = s_b - 1 per nonzero block and lo - 1 for zero blocks (its bytes differ,
-//              which is how the GEMM tells the two apart); every e_b of a group on the path lies
-//              in [-kMaxAbsR, kMaxAbsR]. Padding rows: e = 0 (byte 127); flagged groups: byte 0
-//              (kFlaggedExponent, read as +0.0).
-//   flags      S * Rp/16 bytes after the exponents: [j][q] = 1 when a group of 16-row quarter
-//              tile q (rows 16q .. 16q+15) in slice j is flagged, else 0 (image-kernel CTAs
-//              cover 16 or 64 rows of one slice and write one byte per 16 rows).
+//              (block exponents span <= 3 binades) has e_b = R = lo - 1 for every b; a wide
+//              group has e_b = s_b - 1 per nonzero block and R for zero blocks. Every e_b of a
+//              group on the path lies in [-kMaxAbsR, kMaxAbsR]. Padding rows: e = 0 (byte 127);
+//              flagged groups: byte 0 (kFlaggedExponent, read as +0.0).
+//   wide       S * Rp/64 records of 16 bytes after the exponents: record (j, t) of slice j and
+//              64-row atom t has byte q = 1 when quarter q (rows 64 t + 16 q ..) has a wide group
+//              on the path, bytes 4-15 = 0. A GEMM tile whose records are all zero chains a
+//              slice's four k32 steps in the tensor core (integer sums are exact) and promotes
+//              once with the scales; any other tile promotes each k32 step with its block's
+//              exponents.
+//   flags      S * Rp/16 bytes after the wide records: [j][q] = 1 when a group of 16-row
+//              quarter tile q (rows 16q .. 16q+15) in slice j is flagged, else 0 (image-kernel
+//              CTAs cover 16 or 64 rows of one slice and write one byte per 16 rows).
 // A group is flagged (computed by the exact fix-up kernel instead) when a block has the NaN
 // scale 0xFF or lo - 1 or hi - 1 leaves [-kMaxAbsR, kMaxAbsR] (then 2^(ea + eb) times a slice
 // sum could leave fp32's normal range).
@@ -44,6 +51,7 @@ inline constexpr int kRowPad = 256;       ///< image rows are padded to this
 inline constexpr int kAtomRows = 64;      ///< rows per 8192-byte atom
 inline constexpr int kAtomBytes = kAtomRows * kSliceK;
 inline constexpr int kFlagRows = 16;      ///< rows per flag byte
+inline constexpr int kWideRecordBytes = 16;  ///< per (slice, atom): one byte per 16-row quarter, zero padded
 /// The flags of a slice fill whole 16-byte units, so the image ends on the last flag byte.
 static_assert(kRowPad / kFlagRows % 16 == 0, "the flags of a slice fill whole 16-byte units");
 /// e2m1 * 2^d is an s8 integer for d in [kMinShift, kMaxShift]: 0.5 * 2 = 1 and 6 * 2^4 = 96 <= 127.
@@ -64,19 +72,25 @@ struct ImageGeometry {
     return {(rows + kRowPad - 1) / kRowPad * kRowPad, (K + kSliceK - 1) / kSliceK};
   }
   MXFP4_HD int64_t code_bytes() const { return slices * rows_padded * kSliceK; }
-  MXFP4_HD int64_t exponent_offset() const { return code_bytes(); }
-  MXFP4_HD int64_t flag_offset() const { return code_bytes() + slices * rows_padded * 4; }
+  MXFP4_HD int64_t scale_offset() const { return code_bytes(); }
+  MXFP4_HD int64_t exponent_offset() const { return scale_offset() + slices * rows_padded * 4; }
+  MXFP4_HD int64_t wide_offset() const { return exponent_offset() + slices * rows_padded * 4; }
+  MXFP4_HD int64_t flag_offset() const { return wide_offset() + slices * (rows_padded / kAtomRows) * kWideRecordBytes; }
   MXFP4_HD int64_t flag_count() const { return slices * (rows_padded / kFlagRows); }
-  /// A multiple of 16 bytes: codes and exponents are (rows_padded is), and so are the flags
-  /// (kFlagRows's static_assert).
+  /// A multiple of 16 bytes: codes, scales, exponents and wide records are (rows_padded is), and
+  /// so are the flags (kFlagRows's static_assert).
   MXFP4_HD int64_t total_bytes() const { return flag_offset() + flag_count(); }
   /// Byte offset of the s8 code of element (row r, column k).
   MXFP4_HD int64_t code_offset(int64_t r, int64_t k) const {
     const int64_t j = k / kSliceK, kk = k % kSliceK, t = r / kAtomRows, rr = r % kAtomRows;
     return (j * (rows_padded / kAtomRows) + t) * kAtomBytes + rr * kSliceK + (((kk / 16) ^ (rr % 8)) * 16) + kk % 16;
   }
-  /// Index (in 32-bit words from exponent_offset()) of the exponent word of group (row r, slice j).
+  /// Index (in floats from scale_offset(), or in 32-bit words from exponent_offset()) of the
+  /// scale and the exponent word of group (row r, slice j).
+  MXFP4_HD int64_t scale_index(int64_t r, int64_t j) const { return j * rows_padded + r; }
   MXFP4_HD int64_t exponent_index(int64_t r, int64_t j) const { return j * rows_padded + r; }
+  /// Byte offset (from wide_offset()) of the wide record of (64-row atom t, slice j).
+  MXFP4_HD int64_t wide_index(int64_t t, int64_t j) const { return (j * (rows_padded / kAtomRows) + t) * kWideRecordBytes; }
   /// Index (in bytes from flag_offset()) of the flag of (16-row quarter tile q, slice j): rows
   /// 16q .. 16q+15.
   MXFP4_HD int64_t flag_index(int64_t q, int64_t j) const { return j * (rows_padded / kFlagRows) + q; }

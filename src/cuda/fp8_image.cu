@@ -125,19 +125,34 @@ __global__ void __launch_bounds__(kRows * 16) fp8_image_kernel(Source src, int64
   uint32_t word = 0;
 #pragma unroll
   for (int b = 0; b < 4; ++b) word |= uint32_t(fp8::exponent_byte(__shfl_sync(0xFFFFFFFFu, e, 4 * b, 16))) << (8 * b);
-  if (i == 0) reinterpret_cast<uint32_t*>(out + g.exponent_offset())[g.exponent_index(r, j)] = word;
+  if (i == 0) {
+    reinterpret_cast<uint32_t*>(out + g.exponent_offset())[g.exponent_index(r, j)] = word;
+    reinterpret_cast<float*>(out + g.scale_offset())[g.scale_index(r, j)] =
+        r >= rows ? 1.f : flagged ? 0.f : fmt::exp2i(R);
+  }
+  const bool wide = r < rows && kind == fp8::GroupKind::wide;
   // Rows 16 q' .. 16 q' + 15 of the tile are warps 8 q' .. 8 q' + 7.
   constexpr int kQuarters = kRows / fp8::kFlagRows, kWarpsPerQuarter = fp8::kFlagRows * 16 / 32;
-  __shared__ int warp_flagged[kRows / 2];
+  __shared__ int warp_flagged[kRows / 2], warp_wide[kRows / 2];
   const int warp = int(threadIdx.x) / 32;
-  const int warp_any = __any_sync(0xFFFFFFFFu, flagged);
-  if (threadIdx.x % 32 == 0) warp_flagged[warp] = warp_any;
+  const int any_flagged = __any_sync(0xFFFFFFFFu, flagged), any_wide = __any_sync(0xFFFFFFFFu, wide);
+  if (threadIdx.x % 32 == 0) warp_flagged[warp] = any_flagged, warp_wide[warp] = any_wide;
   __syncthreads();
   if (threadIdx.x < kQuarters) {
-    int any = 0;
+    int f = 0, w = 0;
 #pragma unroll
-    for (int w = 0; w < kWarpsPerQuarter; ++w) any |= warp_flagged[threadIdx.x * kWarpsPerQuarter + w];
-    out[g.flag_offset() + g.flag_index(t * kQuarters + threadIdx.x, j)] = uint8_t(any != 0);
+    for (int k = 0; k < kWarpsPerQuarter; ++k) {
+      f |= warp_flagged[threadIdx.x * kWarpsPerQuarter + k];
+      w |= warp_wide[threadIdx.x * kWarpsPerQuarter + k];
+    }
+    const int64_t q = t * kQuarters + threadIdx.x;  // quarter tile: atom q / 4, its byte q % 4
+    out[g.flag_offset() + g.flag_index(q, j)] = uint8_t(f != 0);
+    uint8_t* record = out + g.wide_offset() + g.wide_index(q / 4, j);
+    record[q % 4] = uint8_t(w != 0);
+    if (q % 4 == 0) {  // the record's padding
+      uint32_t* pad = reinterpret_cast<uint32_t*>(record);
+      pad[1] = pad[2] = pad[3] = 0u;
+    }
   }
   // No padding follows the flags (fp8_layout.hpp: they end 16-byte aligned), so every byte
   // of the image has been written.

@@ -57,7 +57,10 @@ struct Plan {
   static constexpr int kCons = (BM / 64) * kWeightBlocks;
   static constexpr int kABytes = kBM * fp8::kSliceK, kBBytes = BN * fp8::kSliceK;
   static constexpr int kTileBytes = kABytes + kBBytes;
-  static constexpr int kExpWords = kBM + BN;  ///< exponent words (4 E8M0 bytes) per stage
+  /// Per stage after the tiles: A's and B's scales (kBM + BN floats), exponent words (kBM + BN)
+  /// and wide records (4 words per 64-row atom), in that order.
+  static constexpr int kScaleWords = kBM + BN, kWideWords = 4 * (kBM / 64 + BN / 64);
+  static constexpr int kExpWords = 2 * kScaleWords + kWideWords;
   static constexpr int kBudget = 224 * 1024;
   static constexpr int kStages = std::min(8, (kBudget - 1024) / (kTileBytes + kExpWords * 4 + 16));
   static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kExpWords * 4 + 16);
@@ -111,26 +114,8 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
-/// True when the 4 E8M0 bytes of an exponent word differ: the group is wide (fp8_layout.hpp).
-__device__ __forceinline__ bool differ(uint32_t w) { return w != __byte_perm(w, 0u, 0x0000); }
-
 /// 2^(e - 127) as fp32 for byte b of exponent word w (E8M0; byte 0 gives +0.0).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return __uint_as_float(((w >> (8 * b)) & 0xFFu) << 23); }
-
-/// OR of `p` over the 128 threads of consumer warpgroup `wg` (named barrier 2 + wg; barrier 0 is
-/// __syncthreads, 1 the split-K epilogue's): every thread of the warpgroup calls it.
-__device__ __forceinline__ bool warpgroup_any(bool p, int wg) {
-  uint32_t r;
-  asm volatile(
-      "{\n.reg .pred q, r;\n"
-      "setp.ne.u32 q, %1, 0;\n"
-      "bar.red.or.pred r, %2, 128, q;\n"
-      "selp.u32 %0, 1, 0, r;\n}\n"
-      : "=r"(r)
-      : "r"(uint32_t(p)), "r"(2 + wg)
-      : "memory");
-  return r != 0;
-}
 
 /// PDL in both directions: waits for the A image kernel (complete, writes visible), then lets
 /// the fix-up start; the fix-up reads A's flags before its own wait, so no thread may signal
@@ -194,8 +179,15 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   if (wg == kCons) {  // producer warpgroup: one thread issues every copy
     if constexpr (kRebalance) setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == kCons * 128) {
-      const uint32_t* a_exps = reinterpret_cast<const uint32_t*>(p.a_img + p.a_rows * p.slices * fp8::kSliceK);
-      const uint32_t* b_exps = reinterpret_cast<const uint32_t*>(p.b_img + p.b_rows * p.slices * fp8::kSliceK);
+      // Metadata of (image, its rows, slice j, row r0): the scales, exponent words and wide
+      // records (fp8_layout.hpp), recomputed per stage (the producer thread has few registers).
+      auto metadata = [&](const uint8_t* img, int64_t rows, int j, int64_t r0, const uint8_t*& sc, const uint8_t*& ex,
+                          const uint8_t*& wd) {
+        const fp8::ImageGeometry g{rows, p.slices};
+        sc = img + g.scale_offset() + 4 * g.scale_index(r0, j);
+        ex = img + g.exponent_offset() + 4 * g.exponent_index(r0, j);
+        wd = img + g.wide_offset() + g.wide_index(r0 / 64, j);
+      };
       // A cursor walks this CTA's (tile, slice) sequence; the tile origin is recomputed only
       // when the tile changes (the lone producer thread must stay ahead of the consumers).
       struct Cursor {
@@ -222,12 +214,22 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         } else {
           bulk_copy_g2s(dst, b_src, P::kBBytes, &full[s]);
         }
-        bulk_copy_g2s(exps + s * P::kExpWords + P::kBM, b_exps + c.j * p.b_rows + c.n0, BN * 4, &full[s]);
+        uint32_t* meta = exps + s * P::kExpWords;
+        const uint8_t *sc, *ex, *wd;
+        metadata(p.b_img, p.b_rows, c.j, c.n0, sc, ex, wd);
+        bulk_copy_g2s(meta + P::kBM, sc, BN * 4, &full[s]);
+        bulk_copy_g2s(meta + P::kScaleWords + P::kBM, ex, BN * 4, &full[s]);
+        bulk_copy_g2s(meta + 2 * P::kScaleWords + 4 * (P::kBM / 64), wd, (BN / 64) * fp8::kWideRecordBytes, &full[s]);
       };
       auto issue_a = [&](int s, const Cursor& c) {  // A's part of the stage (the activations' image)
         bulk_copy_g2s(tiles + s * P::kTileBytes, p.a_img + (c.j * (p.a_rows / 64) + c.m0 / 64) * fp8::kAtomBytes,
                       P::kABytes, &full[s]);
-        bulk_copy_g2s(exps + s * P::kExpWords, a_exps + c.j * p.a_rows + c.m0, P::kBM * 4, &full[s]);
+        uint32_t* meta = exps + s * P::kExpWords;
+        const uint8_t *sc, *ex, *wd;
+        metadata(p.a_img, p.a_rows, c.j, c.m0, sc, ex, wd);
+        bulk_copy_g2s(meta, sc, P::kBM * 4, &full[s]);
+        bulk_copy_g2s(meta + P::kScaleWords, ex, P::kBM * 4, &full[s]);
+        bulk_copy_g2s(meta + 2 * P::kScaleWords, wd, (P::kBM / 64) * fp8::kWideRecordBytes, &full[s]);
       };
       Cursor c{first, j0, 0, 0};
       if (first < tiles_total && j0 < j1) locate(c);
@@ -276,20 +278,19 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         const uint8_t* b_tile = tiles + s * P::kTileBytes + P::kABytes + wb * WN * fp8::kSliceK;
         const uint64_t da = smem_desc_sw128(a_tile), db = smem_desc_sw128(b_tile);
         const uint64_t db1 = db + (uint64_t(fp8::kAtomBytes) >> 4);  // WN = 128: B rows 64-127
-        // Exponent words of this thread's rows (row0, row0 + 8) and of its columns 8 jn +
-        // 2 (lane % 4) + c of the warpgroup's WN (the m64nN fragment: register 4 jn + 2 i + c).
-        const uint32_t* ew = exps + s * P::kExpWords;
-        const uint32_t ea0 = ew[row0], ea1 = ew[row0 + 8];
-        const uint32_t* ewb = ew + P::kBM + wb * WN + 2 * (lane % 4);
-        // A wide group anywhere in the warpgroup's 64 rows or WN columns (its exponent bytes
-        // differ) makes the whole tile take one promotion per k32 step (one warpgroup-wide vote).
-        bool mine = differ(ea0) | differ(ea1);
+        // The stage's metadata (fp8_layout.hpp): scales, exponent words and wide records of the
+        // CTA's A rows, then of its B rows. This thread's rows are row0 and row0 + 8, its
+        // columns 8 jn + 2 (lane % 4) + c of the warpgroup's WN (m64nN fragment register
+        // 4 jn + 2 i + c).
+        const uint32_t* meta = exps + s * P::kExpWords;
+        const int col = P::kBM + wb * WN + 2 * (lane % 4);  // + 8 jn: this thread's B words
+        // The wide records of the warpgroup's A atom and its B atoms: the same words for every
+        // thread, so the branch below is uniform over the warpgroup.
+        const uint32_t* wide_rec = meta + 2 * P::kScaleWords;
+        uint32_t wide_bits = wide_rec[4 * tb];
 #pragma unroll
-        for (int jn = 0; jn < WN / 8; ++jn) {
-          const uint2 w = *reinterpret_cast<const uint2*>(ewb + 8 * jn);
-          mine |= differ(w.x) | differ(w.y);
-        }
-        const bool wide = warpgroup_any(mine, wg);
+        for (int t = 0; t < WN / 64; ++t) wide_bits |= wide_rec[4 * (P::kBM / 64 + wb * (WN / 64) + t)];
+        const bool wide = wide_bits != 0u;
         // The stage (tiles and exponents) is no longer read by this thread. Every thread
         // arrives: an arrival releases only its own thread's reads (PTX memory model), and
         // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
@@ -319,51 +320,62 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           for (int kk = 0; kk < kSteps; ++kk) wgmma_m64n64k32_s8(sum, da + 2 * (kk0 + kk), desc_b + 2 * (kk0 + kk), kk);
           wgmma_commit();
         };
-        // acc += float(sum) * 2^(ea_b + eb_b) for one 64-column block h and the exponents of
-        // slice block b: the s32 sum is below 2^24 (a slice: 128 * 96 * 96), so the conversion
-        // is exact; the scale product is exact (|e| <= 48, or 0 for a flagged group, whose codes
-        // are zero), and the FFMA rounds once. Register 4 jn + 2 i + c of the fragment: row
-        // row0 + 8 i, column 8 jn + 2 (lane % 4) + c.
-        auto promote = [&](uint32_t(&sum)[32], int h, int b) {
+        // acc += float(sum) * 2^(ea + eb) for one 64-column block h: the s32 sum is below 2^24
+        // (a slice: 128 * 96 * 96), so the conversion is exact; the scale products are exact
+        // (|e| <= 48, or 0 for a flagged group, whose codes are zero), and the FFMA rounds once.
+        // `scales(jn, a0, a1, p)` gives the fragment's rows' A scales and writes B's for the two
+        // columns of n8 tile jn into p.
+        auto promote = [&](uint32_t(&sum)[32], int h, auto&& scales) {
 #pragma unroll
           for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
-          const float a0 = exp2_byte(ea0, b), a1 = exp2_byte(ea1, b);
 #pragma unroll
           for (int jn = 0; jn < 8; ++jn) {
-            const uint2 w = *reinterpret_cast<const uint2*>(ewb + 8 * (8 * h + jn));
-            const float bx = exp2_byte(w.x, b), by = exp2_byte(w.y, b);
+            float a0, a1, b[2];
+            scales(8 * h + jn, a0, a1, b);
             float* a = acc + 32 * h + 4 * jn;
-            a[0] = fmaf(float(int(sum[4 * jn + 0])), a0 * bx, a[0]);
-            a[1] = fmaf(float(int(sum[4 * jn + 1])), a0 * by, a[1]);
-            a[2] = fmaf(float(int(sum[4 * jn + 2])), a1 * bx, a[2]);
-            a[3] = fmaf(float(int(sum[4 * jn + 3])), a1 * by, a[3]);
+            a[0] = fmaf(float(int(sum[4 * jn + 0])), a0 * b[0], a[0]);
+            a[1] = fmaf(float(int(sum[4 * jn + 1])), a0 * b[1], a[1]);
+            a[2] = fmaf(float(int(sum[4 * jn + 2])), a1 * b[0], a[2]);
+            a[3] = fmaf(float(int(sum[4 * jn + 3])), a1 * b[1], a[3]);
           }
         };
-        // One round: k32 steps kk0 .. kk0 + kSteps - 1 of every 64-column block, then their
-        // promotion with block kk0's exponents (WN = 128: block 0's promotion runs while block
-        // 1's MMAs do); the last round releases the stage.
-        auto round = [&](int kk0, auto steps, bool last) {
+        // One round: k32 steps kk0 .. kk0 + kSteps - 1 of each 64-column block, then their
+        // promotion (WN = 128: block 0's promotion runs while block 1's MMAs do); the last round
+        // releases the stage.
+        auto round = [&](int kk0, auto steps, bool last, auto&& scales) {
           issue(sum0, db, kk0, steps);
           if constexpr (WN == 128) issue(sum1, db1, kk0, steps);
           if constexpr (WN == 128) {
             wgmma_wait<1>();
-            promote(sum0, 0, kk0);
+            promote(sum0, 0, scales);
             wgmma_wait<0>();
-            promote(sum1, 1, kk0);
+            promote(sum1, 1, scales);
           } else {
             wgmma_wait<0>();
-            promote(sum0, 0, kk0);
+            promote(sum0, 0, scales);
           }
-          if (last) release_stage();  // every wgmma and every exponent read of the stage is done
+          if (last) release_stage();  // every wgmma and every metadata read of the stage is done
         };
         if (!wide) {
-          // Narrow tile: the four k32 steps chain in the tensor core (integer sums are exact)
-          // and the slice is promoted once.
-          round(0, std::integral_constant<int, 4>{}, true);
+          // Narrow tile: the four k32 steps of each 64-column block chain in the tensor core
+          // (integer sums are exact) and the slice is promoted once with the groups' scales.
+          round(0, std::integral_constant<int, 4>{}, true, [&](int jn, float& a0, float& a1, float (&b)[2]) {
+            const float* sc = reinterpret_cast<const float*>(meta);
+            a0 = sc[row0], a1 = sc[row0 + 8];
+            const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
+            b[0] = v.x, b[1] = v.y;
+          });
         } else {
-          // Wide tile: one promotion per k32 step with its block's exponents.
+          // Wide tile: one round per k32 step, promoted with its block's exponents (E8M0 bytes
+          // kk of the exponent words).
 #pragma unroll
-          for (int kk = 0; kk < 4; ++kk) round(kk, std::integral_constant<int, 1>{}, kk == 3);
+          for (int kk = 0; kk < 4; ++kk)
+            round(kk, std::integral_constant<int, 1>{}, kk == 3, [&](int jn, float& a0, float& a1, float (&b)[2]) {
+              const uint32_t* ew = meta + P::kScaleWords;
+              a0 = exp2_byte(ew[row0], kk), a1 = exp2_byte(ew[row0 + 8], kk);
+              const uint2 w = *reinterpret_cast<const uint2*>(ew + col + 8 * jn);
+              b[0] = exp2_byte(w.x, kk), b[1] = exp2_byte(w.y, kk);
+            });
         }
       }
 

@@ -183,14 +183,24 @@ TEST(Fp8Image, DecodesToTheDequantizedValuesAndFlagsTheRest) {
   const fp8::GroupPlan p = fp8::plan_groups(m.view());
   ASSERT_TRUE(p.wide[size_t(71 * p.slices + 1)]);
   const uint8_t* exps = img.data() + g.exponent_offset();
+  const float* scales = reinterpret_cast<const float*>(img.data() + g.scale_offset());
+  const uint8_t* wide = img.data() + g.wide_offset();
   const uint8_t* flags = img.data() + g.flag_offset();
   for (int64_t r = 0; r < g.rows_padded; ++r)
     for (int64_t j = 0; j < g.slices; ++j) {
       const uint8_t* word = exps + 4 * g.exponent_index(r, j);
       const bool on_path = r < m.rows && p.exact[size_t(r * p.slices + j)];
       const bool differ = word[0] != word[1] || word[0] != word[2] || word[0] != word[3];
-      if (r >= m.rows) ASSERT_TRUE(word[0] == fp8::exponent_byte(0) && !differ) << r;
+      const float scale = scales[g.scale_index(r, j)];
+      if (r >= m.rows) ASSERT_TRUE(word[0] == fp8::exponent_byte(0) && !differ && scale == 1.f) << r;
       if (r < m.rows) ASSERT_EQ(differ, bool(p.wide[size_t(r * p.slices + j)])) << r << "," << j;
+      if (on_path) ASSERT_EQ(scale, std::ldexp(1.f, p.R[size_t(r * p.slices + j)])) << r << "," << j;
+      if (r < m.rows && !on_path) ASSERT_EQ(scale, 0.f) << r << "," << j;
+      // The wide record of r's atom has r's quarter byte set iff some row of the quarter is wide.
+      bool quarter_wide = false;
+      for (int64_t q = r / 16 * 16; q < r / 16 * 16 + 16 && q < m.rows; ++q) quarter_wide |= p.wide[size_t(q * p.slices + j)] != 0;
+      ASSERT_EQ(wide[g.wide_index(r / 64, j) + (r % 64) / 16], uint8_t(quarter_wide)) << r << "," << j;
+      for (int b = 4; b < 16; ++b) ASSERT_EQ(wide[g.wide_index(r / 64, j) + b], 0) << r << "," << j;
       if (r < m.rows && !on_path) {
         for (int b = 0; b < 4; ++b) ASSERT_EQ(word[b], 0) << r << "," << j;
         ASSERT_EQ(flags[g.flag_index(r / fp8::kFlagRows, j)], 1) << r << "," << j;
@@ -211,6 +221,8 @@ TEST(Fp8Image, DecodesToTheDequantizedValuesAndFlagsTheRest) {
   EXPECT_EQ(flags[g.flag_index(3, 0)], 0);  // rows 48..63 share row 70's 64-row tile, not its flag
   EXPECT_EQ(flags[g.flag_index(5, 0)], 0);
   EXPECT_EQ(g.flag_count(), 4 * (256 / 16));
+  EXPECT_EQ(wide[g.wide_index(1, 1) + 0], 1);  // row 71: atom 1, quarter 0, slice 1
+  EXPECT_EQ(g.total_bytes(), 4 * 256 * (128 + 4 + 4) + 4 * (256 / 64) * 16 + 4 * (256 / 16));
   // Rows of one 64-row tile and one slice are contiguous 128-byte lines, chunk-swizzled.
   EXPECT_EQ(g.code_offset(0, 0), 0);
   EXPECT_EQ(g.code_offset(1, 0), 128 + 16);
