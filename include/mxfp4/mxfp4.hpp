@@ -163,16 +163,18 @@ PackedWeights prepack(const MxMatrix& b, uint8_t* out, const Exec& exec = {});
 PackedWeights prepack_dense(const void* b, DType dtype, int64_t N, int64_t K, int64_t b_stride, uint8_t* out,
                             uint8_t* tmp, ScaleRule rule = ScaleRule::aiter, const Exec& exec = {});
 
-/// Bytes of the FP8 image of B [N, K] (docs/fp8-path.md): about 1.03 * N * K (e4m3 codes,
-/// one fp32 scale per row and 128-K slice, rows padded to 256, K to 128). Throws
-/// InvalidArgument for N < 1 or K not a positive multiple of 32.
+/// Bytes of the 8-bit image of B [N, K] for path fp8 (docs/fp8-path.md): about 1.07 * N * K
+/// (s8 codes, one fp32 scale and one word of four E8M0 block exponents per row and 128-K
+/// slice, a 16-byte record per 64 rows and slice, one flag byte per 16 rows and slice; rows
+/// padded to 256, K to 128). Throws InvalidArgument for N < 1 or K not a positive multiple of 32.
 int64_t fp8_weights_bytes(int64_t N, int64_t K);
 
-/// Builds the FP8 image of the packed weights `p` into `out` (fp8_weights_bytes(p.N, p.K)
+/// Builds the 8-bit image of the packed weights `p` into `out` (fp8_weights_bytes(p.N, p.K)
 /// bytes, every byte written; on CUDA 16-byte aligned) and returns `p` with `fp8 = out`.
-/// Each (row, 128-K slice) group is stored as e4m3 values e2m1 * 2^(s - R) with
-/// R = max s - 6, exact for every group whose block exponents span <= 14 binades; other
-/// groups (and NaN scales) are flagged and computed exactly by the GEMM's fix-up instead.
+/// Each (row, 128-K slice) group is stored as exact s8 codes e2m1 * 2^(s - e): e = min s - 1
+/// for the whole group when its block exponents span <= 3 binades (narrow), else e = s - 1
+/// per block (wide); groups with a NaN scale or a block exponent outside [-47, 49] are
+/// flagged and computed exactly by the GEMM's fix-up instead.
 /// Throws InvalidArgument for bad sizes or overlapping buffers, TypeMismatch for a packed
 /// layout of another version.
 PackedWeights prepack_fp8(const PackedWeights& p, uint8_t* out, const Exec& exec = {});
@@ -190,9 +192,9 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec&
 ///   splitk: small M, A quantized once by its own kernel, then the same cluster split-K GEMM;
 ///   tiled:  large M, A quantized once by its own kernel, then a tiled tensor-core GEMM.
 ///   fp8:    M > 128, and 64 < M <= 128 with K >= 2048 (unless the small-M kernel's grid is
-///           one full wave there: docs/dispatch.md), on the e4m3 tensor cores
-///           (docs/fp8-path.md): A's FP8 image built per call, wgmma against the weights'
-///           FP8 image (PackedWeights::fp8, from prepack_fp8), optionally split-K clusters,
+///           one full wave there: docs/dispatch.md), on the 8-bit (s8) tensor cores
+///           (docs/fp8-path.md): A's 8-bit image built per call, wgmma against the weights'
+///           image (PackedWeights::fp8, from prepack_fp8), optionally split-K clusters,
 ///           then an exact fix-up of rows/columns with flagged groups. Without B.fp8 a
 ///           dispatcher or tune-cache choice of fp8 runs a bf16 path instead (the small-M
 ///           rule for M <= 128, tiled beyond); a forced one throws.

@@ -83,9 +83,9 @@ class PackedTensor:
         version: packed layout version (:data:`mxfp4.PACKED_LAYOUT_VERSION`); the library
             rejects other versions with TypeError.
         fp8: ``None`` or the weights' FP8 image, ``uint8 [fp8_weights_bytes(N, K)]`` in
-            data's framework and on data's device (about 1.03 bytes per weight; made by
+            data's framework and on data's device (about 1.07 bytes per weight; made by
             :func:`prepack_fp8` or ``prepack(..., fp8=True)``; docs/fp8-path.md). With it
-            the CUDA GEMM takes path fp8 (e4m3 tensor cores) where the dispatcher picks it
+            the CUDA GEMM takes path fp8 (8-bit tensor cores) where the dispatcher picks it
             (M > 128, or M > 64 with K >= 2048: :func:`explain` tells); without it that shape
             runs a bf16 path. Results on the CPU backend are identical with and without it. It
             must describe the same weights as ``data``: :func:`gemm` checks its size
@@ -194,10 +194,12 @@ def packed_bytes(N: int, K: int) -> int:
 
 
 def fp8_weights_bytes(N: int, K: int) -> int:
-    """Bytes of the FP8 image of weights B [N, K] (:func:`prepack_fp8`; docs/fp8-path.md):
-    ``S * Rp * 132 + S * Rp / 16`` rounded up to 16, with ``Rp`` = N rounded up to the
-    image's row padding (256) and ``S = ceil(K / 128)`` (e4m3 codes, one float32 scale per row
-    and 128-K slice, one flag byte per 16 rows and slice): about 1.03 bytes per weight.
+    """Bytes of the 8-bit image of weights B [N, K] for path fp8 (:func:`prepack_fp8`;
+    docs/fp8-path.md): ``S * Rp * 136 + S * Rp / 4 + S * Rp / 16`` rounded up to 16, with
+    ``Rp`` = N rounded up to the image's row padding (256) and ``S = ceil(K / 128)`` (s8 codes,
+    one float32 scale and one word of four E8M0 block exponents per row and 128-K slice, a
+    16-byte record per 64 rows and slice, one flag byte per 16 rows and slice): about 1.07
+    bytes per weight.
 
     Raises:
         TypeError: N or K not an integer (bool included).
@@ -281,7 +283,7 @@ def prepack(codes, scales, N: int | None = None, K: int | None = None, code_layo
         scales: ``uint8 [N, K/32]`` plain or the padded AITER ``e8m0_shuffle`` buffer
             (``scale_layout="aiter_shuffled"``). torch ``float8_e8m0fnu`` is accepted.
         N, K: optional; checked against codes' shape when given.
-        fp8: also build the FP8 image (:func:`prepack_fp8`): about 1.03 more bytes per
+        fp8: also build the FP8 image (:func:`prepack_fp8`): about 1.07 more bytes per
             weight, for the CUDA FP8 prefill path (M > 128, or M > 64 with K >= 2048: explain() tells).
 
     Returns:
@@ -322,9 +324,9 @@ def prepack_dense(w, rule: str = "aiter", fp8: bool = False) -> PackedTensor:
 def prepack_fp8(packed: PackedTensor) -> PackedTensor:
     """Builds the FP8 image of packed weights B [N, K] (docs/fp8-path.md).
 
-    The image re-encodes every (row, 128-K slice) group of B as e4m3 codes with one float32
-    scale 2^R (R = the group's largest block exponent - 6); groups that e4m3 cannot hold
-    exactly (block exponents spanning more than 14 binades, a NaN scale, |R| > 48) are
+    The image re-encodes every (row, 128-K slice) group of B as exact s8 codes e2m1 * 2^(s - e):
+    one exponent e = min s - 1 per group when its block exponents span at most 3 binades, else
+    e = s - 1 per block; groups with a NaN scale or a block exponent outside [-47, 49] are
     flagged and computed exactly by the GEMM's fix-up instead. The CUDA GEMM reads it on
     path fp8, which the dispatcher picks for M > 128 and for some M > 64 with K >= 2048
     (:func:`explain` tells); the CPU GEMM ignores it (identical results with and without).
@@ -335,7 +337,7 @@ def prepack_fp8(packed: PackedTensor) -> PackedTensor:
 
     Returns:
         A new :class:`PackedTensor` sharing ``packed.data`` (not copied) whose ``fp8`` is the
-        image: ``uint8 [fp8_weights_bytes(N, K)]`` (about 1.03 bytes per weight) in data's
+        image: ``uint8 [fp8_weights_bytes(N, K)]`` (about 1.07 bytes per weight) in data's
         framework and on data's device. CUDA work runs on torch's current stream.
 
     Raises:

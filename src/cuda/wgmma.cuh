@@ -1,6 +1,8 @@
 // Hopper warpgroup MMA (wgmma) primitives for the FP8 prefill GEMM: shared-memory matrix
 // descriptors for the 128-byte-swizzled K-major tiles of the FP8 image, the fence / commit /
-// wait instructions and the two e4m3 MMA shapes used. Source: PTX ISA 8.x, "Asynchronous
+// wait instructions, the s8 MMA of path fp8 and two e4m3 MMA shapes (path fp8 until session 16;
+// now used by tools/dev/probes/wgmma_latency.cu), and the register-A bf16 MMAs of path splitk.
+// Source: PTX ISA 8.x, "Asynchronous
 // Warpgroup Level Matrix Multiply-Accumulate Instructions" (matrix descriptor format,
 // wgmma.mma_async, wgmma.fence, wgmma.commit_group, wgmma.wait_group).
 #pragma once
@@ -14,7 +16,7 @@ namespace mxfp4::cuda {
 #if defined(__CUDACC__)
 
 /// Descriptor of a K-major operand tile in shared memory with the 128-byte swizzle: rows of
-/// 128 bytes (one 128-K slice of e4m3), 8-row core groups 1024 bytes apart (stride byte
+/// 128 bytes (one 128-K slice of 8-bit codes), 8-row core groups 1024 bytes apart (stride byte
 /// offset), tile base 1024-byte aligned (base offset 0). Fields: start address >> 4 in bits
 /// 0-13, leading byte offset >> 4 in bits 16-29 (unused for swizzled K-major, 1), stride byte
 /// offset >> 4 in bits 32-45, swizzle mode in bits 62-63 (1 = 128-byte).
