@@ -69,6 +69,28 @@ TEST(BenchCheck, OnlyTheSampledRowsAreChecked) {
   EXPECT_FALSE(check_gemm(ref, bad).correct);
 }
 
+/// `mxfp4 bench --wide-activations`: every group of every row becomes wide (never flagged),
+/// and only the first block of each slice changes, by exactly 2^8.
+TEST(BenchData, WidenGroupsMakesEveryGroupWide) {
+  constexpr int64_t rows = 24, K = 416;  // the last slice is 32 wide: left alone
+  std::vector<uint16_t> x = randn_bf16(rows, K, 6, {4});
+  const std::vector<uint16_t> orig = x;
+  widen_groups(x, rows, K);
+  const HostMx m = quantize_bf16(x, rows, K);
+  const mxfp4::fp8::GroupPlan plan = mxfp4::fp8::plan_groups(m.view());
+  ASSERT_EQ(plan.slices, 4);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < 3; ++j) {
+      EXPECT_TRUE(plan.exact[size_t(r * 4 + j)] && plan.wide[size_t(r * 4 + j)]) << r << ", " << j;
+      for (int64_t k = 128 * j; k < 128 * j + 128; ++k) {
+        const float want = mxfp4::fmt::bf16_to_f32(orig[size_t(r * K + k)]) * (k < 128 * j + 32 ? 256.f : 1.f);
+        ASSERT_EQ(mxfp4::fmt::bf16_to_f32(x[size_t(r * K + k)]), want) << r << ", " << k;
+      }
+    }
+  for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(plan.wide[size_t(r * 4 + 3)], 0) << r;
+  EXPECT_THROW(widen_groups(x, rows, 32), CliError);
+}
+
 /// `mxfp4 bench --flagged-weight-rows`: exactly the chosen rows get a group that path fp8's
 /// image cannot hold (their first 128-K slice), nothing else changes, and bad counts throw.
 TEST(BenchData, FlagRowsFlagsExactlyTheChosenRowsFirstGroup) {

@@ -95,6 +95,18 @@ void flag_rows(std::vector<uint16_t>& x, int64_t rows, int64_t K, int64_t count)
   }
 }
 
+void widen_groups(std::vector<uint16_t>& x, int64_t rows, int64_t K) {
+  if (K < 64) throw CliError("wide groups need K >= 64, got K = " + std::to_string(K));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k0 = 0; k0 < K; k0 += 128) {
+      if (k0 + 32 >= K) break;  // a slice of one block cannot span
+      for (int64_t k = k0; k < k0 + 32; ++k) {
+        uint16_t& v = x[size_t(r * K + k)];
+        v = mxfp4::fmt::f32_to_bf16(std::ldexp(mxfp4::fmt::bf16_to_f32(v), 8));
+      }
+    }
+}
+
 HostMx quantize_bf16(const std::vector<uint16_t>& x, int64_t rows, int64_t K) {
   HostMx m;
   m.rows = rows;

@@ -32,6 +32,14 @@ std::vector<uint16_t> randn_bf16(int64_t rows, int64_t cols, uint64_t seed, cons
 /// CliError when count is not in [0, rows] or K < 64.
 void flag_rows(std::vector<uint16_t>& x, int64_t rows, int64_t K, int64_t count);
 
+/// Makes every 128-K group of a dense bf16 matrix [rows, K] (K >= 64) wide for path fp8's
+/// image (docs/fp8-path.md): the first 32-element block of each 128-K slice is scaled by 2^8,
+/// so the group's block exponents span more than 3 binades (one exponent per block, per-block
+/// promotion in the GEMM) while staying far inside [-47, 49] (never flagged) for values of
+/// ordinary size. A measurement input (`mxfp4 bench --wide-activations`). Throws CliError
+/// when K < 64.
+void widen_groups(std::vector<uint16_t>& x, int64_t rows, int64_t K);
+
 /// Quantizes a dense bf16 matrix [rows, K] with mxfp4::quantize (aiter rule, CPU).
 HostMx quantize_bf16(const std::vector<uint16_t>& x, int64_t rows, int64_t K);
 

@@ -93,6 +93,7 @@ void write_json(const std::string& path, const Meta& meta, const std::vector<Row
   j["shapes_file"] = meta.shapes_file;
   j["seed"] = meta.seed;
   j["flagged_weight_rows"] = meta.flagged_weight_rows;
+  j["wide_activations"] = meta.wide_activations;
   j["replays"] = meta.replays;
   j["rotate_bytes"] = meta.rotate_bytes;
   j["floor_model"] = "max(bytes/4.27e12, 2MNK/1410e12)*1e6 + 0.57 us; bytes = 2MK + NK/2 + NK/32 + 2MN";
@@ -139,6 +140,7 @@ void write_markdown(const std::string& path, const Meta& meta, const std::vector
   f << "mxfp4 " << meta.version << ", " << utc_now() << ", shapes " << meta.shapes_file << ", seed " << meta.seed;
   if (meta.flagged_weight_rows > 0)
     f << ", " << meta.flagged_weight_rows << " weight rows per shape (N if fewer) with a flagged FP8 group";
+  if (meta.wide_activations) f << ", activations with a wide path-fp8 group in every 128-K slice";
   if (meta.backend == "cuda")
     f << ", median of " << meta.replays << " CUDA-graph replays, weights rotated over " << (meta.rotate_bytes >> 20)
       << " MiB";

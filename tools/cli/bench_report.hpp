@@ -38,6 +38,7 @@ struct Meta {
   std::string shapes_file;
   uint64_t seed = 0;
   int64_t flagged_weight_rows = 0;  ///< `--flagged-weight-rows` (0: plain random weights)
+  bool wide_activations = false;    ///< `--wide-activations`
   int replays = 0;
   int64_t rotate_bytes = 0;
 };

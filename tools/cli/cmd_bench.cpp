@@ -34,6 +34,7 @@ struct BenchArgs {
   uint64_t seed = 0;
   bool no_baselines = false;
   int64_t flagged_weight_rows = 0;  ///< weight rows with a flagged FP8 group (bench_data flag_rows)
+  bool wide_activations = false;    ///< every 128-K group of A wide (bench_data widen_groups)
 };
 
 constexpr int64_t kRotateBytes = int64_t(256) << 20;
@@ -98,7 +99,8 @@ bench::Row run_shape(const bench::Shape& s, bool cuda, const BenchArgs& a) {
   row.K = s.K;
   row.floor_us = bench::floor_us(s.M, s.N, s.K);
   try {
-    const std::vector<uint16_t> A = bench::randn_bf16(s.M, s.K, a.seed, {0, uint64_t(s.M), uint64_t(s.N), uint64_t(s.K)});
+    std::vector<uint16_t> A = bench::randn_bf16(s.M, s.K, a.seed, {0, uint64_t(s.M), uint64_t(s.N), uint64_t(s.K)});
+    if (a.wide_activations) bench::widen_groups(A, s.M, s.K);
     HostMx B;
     {
       std::vector<uint16_t> Bd = bench::randn_bf16(s.N, s.K, a.seed, {1, uint64_t(s.M), uint64_t(s.N), uint64_t(s.K)});
@@ -153,6 +155,7 @@ int run_bench(const BenchArgs& a) {
   meta.shapes_file = a.shapes;
   meta.seed = a.seed;
   meta.flagged_weight_rows = a.flagged_weight_rows;
+  meta.wide_activations = a.wide_activations;
   meta.replays = cuda ? std::max(a.replays, 10) : 0;
   meta.rotate_bytes = cuda ? kRotateBytes : 0;
 
@@ -164,7 +167,8 @@ int run_bench(const BenchArgs& a) {
   const std::string stem =
       !a.name.empty() ? a.name
                       : file_stem(backend, meta.device) +
-                            (a.flagged_weight_rows > 0 ? "-flagged" + std::to_string(a.flagged_weight_rows) : "");
+                            (a.flagged_weight_rows > 0 ? "-flagged" + std::to_string(a.flagged_weight_rows) : "") +
+                            (a.wide_activations ? "-wide" : "");
   const std::string json_path = a.out_dir + "/" + stem + ".json", md_path = a.out_dir + "/" + stem + ".md";
 
   std::printf("mxfp4 %s bench on %s (%s), %zu shapes from %s\n", backend.c_str(), meta.device.c_str(),
@@ -204,7 +208,8 @@ Command add_bench(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--out-dir", a->out_dir, "folder for <name>.json and <name>.md")->capture_default_str();
   sub->add_option("--name", a->name,
-                  "file name stem (default: cpu, h200, or the GPU name; -flaggedR appended with --flagged-weight-rows R)");
+                  "file name stem (default: cpu, h200, or the GPU name; -flaggedR appended with --flagged-weight-rows R, "
+                  "-wide with --wide-activations)");
   sub->add_option("--replays", a->replays, "CUDA graph replays per measurement (at least 10 are used)")
       ->capture_default_str();
   sub->add_option("--seed", a->seed, "seed of the random inputs")->capture_default_str();
@@ -216,6 +221,9 @@ Command add_bench(CLI::App& app) {
           [](const std::string& v) { return !v.empty() && v[0] != '-' ? std::string() : std::string("must be >= 0"); },
           "R >= 0"))
       ->capture_default_str();
+  sub->add_flag("--wide-activations", a->wide_activations,
+                "scale the first block of every 128-K slice of A by 2^8, so that every group of A is wide on path fp8 "
+                "(per-block promotion), to time that case; results go to <stem>-wide");
   return {sub, [a] { return run_bench(*a); }};
 }
 
