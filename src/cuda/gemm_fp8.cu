@@ -114,6 +114,14 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
+#ifndef MXFP4_EXP_FP8_EARLY  // an experiment (docs/perf-notes.md plan, session 17): exact results
+#define MXFP4_EXP_FP8_EARLY 0
+#endif
+/// -DMXFP4_EXP_FP8_EARLY=1: narrow tiles read their scales and form the scale products while
+/// the MMAs run, and release the stage right after the wgmma wait (the order of session 17's
+/// timing variant, 12-17% faster than v2 there). Not a default until measured.
+constexpr bool kExpEarly = MXFP4_EXP_FP8_EARLY != 0;
+
 /// 2^(e - 127) as fp32 for byte b of exponent word w (E8M0; byte 0 gives +0.0).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return __uint_as_float(((w >> (8 * b)) & 0xFFu) << 23); }
 
@@ -356,7 +364,37 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           }
           if (last) release_stage();  // every wgmma and every metadata read of the stage is done
         };
-        if (!wide) {
+        if (kExpEarly && !wide) {
+          float ab[WN / 2];
+          issue(sum0, db, 0, std::integral_constant<int, 4>{});
+          if constexpr (WN == 128) issue(sum1, db1, 0, std::integral_constant<int, 4>{});
+          {
+            const float* sc = reinterpret_cast<const float*>(meta);
+            const float a0 = sc[row0], a1 = sc[row0 + 8];
+#pragma unroll
+            for (int jn = 0; jn < WN / 8; ++jn) {
+              const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
+              ab[4 * jn + 0] = a0 * v.x, ab[4 * jn + 1] = a0 * v.y, ab[4 * jn + 2] = a1 * v.x, ab[4 * jn + 3] = a1 * v.y;
+            }
+          }
+          auto promote_ab = [&](uint32_t(&sum)[32], int h) {
+#pragma unroll
+            for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
+#pragma unroll
+            for (int i = 0; i < 32; ++i) acc[32 * h + i] = fmaf(float(int(sum[i])), ab[32 * h + i], acc[32 * h + i]);
+          };
+          if constexpr (WN == 128) {
+            wgmma_wait<1>();
+            promote_ab(sum0, 0);
+            wgmma_wait<0>();
+            release_stage();
+            promote_ab(sum1, 1);
+          } else {
+            wgmma_wait<0>();
+            release_stage();
+            promote_ab(sum0, 0);
+          }
+        } else if (!wide) {
           // Narrow tile: the four k32 steps of each 64-column block chain in the tensor core
           // (integer sums are exact) and the slice is promoted once with the groups' scales.
           round(0, std::integral_constant<int, 4>{}, true, [&](int jn, float& a0, float& a1, float (&b)[2]) {
