@@ -280,9 +280,10 @@ int64_t fp8_weights_bytes(int64_t N, int64_t K) {
   detail::require_k(fn, "K", K);
   detail::mul_checked(fn, N, K);  // bounds N and K, so that padding them cannot overflow
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(N, K);
-  // Per (row, slice) the image holds kSliceK code bytes, one float scale and at most one flag
-  // byte; one more byte covers the rounding up to 16 bytes: total_bytes() cannot overflow.
-  detail::mul_checked(fn, detail::mul_checked(fn, g.rows_padded, g.slices), fp8::kSliceK + 4 + 2);
+  // Per (row, slice) the image holds kSliceK code bytes, a float scale, an exponent word and at
+  // most one byte of wide records and one of flags (16 bytes per 64 rows, 1 per 16); one more
+  // byte covers the rounding up to 16 bytes: total_bytes() cannot overflow.
+  detail::mul_checked(fn, detail::mul_checked(fn, g.rows_padded, g.slices), fp8::kSliceK + 4 + 4 + 1 + 1 + 1);
   return g.total_bytes();
 }
 
