@@ -163,7 +163,7 @@ PackedWeights prepack(const MxMatrix& b, uint8_t* out, const Exec& exec = {});
 PackedWeights prepack_dense(const void* b, DType dtype, int64_t N, int64_t K, int64_t b_stride, uint8_t* out,
                             uint8_t* tmp, ScaleRule rule = ScaleRule::aiter, const Exec& exec = {});
 
-/// Bytes of the 8-bit image of B [N, K] for path fp8 (docs/fp8-path.md): about 1.07 * N * K
+/// Bytes of the 8-bit image of B [N, K] for path fp8 (docs/fp8-path.md): about 1.065 * N * K
 /// (s8 codes, one fp32 scale and one word of four E8M0 block exponents per row and 128-K
 /// slice, a 16-byte record per 64 rows and slice, one flag byte per 16 rows and slice; rows
 /// padded to 256, K to 128). Throws InvalidArgument for N < 1 or K not a positive multiple of 32.

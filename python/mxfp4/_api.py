@@ -83,7 +83,7 @@ class PackedTensor:
         version: packed layout version (:data:`mxfp4.PACKED_LAYOUT_VERSION`); the library
             rejects other versions with TypeError.
         fp8: ``None`` or the weights' FP8 image, ``uint8 [fp8_weights_bytes(N, K)]`` in
-            data's framework and on data's device (about 1.07 bytes per weight; made by
+            data's framework and on data's device (about 1.065 bytes per weight; made by
             :func:`prepack_fp8` or ``prepack(..., fp8=True)``; docs/fp8-path.md). With it
             the CUDA GEMM takes path fp8 (8-bit tensor cores) where the dispatcher picks it
             (M > 128, or M > 64 with K >= 2048: :func:`explain` tells); without it that shape
@@ -198,7 +198,7 @@ def fp8_weights_bytes(N: int, K: int) -> int:
     docs/fp8-path.md): ``S * Rp * 136 + S * Rp / 4 + S * Rp / 16`` rounded up to 16, with
     ``Rp`` = N rounded up to the image's row padding (256) and ``S = ceil(K / 128)`` (s8 codes,
     one float32 scale and one word of four E8M0 block exponents per row and 128-K slice, a
-    16-byte record per 64 rows and slice, one flag byte per 16 rows and slice): about 1.07
+    16-byte record per 64 rows and slice, one flag byte per 16 rows and slice): about 1.065
     bytes per weight.
 
     Raises:
@@ -283,7 +283,7 @@ def prepack(codes, scales, N: int | None = None, K: int | None = None, code_layo
         scales: ``uint8 [N, K/32]`` plain or the padded AITER ``e8m0_shuffle`` buffer
             (``scale_layout="aiter_shuffled"``). torch ``float8_e8m0fnu`` is accepted.
         N, K: optional; checked against codes' shape when given.
-        fp8: also build the FP8 image (:func:`prepack_fp8`): about 1.07 more bytes per
+        fp8: also build the FP8 image (:func:`prepack_fp8`): about 1.065 more bytes per
             weight, for the CUDA FP8 prefill path (M > 128, or M > 64 with K >= 2048: explain() tells).
 
     Returns:
@@ -337,7 +337,7 @@ def prepack_fp8(packed: PackedTensor) -> PackedTensor:
 
     Returns:
         A new :class:`PackedTensor` sharing ``packed.data`` (not copied) whose ``fp8`` is the
-        image: ``uint8 [fp8_weights_bytes(N, K)]`` (about 1.07 bytes per weight) in data's
+        image: ``uint8 [fp8_weights_bytes(N, K)]`` (about 1.065 bytes per weight) in data's
         framework and on data's device. CUDA work runs on torch's current stream.
 
     Raises:

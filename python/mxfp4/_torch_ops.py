@@ -155,9 +155,10 @@ def prepack_fp8(packed: Tensor, N: int, K: int, version: int = PACKED_LAYOUT_VER
 
 
 def _fp8_image_bytes(rows_padded, slices):
-    # src/core/fp8_layout.hpp: S*Rp*128 code bytes, S*Rp float scales, S*Rp/16 flag bytes,
-    # rounded up to 16.
-    return (slices * rows_padded * 132 + slices * (rows_padded // 16) + 15) // 16 * 16
+    # src/core/fp8_layout.hpp: S*Rp*128 code bytes, S*Rp float scales, S*Rp exponent words,
+    # S*Rp/64 wide records of 16 bytes, S*Rp/16 flag bytes, rounded up to 16.
+    total = slices * rows_padded * 136 + slices * (rows_padded // 64) * 16 + slices * (rows_padded // 16)
+    return (total + 15) // 16 * 16
 
 
 def _fp8_row_pad():

@@ -36,7 +36,7 @@ class MXFP4Linear(nn.Module):
 
     FP8 image (opt-in, ``fp8=True``; docs/fp8-path.md): the module also holds
     ``weight_fp8``, the weights' FP8 image (non-persistent buffer, uint8
-    ``[fp8_weights_bytes(N, K)]``, about 1.07 more bytes per weight, on the weights' device;
+    ``[fp8_weights_bytes(N, K)]``, about 1.065 more bytes per weight, on the weights' device;
     ``None`` without the option), built at construction and rebuilt after
     ``load_state_dict``; with it the CUDA GEMM takes path fp8 (8-bit tensor cores) for more
     than 128 tokens (mostly more than 64 with K >= 2048: explain() tells), without it those

@@ -3,16 +3,17 @@
 // exponents per block): the weights' from prepack_fp8, the activations' built per call. One CTA
 // computes a BM x BN tile of C (BM = 64 tokens per consumer warpgroup, BN = 64 or 128 weight
 // rows):
-//   - one producer thread streams, per 128-K slice, the A and B atoms and their exponent words
-//     into a ring of shared-memory stages with 1-D bulk copies (TMA engine), signalling
+//   - one producer thread streams, per 128-K slice, the A and B atoms and their metadata
+//     (scales, exponent words, wide records: 8 bulk copies per stage) into a ring of
+//     shared-memory stages with 1-D bulk copies (TMA engine), signalling
 //     `full` mbarriers by transaction bytes; consumers release a stage on its `empty` mbarrier.
 //     The kernel is launched with PDL after the A image kernel: B's first stages are requested
 //     before griddepcontrol.wait, A's after it;
 //   - each consumer warpgroup (64 rows x WN columns, as m64n64 blocks) runs s8 x s8 -> s32
 //     wgmma, whose integer sums are exact. When every group of its rows and columns in the
-//     slice is narrow (one exponent per group) the slice's four k32 steps chain in the tensor
-//     core and are promoted once: acc += float(S) * 2^(ea + eb), one FFMA per element (S <
-//     2^24 converts exactly; the add rounds). Otherwise (a wide group: one exponent per block)
+//     slice is narrow (the wide records of its atoms are zero) the slice's four k32 steps chain
+//     in the tensor core and are promoted once: acc += float(S) * 2^Ra * 2^Rb, one FFMA per
+//     element (S < 2^24 converts exactly; the add rounds). Otherwise (a wide group: one exponent per block)
 //     each k32 step is promoted with its block's exponents. WN = 128: the first block's
 //     promotion runs while the second block's MMAs do.
 // Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the

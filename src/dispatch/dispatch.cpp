@@ -306,7 +306,7 @@ std::string describe(const GemmConfig& cfg, int64_t M, int64_t N, int64_t K) {
 }
 
 /// splitk and tiled paths: activation fragments, round_up(M, 8) x round_up(K, 64) bf16 values;
-/// fp8: A's FP8 image (core/fp8_layout.hpp, about 1.03 * M * K bytes), or the fragments when
+/// fp8: A's 8-bit image (core/fp8_layout.hpp, about 1.065 * M * K bytes), or the fragments when
 /// larger: gemm() runs config_without_fp8 (splitk or tiled) when the weights have no FP8 image, and
 /// the workspace sized for the chosen config must serve that call too.
 size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {

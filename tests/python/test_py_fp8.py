@@ -353,6 +353,22 @@ def test_compile_fullgraph_with_image_cpu(torch):
         assert torch.equal(cf(x), f(x))
 
 
+def test_compile_prepack_fp8_with_symbolic_sizes(torch):
+    """The fake of torch.ops.mxfp4.prepack_fp8 sizes the image from symbolic N and K with the
+    layout's formula (python/mxfp4/_torch_ops.py): it must agree with fp8_weights_bytes."""
+    def f(w):
+        p = torch.ops.mxfp4.prepack_dense(w)
+        return torch.ops.mxfp4.prepack_fp8(p, w.shape[0], w.shape[1])
+
+    cf = torch.compile(f, fullgraph=True, backend="aot_eager", dynamic=True)
+    g = torch.Generator().manual_seed(2)
+    for N, K in ((48, 256), (80, 256), (300, 416)):
+        w = torch.randn(N, K, generator=g)
+        out = cf(w)
+        assert out.numel() == mxfp4.fp8_weights_bytes(N, K)
+        assert torch.equal(out, f(w))
+
+
 def test_linear_fp8_option(torch, rng):
     from mxfp4.nn import MXFP4Linear
 
