@@ -1,11 +1,11 @@
-// mxfp4 bench [--shapes FILE] [--backend auto|cpu|cuda] [--out-dir DIR] [--replays N] [--seed S]
-//             [--no-baselines] [--flagged-weight-rows R]
+// mxfp4 bench [--shapes FILE] [--backend auto|cpu|cuda] [--out-dir DIR] [--name STEM] [--replays N]
+//             [--seed S] [--no-baselines] [--flagged-weight-rows R] [--wide-activations]
 // For each shape: seeded randn bf16 A [M, K] and B [N, K], B quantized by mxfp4::quantize,
 // C from the backend, checked against mxfp4::gemm_reference (spec §3 bound), timed.
 // CUDA: mxfp4::cuda::bench_gemm (CUDA graph, rotated weights, cuBLAS baselines).
 // CPU: wall clock of mxfp4::gemm, median of a few calls.
 // Writes <out-dir>/<stem>.json and .md (stem: "cpu", "h200" on an H200, else the GPU name;
-// with --flagged-weight-rows R, "-flaggedR" appended).
+// with --flagged-weight-rows R, "-flaggedR" appended; with --wide-activations, "-wide").
 // Exit code 1 if any shape is incorrect or failed.
 #include <algorithm>
 #include <cctype>
