@@ -85,10 +85,9 @@ struct ImageGeometry {
     const int64_t j = k / kSliceK, kk = k % kSliceK, t = r / kAtomRows, rr = r % kAtomRows;
     return (j * (rows_padded / kAtomRows) + t) * kAtomBytes + rr * kSliceK + (((kk / 16) ^ (rr % 8)) * 16) + kk % 16;
   }
-  /// Index (in floats from scale_offset(), or in 32-bit words from exponent_offset()) of the
-  /// scale and the exponent word of group (row r, slice j).
-  MXFP4_HD int64_t scale_index(int64_t r, int64_t j) const { return j * rows_padded + r; }
-  MXFP4_HD int64_t exponent_index(int64_t r, int64_t j) const { return j * rows_padded + r; }
+  /// Index of group (row r, slice j) in the two per-group arrays: its scale (in floats from
+  /// scale_offset()) and its exponent word (in 32-bit words from exponent_offset()).
+  MXFP4_HD int64_t group_index(int64_t r, int64_t j) const { return j * rows_padded + r; }
   /// Byte offset (from wide_offset()) of the wide record of (64-row atom t, slice j).
   MXFP4_HD int64_t wide_index(int64_t t, int64_t j) const { return (j * (rows_padded / kAtomRows) + t) * kWideRecordBytes; }
   /// Index (in bytes from flag_offset()) of the flag of (16-row quarter tile q, slice j): rows

@@ -77,13 +77,13 @@ void build_image(const MxMatrix& m, uint8_t* out) {
   for (int64_t j = 0; j < g.slices; ++j)
     for (int64_t r = 0; r < g.rows_padded; ++r) {
       if (r >= m.rows) {  // padding: codes 0, scale 1, exponents 0
-        scales[g.scale_index(r, j)] = 1.f;
-        for (int b = 0; b < 4; ++b) exps[4 * g.exponent_index(r, j) + b] = exponent_byte(0);
+        scales[g.group_index(r, j)] = 1.f;
+        for (int b = 0; b < 4; ++b) exps[4 * g.group_index(r, j) + b] = exponent_byte(0);
         continue;
       }
       const size_t i = size_t(r * p.slices + j);
-      scales[g.scale_index(r, j)] = p.exact[i] ? std::ldexp(1.f, p.R[i]) : 0.f;
-      for (int b = 0; b < 4; ++b) exps[4 * g.exponent_index(r, j) + b] = exponent_byte(p.e[4 * i + size_t(b)]);
+      scales[g.group_index(r, j)] = p.exact[i] ? std::ldexp(1.f, p.R[i]) : 0.f;
+      for (int b = 0; b < 4; ++b) exps[4 * g.group_index(r, j) + b] = exponent_byte(p.e[4 * i + size_t(b)]);
       if (p.wide[i]) wide[g.wide_index(r / kAtomRows, j) + (r % kAtomRows) / kFlagRows] = 1;
       if (!p.exact[i]) {
         flags[g.flag_index(r / kFlagRows, j)] = 1;

@@ -126,8 +126,8 @@ __global__ void __launch_bounds__(kRows * 16) fp8_image_kernel(Source src, int64
 #pragma unroll
   for (int b = 0; b < 4; ++b) word |= uint32_t(fp8::exponent_byte(__shfl_sync(0xFFFFFFFFu, e, 4 * b, 16))) << (8 * b);
   if (i == 0) {
-    reinterpret_cast<uint32_t*>(out + g.exponent_offset())[g.exponent_index(r, j)] = word;
-    reinterpret_cast<float*>(out + g.scale_offset())[g.scale_index(r, j)] =
+    reinterpret_cast<uint32_t*>(out + g.exponent_offset())[g.group_index(r, j)] = word;
+    reinterpret_cast<float*>(out + g.scale_offset())[g.group_index(r, j)] =
         r >= rows ? 1.f : flagged ? 0.f : fmt::exp2i(R);
   }
   const bool wide = r < rows && kind == fp8::GroupKind::wide;

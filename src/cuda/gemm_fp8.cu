@@ -61,10 +61,10 @@ struct Plan {
   /// Per stage after the tiles: A's and B's scales (kBM + BN floats), exponent words (kBM + BN)
   /// and wide records (4 words per 64-row atom), in that order.
   static constexpr int kScaleWords = kBM + BN, kWideWords = 4 * (kBM / 64 + BN / 64);
-  static constexpr int kExpWords = 2 * kScaleWords + kWideWords;
+  static constexpr int kMetaWords = 2 * kScaleWords + kWideWords;
   static constexpr int kBudget = 224 * 1024;
-  static constexpr int kStages = std::min(8, (kBudget - 1024) / (kTileBytes + kExpWords * 4 + 16));
-  static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kExpWords * 4 + 16);
+  static constexpr int kStages = std::min(8, (kBudget - 1024) / (kTileBytes + kMetaWords * 4 + 16));
+  static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kMetaWords * 4 + 16);
   static constexpr int kThreads = 128 * (kCons + 1);
   static constexpr int kRedPitch = BN + 4;  ///< floats per row of the split-K partial tile (reuses the ring)
   static_assert(kBytes <= 227 * 1024, "FP8 GEMM exceeds the opt-in shared memory of sm_90");
@@ -123,8 +123,8 @@ constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 /// timing variant, 12-17% faster than v2 there). Not a default until measured.
 constexpr bool kExpEarly = MXFP4_EXP_FP8_EARLY != 0;
 
-/// 2^(e - 127) as fp32 for byte b of exponent word w (E8M0; byte 0 gives +0.0).
-__device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return __uint_as_float(((w >> (8 * b)) & 0xFFu) << 23); }
+/// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
+__device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
 
 /// PDL in both directions: waits for the A image kernel (complete, writes visible), then lets
 /// the fix-up start; the fix-up reads A's flags before its own wait, so no thread may signal
@@ -151,8 +151,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   constexpr int kCtas = PAIR ? 2 : 1;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* tiles = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);  // swizzle atoms: 1024-aligned
-  uint32_t* exps = reinterpret_cast<uint32_t*>(tiles + P::kStages * P::kTileBytes);
-  uint64_t* full = reinterpret_cast<uint64_t*>(exps + P::kStages * P::kExpWords);
+  uint32_t* metas = reinterpret_cast<uint32_t*>(tiles + P::kStages * P::kTileBytes);  // per stage: kMetaWords
+  uint64_t* full = reinterpret_cast<uint64_t*>(metas + P::kStages * P::kMetaWords);
   uint64_t* empty = full + P::kStages;
 
   const int wg = int(threadIdx.x) / 128;
@@ -193,8 +193,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       auto metadata = [&](const uint8_t* img, int64_t rows, int j, int64_t r0, const uint8_t*& sc, const uint8_t*& ex,
                           const uint8_t*& wd) {
         const fp8::ImageGeometry g{rows, p.slices};
-        sc = img + g.scale_offset() + 4 * g.scale_index(r0, j);
-        ex = img + g.exponent_offset() + 4 * g.exponent_index(r0, j);
+        sc = img + g.scale_offset() + 4 * g.group_index(r0, j);
+        ex = img + g.exponent_offset() + 4 * g.group_index(r0, j);
         wd = img + g.wide_offset() + g.wide_index(r0 / 64, j);
       };
       // A cursor walks this CTA's (tile, slice) sequence; the tile origin is recomputed only
@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       };
       auto issue_b = [&](int s, const Cursor& c) {  // expects the whole stage, loads B's part (weights)
         uint8_t* dst = tiles + s * P::kTileBytes + P::kABytes;
-        mbarrier_arrive_expect_tx(&full[s], P::kTileBytes + P::kExpWords * 4);
+        mbarrier_arrive_expect_tx(&full[s], P::kTileBytes + P::kMetaWords * 4);
         const uint8_t* b_src = p.b_img + (c.j * (p.b_rows / 64) + c.n0 / 64) * fp8::kAtomBytes;
         if constexpr (PAIR) {  // this CTA's half of B, to both CTAs
           constexpr int kHalf = P::kBBytes / 2;
@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         } else {
           bulk_copy_g2s(dst, b_src, P::kBBytes, &full[s]);
         }
-        uint32_t* meta = exps + s * P::kExpWords;
+        uint32_t* meta = metas + s * P::kMetaWords;
         const uint8_t *sc, *ex, *wd;
         metadata(p.b_img, p.b_rows, c.j, c.n0, sc, ex, wd);
         bulk_copy_g2s(meta + P::kBM, sc, BN * 4, &full[s]);
@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       auto issue_a = [&](int s, const Cursor& c) {  // A's part of the stage (the activations' image)
         bulk_copy_g2s(tiles + s * P::kTileBytes, p.a_img + (c.j * (p.a_rows / 64) + c.m0 / 64) * fp8::kAtomBytes,
                       P::kABytes, &full[s]);
-        uint32_t* meta = exps + s * P::kExpWords;
+        uint32_t* meta = metas + s * P::kMetaWords;
         const uint8_t *sc, *ex, *wd;
         metadata(p.a_img, p.a_rows, c.j, c.m0, sc, ex, wd);
         bulk_copy_g2s(meta, sc, P::kBM * 4, &full[s]);
@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         // CTA's A rows, then of its B rows. This thread's rows are row0 and row0 + 8, its
         // columns 8 jn + 2 (lane % 4) + c of the warpgroup's WN (m64nN fragment register
         // 4 jn + 2 i + c).
-        const uint32_t* meta = exps + s * P::kExpWords;
+        const uint32_t* meta = metas + s * P::kMetaWords;
         const int col = P::kBM + wb * WN + 2 * (lane % 4);  // + 8 jn: this thread's B words
         // The wide records of the warpgroup's A atom and its B atoms: the same words for every
         // thread, so the branch below is uniform over the warpgroup.
@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
 #pragma unroll
         for (int t = 0; t < WN / 64; ++t) wide_bits |= wide_rec[4 * (P::kBM / 64 + wb * (WN / 64) + t)];
         const bool wide = wide_bits != 0u;
-        // The stage (tiles and exponents) is no longer read by this thread. Every thread
+        // The stage (tiles and metadata) is no longer read by this thread. Every thread
         // arrives: an arrival releases only its own thread's reads (PTX memory model), and
         // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
         // warp after __syncwarp (session 9).

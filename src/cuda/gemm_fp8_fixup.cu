@@ -95,7 +95,7 @@ __device__ bool row_flagged(const uint8_t* img, const fp8::ImageGeometry& g, int
   const uint32_t* exps = reinterpret_cast<const uint32_t*>(img + g.exponent_offset());
   static_assert(fp8::exponent_byte(fp8::kFlaggedExponent) == 0, "flagged groups have exponent word 0");
   for (int64_t j = 0; j < g.slices; ++j)
-    if (exps[g.exponent_index(r, j)] == 0u) return true;
+    if (exps[g.group_index(r, j)] == 0u) return true;
   return false;
 }
 

@@ -1,7 +1,7 @@
 // Hopper warpgroup MMA (wgmma) primitives for the FP8 prefill GEMM: shared-memory matrix
 // descriptors for the 128-byte-swizzled K-major tiles of the FP8 image, the fence / commit /
-// wait instructions, the s8 MMA of path fp8 and two e4m3 MMA shapes (path fp8 until session 16;
-// now used by tools/dev/probes/wgmma_latency.cu), and the register-A bf16 MMAs of path splitk.
+// wait instructions, the s8 MMA of path fp8 (e4m3 until session 16; the e4m3 MMA now lives in
+// tools/dev/probes/wgmma_latency.cu) and the register-A bf16 MMAs of path splitk.
 // Source: PTX ISA 8.x, "Asynchronous
 // Warpgroup Level Matrix Multiply-Accumulate Instructions" (matrix descriptor format,
 // wgmma.mma_async, wgmma.fence, wgmma.commit_group, wgmma.wait_group).
@@ -49,49 +49,9 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 /// Keeps the compiler from moving accesses of `r` across a wgmma issue or wait.
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 
-/// D (+)= A * B, m64n128k32, e4m3 x e4m3 -> f32, A and B from shared memory descriptors;
-/// scale_d = 0 overwrites D (PTX ISA "wgmma.mma_async"). D: 64 registers per thread.
-__device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "setp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, %64, %65, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-/// D (+)= A * B, m64n64k32, e4m3 x e4m3 -> f32, A and B from shared memory descriptors;
-/// scale_d = 0 overwrites D (PTX ISA "wgmma.mma_async"). D: 32 registers per thread.
-__device__ __forceinline__ void wgmma_m64n64k32_e4m3(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "setp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, %32, %33, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
 /// D (+)= A * B, m64n64k32, s8 x s8 -> s32 (exact integer sums), A and B from shared memory
-/// descriptors laid out as for e4m3 (one byte per element); scale_d = 0 overwrites D (PTX ISA
-/// "wgmma.mma_async", integer types). D: 32 registers per thread, the e4m3 fragment order.
+/// descriptors of 8-bit elements (128-byte swizzled, K-major); scale_d = 0 overwrites D (PTX ISA
+/// "wgmma.mma_async", integer types). D: 32 registers per thread, the m64nN accumulator fragment order.
 __device__ __forceinline__ void wgmma_m64n64k32_s8(uint32_t (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\n"
@@ -165,17 +125,6 @@ __device__ __forceinline__ void wgmma_bf16_rs(float (&d)[N / 2], const uint32_t 
   } else {
     static_assert(N == 32, "wgmma_bf16_rs: N is 32 or 64");
     wgmma_m64n32k16_bf16_rs(d, a, desc_b, scale_d);
-  }
-}
-
-/// The m64nNk32 e4m3 MMA for N = 128 or 64.
-template <int N>
-__device__ __forceinline__ void wgmma_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  if constexpr (N == 128) {
-    wgmma_m64n128k32_e4m3(d, desc_a, desc_b, scale_d);
-  } else {
-    static_assert(N == 64, "wgmma_e4m3: N is 64 or 128");
-    wgmma_m64n64k32_e4m3(d, desc_a, desc_b, scale_d);
   }
 }
 

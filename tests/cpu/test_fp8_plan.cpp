@@ -188,10 +188,10 @@ TEST(Fp8Image, DecodesToTheDequantizedValuesAndFlagsTheRest) {
   const uint8_t* flags = img.data() + g.flag_offset();
   for (int64_t r = 0; r < g.rows_padded; ++r)
     for (int64_t j = 0; j < g.slices; ++j) {
-      const uint8_t* word = exps + 4 * g.exponent_index(r, j);
+      const uint8_t* word = exps + 4 * g.group_index(r, j);
       const bool on_path = r < m.rows && p.exact[size_t(r * p.slices + j)];
       const bool differ = word[0] != word[1] || word[0] != word[2] || word[0] != word[3];
-      const float scale = scales[g.scale_index(r, j)];
+      const float scale = scales[g.group_index(r, j)];
       if (r >= m.rows) ASSERT_TRUE(word[0] == fp8::exponent_byte(0) && !differ && scale == 1.f) << r;
       if (r < m.rows) ASSERT_EQ(differ, bool(p.wide[size_t(r * p.slices + j)])) << r << "," << j;
       if (on_path) ASSERT_EQ(scale, std::ldexp(1.f, p.R[size_t(r * p.slices + j)])) << r << "," << j;
