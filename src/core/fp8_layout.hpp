@@ -16,22 +16,27 @@
 //              Byte = the s8 integer e2m1 * 2^(s - e) of an element of block exponent s (scale
 //              byte - 127), e the block's image exponent below; 0 for padding and flagged groups.
 //   scales     S * Rp floats at offset S * Rp * 128: [j][row] = 2^R of the group (the one
-//              scale of a narrow group; R = lo - 1 for a wide one too), 0.0 for a flagged group,
+//              scale of a narrow group; R = lo - 1 for a wide one), 0.0 for a flagged group,
 //              1.0 for padding rows.
 //   exponents  S * Rp 32-bit words after the scales: [j][row] holds the image exponents
 //              e_0 .. e_3 of the group's blocks as E8M0 bytes (byte b = e_b + 127): element
 //              value = code * 2^e_b, and byte << 23 is 2^e_b as fp32 bits. A narrow group
-//              (block exponents span <= 3 binades) has e_b = R = lo - 1 for every b; a wide
-//              group has e_b = s_b - 1 per nonzero block and R for zero blocks. Every e_b of a
-//              group on the path lies in [-kMaxAbsR, kMaxAbsR]. Padding rows: e = 0 (byte 127);
-//              flagged groups: byte 0 (kFlaggedExponent, read as +0.0).
-//   wide       S * Rp/64 records of 16 bytes after the exponents: record (j, t) of slice j and
+//              (block exponents span <= 3 binades) has e_b = R for every b (plan_group picks R
+//              so that consecutive slices of a row share it where they can); a wide group has
+//              e_b = s_b - 1 per nonzero block and R for zero blocks. Every e_b of a group on
+//              the path lies in [-kMaxAbsR, kMaxAbsR]. Padding rows: e = 0 (byte 127); flagged
+//              groups: byte 0 (kFlaggedExponent, read as +0.0).
+//   records    S * Rp/64 records of 16 bytes after the exponents: record (j, t) of slice j and
 //              64-row atom t has byte q = 1 when quarter q (rows 64 t + 16 q ..) has a wide group
-//              on the path, bytes 4-15 = 0. A GEMM tile whose records are all zero chains a
-//              slice's four k32 steps in the tensor core (integer sums are exact) and promotes
-//              once with the scales; any other tile promotes each k32 step with its block's
-//              exponents.
-//   flags      S * Rp/16 bytes after the wide records: [j][q] = 1 when a group of 16-row
+//              on the path, and byte 4 + q = 1 when the quarter's chain breaks after slice j:
+//              some row of the quarter does not continue (chain_continues) into slice j + 1, or
+//              j is the last slice of its chain chunk (kChainSlices) or of the matrix. Bytes
+//              8-15 are 0. A GEMM tile whose wide bytes are all zero chains a slice's four k32
+//              steps in the tensor core (integer sums are exact); if its break bytes are zero
+//              too, the next slice adds into the same integer sums, and the tile promotes once
+//              per chain with the scales of the chain's last slice. Any other tile promotes each
+//              k32 step with its block's exponents.
+//   flags      S * Rp/16 bytes after the records: [j][q] = 1 when a group of 16-row
 //              quarter tile q (rows 16q .. 16q+15) in slice j is flagged, else 0 (image-kernel
 //              CTAs cover 16 or 64 rows of one slice and write one byte per 16 rows).
 // A group is flagged (computed by the exact fix-up kernel instead) when a block has the NaN
@@ -51,7 +56,13 @@ inline constexpr int kRowPad = 256;       ///< image rows are padded to this
 inline constexpr int kAtomRows = 64;      ///< rows per 8192-byte atom
 inline constexpr int kAtomBytes = kAtomRows * kSliceK;
 inline constexpr int kFlagRows = 16;      ///< rows per flag byte
-inline constexpr int kWideRecordBytes = 16;  ///< per (slice, atom): one byte per 16-row quarter, zero padded
+inline constexpr int kWideRecordBytes = 16;  ///< per (slice, atom): wide and break bytes per 16-row quarter
+/// Byte offset of the break bytes in a record (the wide bytes are at 0).
+inline constexpr int kBreakByte = 4;
+/// Slices per chain chunk: a chain (slices of a row sharing R, summed in s32) never crosses a
+/// multiple of kChainSlices, so its integer sum stays below kChainSlices * 128 * 96 * 96 < 2^24
+/// and converts to fp32 exactly; and an image-kernel CTA plans one chunk of slices in order.
+inline constexpr int kChainSlices = 8;
 /// The flags of a slice fill whole 16-byte units, so the image ends on the last flag byte.
 static_assert(kRowPad / kFlagRows % 16 == 0, "the flags of a slice fill whole 16-byte units");
 /// e2m1 * 2^d is an s8 integer for d in [kMinShift, kMaxShift]: 0.5 * 2 = 1 and 6 * 2^4 = 96 <= 127.
@@ -77,7 +88,7 @@ struct ImageGeometry {
   MXFP4_HD int64_t wide_offset() const { return exponent_offset() + slices * rows_padded * 4; }
   MXFP4_HD int64_t flag_offset() const { return wide_offset() + slices * (rows_padded / kAtomRows) * kWideRecordBytes; }
   MXFP4_HD int64_t flag_count() const { return slices * (rows_padded / kFlagRows); }
-  /// A multiple of 16 bytes: codes, scales, exponents and wide records are (rows_padded is), and
+  /// A multiple of 16 bytes: codes, scales, exponents and records are (rows_padded is), and
   /// so are the flags (kFlagRows's static_assert).
   MXFP4_HD int64_t total_bytes() const { return flag_offset() + flag_count(); }
   /// Byte offset of the s8 code of element (row r, column k).
@@ -88,7 +99,7 @@ struct ImageGeometry {
   /// Index of group (row r, slice j) in the two per-group arrays: its scale (in floats from
   /// scale_offset()) and its exponent word (in 32-bit words from exponent_offset()).
   MXFP4_HD int64_t group_index(int64_t r, int64_t j) const { return j * rows_padded + r; }
-  /// Byte offset (from wide_offset()) of the wide record of (64-row atom t, slice j).
+  /// Byte offset (from wide_offset()) of the record of (64-row atom t, slice j).
   MXFP4_HD int64_t wide_index(int64_t t, int64_t j) const { return (j * (rows_padded / kAtomRows) + t) * kWideRecordBytes; }
   /// Index (in bytes from flag_offset()) of the flag of (16-row quarter tile q, slice j): rows
   /// 16q .. 16q+15.
@@ -104,15 +115,35 @@ enum class GroupKind : uint8_t {
 
 /// Kind and group exponent of one (row, slice) from its blocks' exponents: `lo`/`hi` the
 /// smallest/largest exponent (scale byte - 127) over blocks with a nonzero code, `any` whether
-/// such a block exists, `nan` whether a block has scale 0xFF. Sets R: the image exponent of a
-/// narrow group and of a wide group's zero blocks, lo - 1 (0 without nonzero blocks).
-MXFP4_HD GroupKind plan_group(int lo, int hi, bool any, bool nan, int& R) {
-  R = any ? lo - 1 : 0;
+/// such a block exists, `nan` whether a block has scale 0xFF; `has_prev`/`prev`: whether the
+/// row's previous slice is narrow and in the same chain chunk (kChainSlices), and its R. Sets R,
+/// the image exponent of a narrow group and of a wide group's zero blocks:
+/// - narrow (span hi - lo <= 3): any R in [hi - kMaxShift, lo - 1] encodes the group exactly
+///   (shifts s - R in [kMinShift, kMaxShift]). R = prev when prev lies in that range (the chain
+///   goes on), else hi - kMaxShift + 1 capped at lo - 1, the R that leaves one binade of room
+///   on both sides for the next slices of a row of steady magnitude;
+/// - a group without nonzero blocks: prev (0 without one), so zero slices do not break a chain;
+/// - wide and flagged groups: lo - 1.
+MXFP4_HD GroupKind plan_group(int lo, int hi, bool any, bool nan, bool has_prev, int prev, int& R) {
+  R = any ? lo - 1 : (has_prev ? prev : 0);
   if (nan) return GroupKind::flagged;
   if (!any) return GroupKind::narrow;
-  if (R < -kMaxAbsR || hi - 1 > kMaxAbsR) return GroupKind::flagged;
-  return hi - lo <= kNarrowSpan ? GroupKind::narrow : GroupKind::wide;
+  if (lo - 1 < -kMaxAbsR || hi - 1 > kMaxAbsR) return GroupKind::flagged;
+  if (hi - lo > kNarrowSpan) return GroupKind::wide;
+  const int bottom = hi - kMaxShift, top = lo - 1;
+  R = has_prev && prev >= bottom && prev <= top ? prev : (hi - kMaxShift + 1 < top ? hi - kMaxShift + 1 : top);
+  return GroupKind::narrow;
 }
+
+/// Whether a row's group of slice j (kind `kind`, exponent R) continues its chain into the
+/// next slice, whose group has kind `next` and exponent `next_R`: both narrow, the same R, and
+/// the next slice in the same chain chunk (`next_in_chunk`). Flagged and wide groups break.
+MXFP4_HD bool chain_continues(GroupKind kind, int R, GroupKind next, int next_R, bool next_in_chunk) {
+  return next_in_chunk && kind == GroupKind::narrow && next == GroupKind::narrow && R == next_R;
+}
+
+/// Whether slice j is the last of its chain chunk or of the matrix's S slices.
+MXFP4_HD bool chunk_ends(int64_t j, int64_t slices) { return j % kChainSlices == kChainSlices - 1 || j == slices - 1; }
 
 /// Image exponent of a block with exponent s (scale byte - 127) and nonzero codes `nonzero` in
 /// a group of kind `kind` and group exponent R (plan_group).

@@ -32,9 +32,12 @@ GroupPlan plan_groups(const MxMatrix& m) {
   p.R.assign(groups, 0);
   p.exact.assign(groups, 1);
   p.wide.assign(groups, 0);
+  p.cont.assign(groups, 0);
   p.e.assign(4 * groups, 0);
   const int64_t kblocks = m.K / 32;
-  for (int64_t r = 0; r < m.rows; ++r)
+  for (int64_t r = 0; r < m.rows; ++r) {
+    GroupKind prev_kind = GroupKind::flagged;  // the row's previous slice in the chunk
+    int prev_R = 0;
     for (int64_t s = 0; s < p.slices; ++s) {
       int lo = std::numeric_limits<int>::max(), hi = std::numeric_limits<int>::min();
       bool nan = false, nonzero[4] = {};
@@ -50,8 +53,12 @@ GroupPlan plan_groups(const MxMatrix& m) {
         hi = std::max(hi, int(sb) - 127);
       }
       const size_t i = size_t(r * p.slices + s);
+      const bool in_chunk = s % kChainSlices != 0;
       int R = 0;
-      const GroupKind kind = plan_group(lo, hi, hi != std::numeric_limits<int>::min(), nan, R);
+      const GroupKind kind = plan_group(lo, hi, hi != std::numeric_limits<int>::min(), nan,
+                                        in_chunk && prev_kind == GroupKind::narrow, prev_R, R);
+      if (s > 0) p.cont[i - 1] = chain_continues(prev_kind, prev_R, kind, R, in_chunk);
+      prev_kind = kind, prev_R = R;
       p.R[i] = int16_t(R);
       p.exact[i] = kind != GroupKind::flagged;
       p.wide[i] = kind == GroupKind::wide;
@@ -62,6 +69,7 @@ GroupPlan plan_groups(const MxMatrix& m) {
             int16_t(kind == GroupKind::flagged ? kFlaggedExponent : block_image_exponent(kind, R, sb, nonzero[b]));
       }
     }
+  }
   return p;
 }
 
@@ -76,6 +84,10 @@ void build_image(const MxMatrix& m, uint8_t* out) {
   uint8_t* flags = out + g.flag_offset();
   for (int64_t j = 0; j < g.slices; ++j)
     for (int64_t r = 0; r < g.rows_padded; ++r) {
+      // A chunk's last slice breaks every quarter's chain, padding quarters' too; padding rows
+      // (zero codes) never break one themselves.
+      uint8_t& brk = wide[g.wide_index(r / kAtomRows, j) + kBreakByte + (r % kAtomRows) / kFlagRows];
+      if (chunk_ends(j, g.slices)) brk = 1;
       if (r >= m.rows) {  // padding: codes 0, scale 1, exponents 0
         scales[g.group_index(r, j)] = 1.f;
         for (int b = 0; b < 4; ++b) exps[4 * g.group_index(r, j) + b] = exponent_byte(0);
@@ -85,6 +97,7 @@ void build_image(const MxMatrix& m, uint8_t* out) {
       scales[g.group_index(r, j)] = p.exact[i] ? std::ldexp(1.f, p.R[i]) : 0.f;
       for (int b = 0; b < 4; ++b) exps[4 * g.group_index(r, j) + b] = exponent_byte(p.e[4 * i + size_t(b)]);
       if (p.wide[i]) wide[g.wide_index(r / kAtomRows, j) + (r % kAtomRows) / kFlagRows] = 1;
+      if (!p.cont[i]) brk = 1;
       if (!p.exact[i]) {
         flags[g.flag_index(r / kFlagRows, j)] = 1;
         continue;

@@ -2,8 +2,9 @@
 // image's scaling groups, the image builder (the oracle of the GPU builders) and a CPU model of
 // the path's sums. An MXFP4 operand is split into groups of one row x one 128-wide K slice (4
 // blocks). A group whose nonzero blocks' exponents s_b (scale byte - 127) span at most 3
-// binades is narrow: R = min s_b - 1 and each element becomes the s8 integer e2m1 * 2^(s_b - R)
-// (1 <= s_b - R <= 4, so |code| <= 96). A wider group keeps one exponent per block: e2m1 * 2,
+// binades is narrow: one R with 1 <= s_b - R <= 4 for every block (so |code| <= 96), kept from
+// the row's previous slice where possible (plan_group), and each element becomes the s8
+// integer e2m1 * 2^(s_b - R). A wider group keeps one exponent per block: e2m1 * 2,
 // exponent s_b - 1. A NaN scale, or an exponent out of [-48, 48], flags the group: it must be
 // computed another way (the fix-up).
 #pragma once
@@ -23,6 +24,7 @@ struct GroupPlan {
   std::vector<int16_t> R;        ///< group exponent (plan_group; 0 without nonzero codes)
   std::vector<uint8_t> exact;    ///< 1: the group stays on the path (narrow or wide)
   std::vector<uint8_t> wide;     ///< 1: a wide group
+  std::vector<uint8_t> cont;     ///< 1: the group's chain goes on into the row's next slice (chain_continues)
   std::vector<int16_t> e;        ///< image exponents, 4 per group (kFlaggedExponent when flagged)
 };
 

@@ -16,10 +16,6 @@ namespace mxfp4::cuda {
 void fp8_image_from_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule rule, uint8_t* out,
                          cudaStream_t stream);
 
-/// Rows per CTA (16 or 64) of the image kernels for a [rows, K] image: 64 from 256 (16-row
-/// quarter tile, 128-K slice) items on (fp8_image.cu says why).
-int fp8_image_rows_per_cta(int64_t rows, int64_t K);
-
 /// 8-bit image of packed weights B (layout v3) into `out` (ImageGeometry::of(B.N, B.K).total_bytes()).
 void fp8_image_from_packed(const PackedWeights& B, uint8_t* out, cudaStream_t stream);
 

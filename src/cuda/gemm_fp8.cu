@@ -4,18 +4,21 @@
 // computes a BM x BN tile of C (BM = 64 tokens per consumer warpgroup, BN = 64 or 128 weight
 // rows):
 //   - one producer thread streams, per 128-K slice, the A and B atoms and their metadata
-//     (scales, exponent words, wide records: 8 bulk copies per stage) into a ring of
+//     (scales, exponent words, records: 8 bulk copies per stage) into a ring of
 //     shared-memory stages with 1-D bulk copies (TMA engine), signalling
 //     `full` mbarriers by transaction bytes; consumers release a stage on its `empty` mbarrier.
 //     The kernel is launched with PDL after the A image kernel: B's first stages are requested
 //     before griddepcontrol.wait, A's after it;
 //   - each consumer warpgroup (64 rows x WN columns, as m64n64 blocks) runs s8 x s8 -> s32
 //     wgmma, whose integer sums are exact. When every group of its rows and columns in the
-//     slice is narrow (the wide records of its atoms are zero) the slice's four k32 steps chain
-//     in the tensor core and are promoted once: acc += float(S) * 2^Ra * 2^Rb, one FFMA per
-//     element (S < 2^24 converts exactly; the add rounds). Otherwise (a wide group: one exponent per block)
-//     each k32 step is promoted with its block's exponents. WN = 128: the first block's
-//     promotion runs while the second block's MMAs do.
+//     slice is narrow (the wide bytes of its atoms' records are zero) the slice's four k32
+//     steps chain in the tensor core. While the records' break bytes are zero too (every row
+//     keeps its R into the next slice, within a chain chunk of fp8::kChainSlices slices), the
+//     next slice adds into the same integer sums; at a chain's end they are promoted once:
+//     acc += float(S) * 2^Ra * 2^Rb, one FFMA per element (S < 2^24 converts exactly; the add
+//     rounds). Otherwise (a wide group: one exponent per block) each k32 step is promoted with
+//     its block's exponents. WN = 128: the first block's promotion runs while the second
+//     block's MMAs do.
 // Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the
 // rows and columns of C they touch afterwards. (Sessions 3-16 used e4m3 codes, whose MMA adds
 // with a truncating 13-fraction-bit accumulator and so needed one promotion per k32 step
@@ -114,14 +117,6 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// -DMXFP4_EXP_FP8_DATA_ONLY=1: the consumers wait for each stage and release it at once, with
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
-
-#ifndef MXFP4_EXP_FP8_EARLY  // an experiment (docs/perf-notes.md plan, session 17): exact results
-#define MXFP4_EXP_FP8_EARLY 0
-#endif
-/// -DMXFP4_EXP_FP8_EARLY=1: narrow tiles read their scales and form the scale products while
-/// the MMAs run, and release the stage right after the wgmma wait (the order of session 17's
-/// timing variant, 12-17% faster than v2 there). Not a default until measured.
-constexpr bool kExpEarly = MXFP4_EXP_FP8_EARLY != 0;
 
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
@@ -269,7 +264,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     const int row0 = tb * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
     float acc[WN / 2];
     // s32 sums of the two 64-column blocks of the warpgroup's tile (WN = 64: sum0 only): of a
-    // whole slice (narrow tiles) or of one k32 step (wide tiles).
+    // chain of narrow slices, or of one k32 step (wide tiles).
     uint32_t sum0[32], sum1[32];
 #pragma unroll
     for (int i = 0; i < 32; ++i) sum0[i] = sum1[i] = 0u;
@@ -279,6 +274,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       raster(id, p.m_tiles, p.n_tiles, mt, nt);
 #pragma unroll
       for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
+      bool chained = false;  // the previous slice left its sums for this one to add to
       for (int j = j0; j < j1; ++j, ++it) {
         const int s = it % P::kStages;
         mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
@@ -287,19 +283,25 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         const uint8_t* b_tile = tiles + s * P::kTileBytes + P::kABytes + wb * WN * fp8::kSliceK;
         const uint64_t da = smem_desc_sw128(a_tile), db = smem_desc_sw128(b_tile);
         const uint64_t db1 = db + (uint64_t(fp8::kAtomBytes) >> 4);  // WN = 128: B rows 64-127
-        // The stage's metadata (fp8_layout.hpp): scales, exponent words and wide records of the
+        // The stage's metadata (fp8_layout.hpp): scales, exponent words and records of the
         // CTA's A rows, then of its B rows. This thread's rows are row0 and row0 + 8, its
         // columns 8 jn + 2 (lane % 4) + c of the warpgroup's WN (m64nN fragment register
         // 4 jn + 2 i + c).
         const uint32_t* meta = metas + s * P::kMetaWords;
         const int col = P::kBM + wb * WN + 2 * (lane % 4);  // + 8 jn: this thread's B words
-        // The wide records of the warpgroup's A atom and its B atoms: the same words for every
-        // thread, so the branch below is uniform over the warpgroup.
-        const uint32_t* wide_rec = meta + 2 * P::kScaleWords;
-        uint32_t wide_bits = wide_rec[4 * tb];
+        // The records of the warpgroup's A atom and its B atoms (wide bytes in word 0, break
+        // bytes in word 1): the same words for every thread, so the branches below are
+        // uniform over the warpgroup.
+        const uint32_t* rec = meta + 2 * P::kScaleWords;
+        uint2 bits = *reinterpret_cast<const uint2*>(rec + 4 * tb);
 #pragma unroll
-        for (int t = 0; t < WN / 64; ++t) wide_bits |= wide_rec[4 * (P::kBM / 64 + wb * (WN / 64) + t)];
-        const bool wide = wide_bits != 0u;
+        for (int t = 0; t < WN / 64; ++t) {
+          const uint2 b = *reinterpret_cast<const uint2*>(rec + 4 * (P::kBM / 64 + wb * (WN / 64) + t));
+          bits.x |= b.x, bits.y |= b.y;
+        }
+        const bool wide = bits.x != 0u;
+        // A narrow slice whose chain goes on: the next slice of this tile adds into the sums.
+        const bool chain_on = !wide && bits.y == 0u && j + 1 < j1;
         // The stage (tiles and metadata) is no longer read by this thread. Every thread
         // arrives: an arrival releases only its own thread's reads (PTX memory model), and
         // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
@@ -319,21 +321,22 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           continue;
         }
         // Issues k32 steps kk0 .. kk0 + kSteps - 1 of the slice for one 64-column block into
-        // `sum`, the first starting from zero, as one wgmma group.
-        auto issue = [&](uint32_t(&sum)[32], uint64_t desc_b, int kk0, auto steps) {
+        // `sum` as one wgmma group; the first step adds to `sum` when `add`, else overwrites it.
+        auto issue = [&](uint32_t(&sum)[32], uint64_t desc_b, int kk0, auto steps, bool add) {
           constexpr int kSteps = decltype(steps)::value;
 #pragma unroll
           for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
           wgmma_fence();
 #pragma unroll
-          for (int kk = 0; kk < kSteps; ++kk) wgmma_m64n64k32_s8(sum, da + 2 * (kk0 + kk), desc_b + 2 * (kk0 + kk), kk);
+          for (int kk = 0; kk < kSteps; ++kk)
+            wgmma_m64n64k32_s8(sum, da + 2 * (kk0 + kk), desc_b + 2 * (kk0 + kk), int(kk > 0 || add));
           wgmma_commit();
         };
         // acc += float(sum) * 2^(ea + eb) for one 64-column block h: the s32 sum is below 2^24
-        // (a slice: 128 * 96 * 96), so the conversion is exact; the scale products are exact
-        // (|e| <= 48, or 0 for a flagged group, whose codes are zero), and the FFMA rounds once.
-        // `scales(jn, a0, a1, p)` gives the fragment's rows' A scales and writes B's for the two
-        // columns of n8 tile jn into p.
+        // (a chain of at most kChainSlices slices: kChainSlices * 128 * 96 * 96), so the
+        // conversion is exact; the scale products are exact (|e| <= 48, or 0 for a flagged
+        // group, whose codes are zero), and the FFMA rounds once. `scales(jn, a0, a1, p)` gives
+        // the fragment's rows' A scales and writes B's for the two columns of n8 tile jn into p.
         auto promote = [&](uint32_t(&sum)[32], int h, auto&& scales) {
 #pragma unroll
           for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
@@ -348,12 +351,10 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             a[3] = fmaf(float(int(sum[4 * jn + 3])), a1 * b[1], a[3]);
           }
         };
-        // One round: k32 steps kk0 .. kk0 + kSteps - 1 of each 64-column block, then their
-        // promotion (WN = 128: block 0's promotion runs while block 1's MMAs do); the last round
-        // releases the stage.
-        auto round = [&](int kk0, auto steps, bool last, auto&& scales) {
-          issue(sum0, db, kk0, steps);
-          if constexpr (WN == 128) issue(sum1, db1, kk0, steps);
+        // The wait for the wgmma groups just issued and the promotion of their sums (WN = 128:
+        // block 0's promotion runs while block 1's MMAs do), then the stage's release: every
+        // wgmma and every metadata read of the stage is done.
+        auto finish = [&](bool last, auto&& scales) {
           if constexpr (WN == 128) {
             wgmma_wait<1>();
             promote(sum0, 0, scales);
@@ -363,59 +364,41 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             wgmma_wait<0>();
             promote(sum0, 0, scales);
           }
-          if (last) release_stage();  // every wgmma and every metadata read of the stage is done
+          if (last) release_stage();
         };
-        if (kExpEarly && !wide) {
-          float ab[WN / 2];
-          issue(sum0, db, 0, std::integral_constant<int, 4>{});
-          if constexpr (WN == 128) issue(sum1, db1, 0, std::integral_constant<int, 4>{});
-          {
-            const float* sc = reinterpret_cast<const float*>(meta);
-            const float a0 = sc[row0], a1 = sc[row0 + 8];
-#pragma unroll
-            for (int jn = 0; jn < WN / 8; ++jn) {
-              const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
-              ab[4 * jn + 0] = a0 * v.x, ab[4 * jn + 1] = a0 * v.y, ab[4 * jn + 2] = a1 * v.x, ab[4 * jn + 3] = a1 * v.y;
-            }
-          }
-          auto promote_ab = [&](uint32_t(&sum)[32], int h) {
-#pragma unroll
-            for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
-#pragma unroll
-            for (int i = 0; i < 32; ++i) acc[32 * h + i] = fmaf(float(int(sum[i])), ab[32 * h + i], acc[32 * h + i]);
-          };
-          if constexpr (WN == 128) {
-            wgmma_wait<1>();
-            promote_ab(sum0, 0);
-            wgmma_wait<0>();
-            release_stage();
-            promote_ab(sum1, 1);
-          } else {
-            wgmma_wait<0>();
-            release_stage();
-            promote_ab(sum0, 0);
-          }
-        } else if (!wide) {
+        if (!wide) {
           // Narrow tile: the four k32 steps of each 64-column block chain in the tensor core
-          // (integer sums are exact) and the slice is promoted once with the groups' scales.
-          round(0, std::integral_constant<int, 4>{}, true, [&](int jn, float& a0, float& a1, float (&b)[2]) {
-            const float* sc = reinterpret_cast<const float*>(meta);
-            a0 = sc[row0], a1 = sc[row0 + 8];
-            const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
-            b[0] = v.x, b[1] = v.y;
-          });
+          // (integer sums are exact), onto the previous slice's sums when the chain goes on.
+          issue(sum0, db, 0, std::integral_constant<int, 4>{}, chained);
+          if constexpr (WN == 128) issue(sum1, db1, 0, std::integral_constant<int, 4>{}, chained);
+          if (chain_on) {
+            wgmma_wait<0>();
+            release_stage();
+          } else {  // the chain ends: promote once with its scales (those of every slice in it)
+            finish(true, [&](int jn, float& a0, float& a1, float (&b)[2]) {
+              const float* sc = reinterpret_cast<const float*>(meta);
+              a0 = sc[row0], a1 = sc[row0 + 8];
+              const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
+              b[0] = v.x, b[1] = v.y;
+            });
+          }
         } else {
-          // Wide tile: one round per k32 step, promoted with its block's exponents (E8M0 bytes
-          // kk of the exponent words).
+          // Wide tile (never inside a chain: a wide group breaks the chain before and after
+          // it): one round per k32 step, promoted with its block's exponents (E8M0 bytes kk of
+          // the exponent words).
 #pragma unroll
-          for (int kk = 0; kk < 4; ++kk)
-            round(kk, std::integral_constant<int, 1>{}, kk == 3, [&](int jn, float& a0, float& a1, float (&b)[2]) {
+          for (int kk = 0; kk < 4; ++kk) {
+            issue(sum0, db, kk, std::integral_constant<int, 1>{}, false);
+            if constexpr (WN == 128) issue(sum1, db1, kk, std::integral_constant<int, 1>{}, false);
+            finish(kk == 3, [&](int jn, float& a0, float& a1, float (&b)[2]) {
               const uint32_t* ew = meta + P::kScaleWords;
               a0 = exp2_byte(ew[row0], kk), a1 = exp2_byte(ew[row0 + 8], kk);
               const uint2 w = *reinterpret_cast<const uint2*>(ew + col + 8 * jn);
               b[0] = exp2_byte(w.x, kk), b[1] = exp2_byte(w.y, kk);
             });
+          }
         }
+        chained = chain_on;
       }
 
       // Epilogue: straight from the accumulators to C (bf16 rounded to nearest even, or fp32),

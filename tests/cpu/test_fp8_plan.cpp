@@ -70,7 +70,8 @@ TEST(Fp8Plan, SpanZeroAndNaNBlocksDecideTheGroupKind) {
   // Row 1: span exactly 3 (narrow) in slice 0, 4 (wide) in slice 1.
   fill_block(m, 1, 0, 0x2, 120), fill_block(m, 1, 1, 0x2, 123), fill_block(m, 1, 2, 0x2, 121), fill_block(m, 1, 3, 0x2, 122);
   fill_block(m, 1, 4, 0x2, 120), fill_block(m, 1, 5, 0x2, 124), fill_block(m, 1, 6, 0x2, 121), fill_block(m, 1, 7, 0x2, 122);
-  // Row 2: an all-zero block with scale 0 beside scale-150 blocks: narrow, R from the rest.
+  // Row 2: an all-zero block with scale 0 beside scale-150 blocks: narrow, R from the rest
+  // (hi - 3: the top block's shift is 3).
   // Slice 1: exponent 55 - 1 = 54 > kMaxAbsR: flagged although its span is 0.
   fill_block(m, 2, 0, 0x0, 0), fill_block(m, 2, 1, 0x2, 150), fill_block(m, 2, 2, 0x2, 150), fill_block(m, 2, 3, 0x2, 150);
   for (int64_t b = 4; b < 8; ++b) fill_block(m, 2, b, 0x2, 127 + 55);
@@ -94,17 +95,68 @@ TEST(Fp8Plan, SpanZeroAndNaNBlocksDecideTheGroupKind) {
   EXPECT_TRUE(p.exact[at(1, 1)] && p.wide[at(1, 1)]);
   EXPECT_EQ(e(1, 1, 1), 124 - 127 - 1);
   EXPECT_TRUE(p.exact[at(2, 0)] && !p.wide[at(2, 0)]);
-  EXPECT_EQ(p.R[at(2, 0)], 150 - 127 - 1);
-  EXPECT_EQ(e(2, 0, 0), 150 - 127 - 1);  // the zero block takes the group's exponent
+  EXPECT_EQ(p.R[at(2, 0)], 150 - 127 - 3);
+  EXPECT_EQ(e(2, 0, 0), 150 - 127 - 3);  // the zero block takes the group's exponent
   EXPECT_FALSE(p.exact[at(2, 1)]);
   EXPECT_EQ(e(2, 1, 3), fp8::kFlaggedExponent);
   EXPECT_FALSE(p.exact[at(3, 0)]);
   EXPECT_TRUE(p.exact[at(4, 0)] && p.exact[at(4, 1)]);
   EXPECT_EQ(p.R[at(4, 0)], 0);
-  EXPECT_EQ(p.R[at(5, 0)], -1);  // plain 1.0 blocks (exponent 0): code 2 times 2^R, R = -1
+  EXPECT_EQ(p.R[at(5, 0)], -3);  // plain 1.0 blocks (exponent 0): code 8 times 2^R, R = -3
+  EXPECT_EQ(p.R[at(5, 1)], -3);  // the chain goes on
+  EXPECT_TRUE(p.cont[at(5, 0)] && !p.cont[at(5, 1)]);  // the last slice ends every chain
+  EXPECT_TRUE(p.cont[at(4, 0)]);                        // zero slices too
+  EXPECT_FALSE(p.cont[at(0, 0)] || p.cont[at(1, 0)] || p.cont[at(2, 0)]);  // into wide / flagged
+  EXPECT_FALSE(p.cont[at(6, 0)]);                                          // out of wide
   EXPECT_TRUE(p.exact[at(6, 0)] && p.wide[at(6, 0)]);
   EXPECT_EQ(e(6, 0, 0), -48);
   EXPECT_FALSE(p.exact[at(6, 1)]);
+}
+
+/// Consecutive narrow slices of a row keep one R while it encodes them (plan_group), so their
+/// integer sums can chain; a slice that needs another R, a wide or flagged slice, or a chain
+/// chunk's end (kChainSlices) breaks the chain (GroupPlan::cont).
+TEST(Fp8Plan, NarrowSlicesKeepTheirRowsExponentWithinAChunk) {
+  HostMx m;
+  m.rows = 2, m.K = 128 * 12;
+  m.codes.assign(size_t(m.rows * m.K / 2), 0x77);  // every element 6
+  m.scales.assign(size_t(m.rows * m.K / 32), 127);
+  // Row 0, block exponents per slice (4 blocks each):
+  //  0: 0 0 0 0   -> R = -3 (hi - 3)
+  //  1: 1 1 0 0   -> [-3, -1] holds -3: kept, the top block's code is 6 * 2^4 = 96
+  //  2: -1 0 0 0  -> [-4, -2] holds -3: kept
+  //  3: -2 -2 -2 -2 -> [-6, -3]: kept
+  //  4: -3 -2 -2 -2 -> [-6, -4]: -3 out, R = hi - 3 = -5 (break after 3)
+  //  5: zero slice -> keeps -5
+  //  6: 0 -5 0 0  -> span 5: wide (breaks after 5 and after 6)
+  //  7: 0 0 0 0   -> R = -3 (a new chain), chunk end (break)
+  //  8: 0 0 0 0   -> chunk start: R = -3 without a previous R, not continued from 7
+  //  9: NaN block -> flagged (breaks after 8 and after 9)
+  // 10, 11: 0    -> R = -3; 11 is the last slice
+  const int ex[12][4] = {{0, 0, 0, 0}, {1, 1, 0, 0}, {-1, 0, 0, 0}, {-2, -2, -2, -2}, {-3, -2, -2, -2}, {0, 0, 0, 0},
+                         {0, -5, 0, 0}, {0, 0, 0, 0},  {0, 0, 0, 0},   {0, 0, 0, 0},     {0, 0, 0, 0},     {0, 0, 0, 0}};
+  for (int j = 0; j < 12; ++j)
+    for (int b = 0; b < 4; ++b) fill_block(m, 0, 4 * j + b, 0x7, uint8_t(127 + ex[j][b]));
+  for (int b = 0; b < 4; ++b) fill_block(m, 0, 4 * 5 + b, 0x0, 127);
+  fill_block(m, 0, 4 * 9 + 2, 0x7, 0xFF);
+  const fp8::GroupPlan p = fp8::plan_groups(m.view());
+  const int R[12] = {-3, -3, -3, -3, -5, -5, -1, -3, -3, -1, -3, -3};
+  const bool cont[12] = {true, true, true, false, true, false, false, false, false, false, true, false};
+  for (int j = 0; j < 12; ++j) {
+    if (j != 6 && j != 9) EXPECT_EQ(p.R[size_t(j)], R[j]) << "slice " << j;
+    EXPECT_EQ(bool(p.cont[size_t(j)]), cont[j]) << "slice " << j;
+  }
+  EXPECT_TRUE(p.wide[6] && !p.exact[9]);
+  // The codes decode to their values under the kept R (slice 1's top block: 96 * 2^-3 = 12).
+  std::vector<uint8_t> img(size_t(fp8::ImageGeometry::of(m.rows, m.K).total_bytes()));
+  fp8::build_image(m.view(), img.data());
+  const fp8::ImageGeometry g = fp8::ImageGeometry::of(m.rows, m.K);
+  EXPECT_EQ(int8_t(img[size_t(g.code_offset(0, 128))]), 96);
+  // Break bytes of atom 0, quarter 0 (rows 0..15): set where row 0 or 1 breaks. Row 1 (all 6,
+  // exponent 0) chains within each chunk.
+  for (int j = 0; j < 12; ++j)
+    EXPECT_EQ(img[size_t(g.wide_offset() + g.wide_index(0, j) + fp8::kBreakByte)], uint8_t(!cont[j])) << j;
+  EXPECT_TRUE(p.cont[size_t(12 + 0)] && !p.cont[size_t(12 + 7)] && p.cont[size_t(12 + 8)]);
 }
 
 /// The fp32-output contract: |C - ref| <= 2^-12 sum |a b| + 2^-133, NaN exactly where ref is.
@@ -200,7 +252,12 @@ TEST(Fp8Image, DecodesToTheDequantizedValuesAndFlagsTheRest) {
       bool quarter_wide = false;
       for (int64_t q = r / 16 * 16; q < r / 16 * 16 + 16 && q < m.rows; ++q) quarter_wide |= p.wide[size_t(q * p.slices + j)] != 0;
       ASSERT_EQ(wide[g.wide_index(r / 64, j) + (r % 64) / 16], uint8_t(quarter_wide)) << r << "," << j;
-      for (int b = 4; b < 16; ++b) ASSERT_EQ(wide[g.wide_index(r / 64, j) + b], 0) << r << "," << j;
+      // Its break byte is set iff some row of the quarter does not continue its chain or the
+      // slice ends a chunk (here the last slice).
+      bool quarter_breaks = j == g.slices - 1;
+      for (int64_t q = r / 16 * 16; q < r / 16 * 16 + 16 && q < m.rows; ++q) quarter_breaks |= !p.cont[size_t(q * p.slices + j)];
+      ASSERT_EQ(wide[g.wide_index(r / 64, j) + fp8::kBreakByte + (r % 64) / 16], uint8_t(quarter_breaks)) << r << "," << j;
+      for (int b = 8; b < 16; ++b) ASSERT_EQ(wide[g.wide_index(r / 64, j) + b], 0) << r << "," << j;
       if (r < m.rows && !on_path) {
         for (int b = 0; b < 4; ++b) ASSERT_EQ(word[b], 0) << r << "," << j;
         ASSERT_EQ(flags[g.flag_index(r / fp8::kFlagRows, j)], 1) << r << "," << j;

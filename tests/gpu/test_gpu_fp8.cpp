@@ -87,11 +87,10 @@ TEST(GpuFp8, WeightImageIsByteIdenticalToTheCpuOracle) {
 
 TEST(GpuFp8, ActivationImageIsByteIdenticalToTheCpuOracle) {
   MXFP4_REQUIRE_GPU();
-  // K = 672: 6 slices, the last one 32 wide, 16-row CTAs; K = 2080: 17 slices, the last one 32
-  // wide, 64-row CTAs (each writes four flag bytes).
+  // K = 672: 6 slices (one chain chunk), the last one 32 wide; K = 2080: 17 slices (three
+  // chunks, the last of one slice, 32 wide).
   constexpr int64_t M = 150;
   for (const int64_t K : {int64_t{672}, int64_t{2080}}) {
-    ASSERT_EQ(cuda::fp8_image_rows_per_cta(M, K), K == 672 ? 16 : 64);
     std::vector<uint16_t> a = randn_bf16(size_t(M * K), 920001);
     // Row 10: a block of -2^-133 (scale byte 0, every code -0) among normal blocks, so its
     // shift s - e lies far outside [1, 4] while its bytes must stay 0 (review, session 11).
@@ -340,6 +339,71 @@ TEST(GpuFp8, K16384PromotionKeepsTheBound) {
   EXPECT_TRUE(rep.ok()) << rep.str();
   RecordProperty("worst_ratio", std::to_string(rep.worst_ratio));
   std::printf("K = 16384 random: worst |C - ref| / bound = %.4f\n", rep.worst_ratio);
+}
+
+/// Chains of narrow slices (fp8_layout.hpp: consecutive slices whose rows keep their R add
+/// into one s32 sum, promoted once per chain):
+/// - the largest chain sums: A and B all 6, but 3 in the first slice of every chain chunk, so
+///   the chunk's first slice gets R = -4 and the rest keep it with codes 96: each chain sums
+///   48^2 * 128 + 7 * 96^2 * 128 = 8552448 < 2^24 in the tensor core; C = 35 chunks' worth
+///   exactly (fp32 output);
+/// - random operands whose chains break mid-chunk for some rows only: a slice scaled by 2^-3
+///   (another R), a wide slice, a zero slice, a NaN block, in A rows and B rows; K = 4480 (35
+///   slices) so that split-K ranges end inside a chunk. Every fp8 tile shape, within spec §3.
+TEST(GpuFp8, ChainsOfNarrowSlicesStayExact) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t M = 256, N = 192, K = 4480, S = K / 128;
+  auto chain_pattern = [&](int64_t rows) {
+    std::vector<uint16_t> x(size_t(rows * K), fmt::f32_to_bf16(6.0f));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < K; ++k)
+        if ((k / 128) % fp8::kChainSlices == 0) x[size_t(r * K + k)] = fmt::f32_to_bf16(3.0f);
+    return x;
+  };
+  {
+    const std::vector<uint16_t> a = chain_pattern(M), b = chain_pattern(N);
+    const HostMx bq = quantize_bf16(b, N, K);
+    const fp8::GroupPlan plan = fp8::plan_groups(bq.view());
+    for (int64_t j = 0; j < S; ++j) {  // chains of 8 slices (the last chunk: 3), R = -4
+      ASSERT_EQ(plan.R[size_t(j)], -4) << j;
+      ASSERT_EQ(bool(plan.cont[size_t(j)]), !fp8::chunk_ends(j, S)) << j;
+    }
+    const double chunk = 3.0 * 3.0 * 128 + 7 * 36.0 * 128, last = 3.0 * 3.0 * 128 + 2 * 36.0 * 128;
+    const float want = float(4 * chunk + last);
+    const DeviceBuf da(a);
+    const DevicePacked pk(bq);
+    for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(128, 128, true), fp8_cfg(64, 64), fp8_cfg(256, 128)}) {
+      DeviceBuf c32(size_t(M * N * 4), 0xFF);
+      GemmOptions opt;
+      opt.config = &cfg;
+      gemm(da.get<uint16_t>(), M, K, K, pk.pw, c32.get<float>(), N, opt, cuda_exec());
+      const std::vector<float> C = c32.download<float>();
+      for (size_t i = 0; i < C.size(); ++i) ASSERT_EQ(C[i], want) << describe(cfg) << " element " << i;
+    }
+  }
+  std::vector<uint16_t> a = randn_bf16(size_t(M * K), 950001), b = randn_bf16(size_t(N * K), 950002);
+  auto scale_range = [&](std::vector<uint16_t>& x, int64_t r, int64_t k0, int64_t k1, float f) {
+    for (int64_t k = k0; k < k1; ++k) x[size_t(r * K + k)] = fmt::f32_to_bf16(fmt::bf16_to_f32(x[size_t(r * K + k)]) * f);
+  };
+  for (int64_t r = 0; r < M; r += 5) scale_range(a, r, 3 * 128, 4 * 128, 0x1p-3f);       // another R in slice 3
+  for (int64_t r = 1; r < M; r += 7) scale_range(a, r, 5 * 128, 5 * 128 + 32, 0x1p8f);   // wide slice 5
+  for (int64_t r = 2; r < M; r += 11) scale_range(a, r, 10 * 128, 11 * 128, 0.f);        // zero slice 10
+  a[size_t(77 * K + 20 * 128 + 5)] = 0x7FC0;                                               // NaN: row 77
+  for (int64_t r = 0; r < N; r += 3) scale_range(b, r, 9 * 128, 10 * 128, 0x1p-3f);       // B: slice 9
+  for (int64_t r = 1; r < N; r += 13) scale_range(b, r, 17 * 128 + 64, 17 * 128 + 96, 0x1p9f);  // wide 17
+  const HostMx aq = quantize_bf16(a, M, K), bq = quantize_bf16(b, N, K);
+  const fp8::GroupPlan pa = fp8::plan_groups(aq.view());
+  ASSERT_TRUE(pa.cont[0] && pa.cont[1] && !pa.cont[2] && !pa.cont[3]);  // row 0 breaks around slice 3
+  ASSERT_TRUE(pa.cont[size_t(3 * S + 2)] && pa.cont[size_t(3 * S + 3)]);   // row 3 does not
+  const DeviceBuf da(a);
+  const DevicePacked pk(bq);
+  const Reference ref(aq, bq);
+  for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(128, 128, true), fp8_cfg(64, 128), fp8_cfg(128, 64),
+                                fp8_cfg(64, 64), fp8_cfg(256, 128), fp8_cfg(128, 64, false, 2), fp8_cfg(128, 64, false, 4)}) {
+    const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
+    const ContractReport rep = check_gemm_contract(C.data(), M, N, N, ref.sum.data(), ref.abs_sum.data());
+    EXPECT_TRUE(rep.ok()) << describe(cfg) << ": " << rep.str();
+  }
 }
 
 TEST(GpuFp8, ForcedFp8WithoutImageThrowsAndTheDispatcherFallsBack) {
