@@ -113,26 +113,46 @@ enum class GroupKind : uint8_t {
   flagged,  ///< not on the path: codes 0, computed by the fix-up
 };
 
-/// Kind and group exponent of one (row, slice) from its blocks' exponents: `lo`/`hi` the
+/// A group's kind and the image exponents R that can hold it: any R in [bottom, top] encodes
+/// it exactly; `canon` is the one it takes without a previous R to keep (group_range).
+struct GroupRange {
+  GroupKind kind;
+  int bottom, top, canon;
+};
+
+/// Kind and exponent range of one (row, slice) group from its blocks' exponents: `lo`/`hi` the
 /// smallest/largest exponent (scale byte - 127) over blocks with a nonzero code, `any` whether
-/// such a block exists, `nan` whether a block has scale 0xFF; `has_prev`/`prev`: whether the
-/// row's previous slice is narrow and in the same chain chunk (kChainSlices), and its R. Sets R,
-/// the image exponent of a narrow group and of a wide group's zero blocks:
-/// - narrow (span hi - lo <= 3): any R in [hi - kMaxShift, lo - 1] encodes the group exactly
-///   (shifts s - R in [kMinShift, kMaxShift]). R = prev when prev lies in that range (the chain
-///   goes on), else hi - kMaxShift + 1 capped at lo - 1, the R that leaves one binade of room
-///   on both sides for the next slices of a row of steady magnitude;
-/// - a group without nonzero blocks: prev (0 without one), so zero slices do not break a chain;
-/// - wide and flagged groups: lo - 1.
+/// such a block exists, `nan` whether a block has scale 0xFF.
+/// - narrow (span hi - lo <= 3): R in [max(hi - kMaxShift, -kMaxAbsR), lo - 1] (shifts s - R in
+///   [kMinShift, kMaxShift], |R| <= kMaxAbsR); canon = hi - kMaxShift + 1 within that range,
+///   the R that leaves one binade of room on both sides for the next slices of a row of steady
+///   magnitude;
+/// - without nonzero blocks: narrow, any R in [-kMaxAbsR, kMaxAbsR], canon 0;
+/// - wide and flagged groups: R = lo - 1 only (0 for a flagged group without nonzero blocks).
+MXFP4_HD GroupRange group_range(int lo, int hi, bool any, bool nan) {
+  const int low = any ? lo - 1 : 0;
+  if (nan) return {GroupKind::flagged, low, low, low};
+  if (!any) return {GroupKind::narrow, -kMaxAbsR, kMaxAbsR, 0};
+  if (lo - 1 < -kMaxAbsR || hi - 1 > kMaxAbsR) return {GroupKind::flagged, low, low, low};
+  if (hi - lo > kNarrowSpan) return {GroupKind::wide, low, low, low};
+  const int bottom = hi - kMaxShift > -kMaxAbsR ? hi - kMaxShift : -kMaxAbsR, top = lo - 1;
+  const int canon = hi - kMaxShift + 1 < bottom ? bottom : (hi - kMaxShift + 1 > top ? top : hi - kMaxShift + 1);
+  return {GroupKind::narrow, bottom, top, canon};
+}
+
+/// The image exponent of a group of range `g` that follows a narrow group of exponent `prev`
+/// in the same chain chunk (`has_prev`; false at a chunk's first slice or after a wide or
+/// flagged group): prev where g admits it (the chain goes on), else g.canon.
+MXFP4_HD int choose_exponent(const GroupRange& g, bool has_prev, int prev) {
+  return has_prev && prev >= g.bottom && prev <= g.top ? prev : g.canon;
+}
+
+/// Kind and group exponent R of one (row, slice) group (group_range, then choose_exponent):
+/// R is the image exponent of a narrow group and of a wide group's zero blocks.
 MXFP4_HD GroupKind plan_group(int lo, int hi, bool any, bool nan, bool has_prev, int prev, int& R) {
-  R = any ? lo - 1 : (has_prev ? prev : 0);
-  if (nan) return GroupKind::flagged;
-  if (!any) return GroupKind::narrow;
-  if (lo - 1 < -kMaxAbsR || hi - 1 > kMaxAbsR) return GroupKind::flagged;
-  if (hi - lo > kNarrowSpan) return GroupKind::wide;
-  const int bottom = hi - kMaxShift, top = lo - 1;
-  R = has_prev && prev >= bottom && prev <= top ? prev : (hi - kMaxShift + 1 < top ? hi - kMaxShift + 1 : top);
-  return GroupKind::narrow;
+  const GroupRange g = group_range(lo, hi, any, nan);
+  R = choose_exponent(g, has_prev, prev);
+  return g.kind;
 }
 
 /// Whether a row's group of slice j (kind `kind`, exponent R) continues its chain into the

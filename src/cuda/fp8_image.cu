@@ -1,8 +1,9 @@
 // Builders of path fp8's 8-bit operand image (src/core/fp8_layout.hpp, docs/fp8-path.md): from bf16
 // activations (quantized per spec §2 with the primitives and block rule of fmt::quantize_block, so the
 // image is bit-identical to fp8::build_image of the CPU-quantized matrix) and from packed
-// weights (layout v3). One CTA of 16 x 16 threads per (16-row tile, chain chunk of kChainSlices
-// 128-K slices), 8 elements (one 16-byte load of bf16) per thread and slice.
+// weights (layout v3). One CTA of 1024 threads per (16-row tile, chain chunk of kChainSlices
+// 128-K slices), 8 elements (one 16-byte load of bf16) per thread and slice, two slices per
+// thread.
 #include <cuda_fp8.h>
 
 #include "core/fp8_layout.hpp"
@@ -87,20 +88,27 @@ struct PackedSource {
   }
 };
 
-/// Rows per image CTA (16 threads per row): one flag byte. (Until session 18, one CTA per slice,
-/// and 64-row CTAs for large images: with a chunk of 8 slices per CTA, 1024 threads no longer
-/// hold a chunk's loads in registers.)
+/// Rows per image CTA (16 threads per row and slice): one flag byte.
 constexpr int kImageRows = 16;
+/// Slice groups per image CTA: thread group sg holds slices sg and sg + kSliceGroups of the
+/// chunk, so a CTA has kImageRows * 16 * kSliceGroups = 1024 threads. (Session 18's first chunk
+/// kernel ran a whole chunk in 256 threads and was 3-4x slower than one CTA per slice.)
+constexpr int kSliceGroups = 4;
+constexpr int kSlicesPerThread = fp8::kChainSlices / kSliceGroups;
+constexpr int kImageThreads = kImageRows * 16 * kSliceGroups;
+static_assert(fp8::kChainSlices % kSliceGroups == 0, "slices split evenly over the slice groups");
 
-/// One CTA per (kImageRows-row tile t, chain chunk c of kChainSlices slices): for each slice j of
-/// the chunk in order, thread 16 rr + i owns elements 8i .. 8i+7 of the slice in row kImageRows t + rr
-/// (quarter i % 4 of block i / 4); the 16 threads of a row (adjacent lanes) agree on the group's
-/// kind and exponent with shuffles, and each slice's R follows from the previous one's
-/// (fp8::plan_group). After the chunk, the 8 warps of each 16 rows agree on the flag, wide and
-/// break bytes of their quarter tile for every slice. No barrier inside the slice loop, so the
-/// compiler may issue later slices' loads early.
+/// One CTA per (16-row tile t, chain chunk c of kChainSlices slices), in three phases:
+/// 1. thread (sg, rr, i) quantizes elements 8i .. 8i+7 of slices sg + kSliceGroups u of row
+///    16 t + rr (quarter i % 4 of block i / 4); the 16 lanes of a row and slice (adjacent)
+///    reduce the block exponents to the group's range (fp8::group_range) in shared memory;
+/// 2. one thread per row walks the chunk's slices in order and picks each group's R
+///    (fp8::choose_exponent: kept from the previous slice where possible) and the row's
+///    flagged, wide and break bits;
+/// 3. the threads of phase 1 write their codes and the group's exponent word and scale, and one
+///    thread per slice the flag byte and the record bytes of the tile's quarter.
 template <class Source>
-__global__ void __launch_bounds__(kImageRows * 16) fp8_image_kernel(Source src, int64_t rows, int64_t K, uint8_t* __restrict__ out) {
+__global__ void __launch_bounds__(kImageThreads) fp8_image_kernel(Source src, int64_t rows, int64_t K, uint8_t* __restrict__ out) {
   // Launched with PDL (launch_pdl): wait for the stream's previous kernel, which may write the
   // source or still read `out`; then the GEMM (PDL) may start and request B, which is final by
   // then. It waits for this grid before reading A's image.
@@ -108,69 +116,84 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_kernel(Source src, 
   grid_dependents_launch();
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const int64_t t = blockIdx.x, j0 = int64_t(blockIdx.y) * fp8::kChainSlices;
-  const int rr = int(threadIdx.x) / 16, i = int(threadIdx.x) % 16;
+  const int sg = int(threadIdx.x) / (kImageRows * 16), rr = int(threadIdx.x) / 16 % kImageRows, i = int(threadIdx.x) % 16;
   const int64_t r = t * kImageRows + rr;
-  // Bit jj: slice j0 + jj has a flagged / wide group in this row, or the row's chain breaks
-  // after it (the same for the 16 lanes of the row).
-  uint32_t flagged_bits = 0, wide_bits = 0, break_bits = 0;
-  // Three passes over the chunk's slices, so that the independent work of different slices
-  // overlaps (one slice after the other, a CTA's dependent shuffle chains took ~0.7 us per
-  // slice): every load first (zeros past the last slice); then each slice's quantization and
-  // its row's block-exponent range; then, in order, the plan (each slice's R depends on the
-  // previous one's); then the codes and metadata.
-  typename Source::Raw raw[fp8::kChainSlices];
+  __shared__ fp8::GroupRange range[kImageRows][fp8::kChainSlices];
+  __shared__ int exponent[kImageRows][fp8::kChainSlices];
+  __shared__ uint32_t row_bits[3][kImageRows];  // flagged, wide, break: bit jj per slice
+
+  // Phase 1. Both loads first (zeros past K), then the quantization and the group's range.
+  typename Source::Raw raw[kSlicesPerThread];
 #pragma unroll
-  for (int jj = 0; jj < fp8::kChainSlices; ++jj) raw[jj] = src.load(r, (j0 + jj) * fp8::kSliceK + 8 * i);
+  for (int u = 0; u < kSlicesPerThread; ++u) raw[u] = src.load(r, (j0 + sg + kSliceGroups * u) * fp8::kSliceK + 8 * i);
   constexpr int kNone = 1 << 20;
-  float vals[fp8::kChainSlices][8];
-  int s[fp8::kChainSlices], lo[fp8::kChainSlices], hi[fp8::kChainSlices], nan[fp8::kChainSlices],
-      block_nonzero[fp8::kChainSlices];
+  float vals[kSlicesPerThread][8];
+  int s[kSlicesPerThread], block_nonzero[kSlicesPerThread];
 #pragma unroll
-  for (int jj = 0; jj < fp8::kChainSlices; ++jj) {
-    const uint8_t sb = src.quarter(raw[jj], vals[jj]);
+  for (int u = 0; u < kSlicesPerThread; ++u) {
+    const uint8_t sb = src.quarter(raw[u], vals[u]);
     bool nonzero = false;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) nonzero |= vals[jj][e] != 0.f;
-    s[jj] = int(sb) - 127;
+    for (int e = 0; e < 8; ++e) nonzero |= vals[u][e] != 0.f;
+    s[u] = int(sb) - 127;
     const bool counts = nonzero && sb != kScaleNaN;
-    lo[jj] = counts ? s[jj] : kNone, hi[jj] = counts ? s[jj] : -kNone, nan[jj] = sb == kScaleNaN, block_nonzero[jj] = nonzero;
-  }
+    int lo = counts ? s[u] : kNone, hi = counts ? s[u] : -kNone, nan = sb == kScaleNaN, bnz = nonzero;
 #pragma unroll
-  for (int d = 1; d < 16; d <<= 1)  // the 16 lanes of one row are adjacent
-#pragma unroll
-    for (int jj = 0; jj < fp8::kChainSlices; ++jj) {
-      lo[jj] = min(lo[jj], __shfl_xor_sync(0xFFFFFFFFu, lo[jj], d));
-      hi[jj] = max(hi[jj], __shfl_xor_sync(0xFFFFFFFFu, hi[jj], d));
-      nan[jj] |= __shfl_xor_sync(0xFFFFFFFFu, nan[jj], d);
-      if (d < 4) block_nonzero[jj] |= __shfl_xor_sync(0xFFFFFFFFu, block_nonzero[jj], d);  // the block's 4 lanes
+    for (int d = 1; d < 16; d <<= 1) {  // the 16 lanes of one row and slice are adjacent
+      lo = min(lo, __shfl_xor_sync(0xFFFFFFFFu, lo, d));
+      hi = max(hi, __shfl_xor_sync(0xFFFFFFFFu, hi, d));
+      nan |= __shfl_xor_sync(0xFFFFFFFFu, nan, d);
+      if (d < 4) bnz |= __shfl_xor_sync(0xFFFFFFFFu, bnz, d);  // the block's 4 lanes
     }
-  int R[fp8::kChainSlices] = {};
-  fp8::GroupKind kind[fp8::kChainSlices] = {};
-#pragma unroll
-  for (int jj = 0; jj < fp8::kChainSlices; ++jj) {
-    const bool has_prev = jj > 0 && kind[jj > 0 ? jj - 1 : 0] == fp8::GroupKind::narrow;
-    kind[jj] = fp8::plan_group(lo[jj], hi[jj], hi[jj] > -kNone, nan[jj] != 0, has_prev, R[jj > 0 ? jj - 1 : 0], R[jj]);
-    if (jj > 0 && r < rows && !fp8::chain_continues(kind[jj - 1], R[jj - 1], kind[jj], R[jj], true))
-      break_bits |= 1u << (jj - 1);
+    block_nonzero[u] = bnz;
+    if (i == 0) range[rr][sg + kSliceGroups * u] = fp8::group_range(lo, hi, hi > -kNone, nan != 0);
   }
+  __syncthreads();
+
+  // Phase 2: each slice's R follows from the previous one's. Padding rows (zero codes) never
+  // break a chain and are never flagged or wide; a chunk's last slice breaks every chain.
+  const int slices = g.slices - j0 < fp8::kChainSlices ? int(g.slices - j0) : fp8::kChainSlices;  // in this chunk
+  if (threadIdx.x < kImageRows) {
+    const int row = int(threadIdx.x);
+    const bool real = t * kImageRows + row < rows;
+    uint32_t flagged = 0, wide = 0, brk = 0;
+    fp8::GroupKind prev_kind = fp8::GroupKind::flagged;
+    int prev_R = 0;
+    for (int jj = 0; jj < slices; ++jj) {
+      const fp8::GroupRange gr = range[row][jj];
+      const int R = fp8::choose_exponent(gr, jj > 0 && prev_kind == fp8::GroupKind::narrow, prev_R);
+      exponent[row][jj] = R;
+      if (jj > 0 && real && !fp8::chain_continues(prev_kind, prev_R, gr.kind, R, true)) brk |= 1u << (jj - 1);
+      if (real && gr.kind == fp8::GroupKind::flagged) flagged |= 1u << jj;
+      if (real && gr.kind == fp8::GroupKind::wide) wide |= 1u << jj;
+      prev_kind = gr.kind, prev_R = R;
+    }
+    if (fp8::chunk_ends(j0 + slices - 1, g.slices)) brk |= 1u << (slices - 1);
+    row_bits[0][row] = flagged, row_bits[1][row] = wide, row_bits[2][row] = brk;
+  }
+  __syncthreads();
+
+  // Phase 3.
 #pragma unroll
-  for (int jj = 0; jj < fp8::kChainSlices; ++jj) {
-    const int64_t j = j0 + jj;
-    if (j >= g.slices) break;
-    const int64_t k0 = j * fp8::kSliceK + 8 * i;
-    const bool flagged = r < rows && kind[jj] == fp8::GroupKind::flagged;
+  for (int u = 0; u < kSlicesPerThread; ++u) {
+    const int jj = sg + kSliceGroups * u;
+    if (jj >= slices) break;
+    const int64_t j = j0 + jj, k0 = j * fp8::kSliceK + 8 * i;
+    const fp8::GroupKind kind = range[rr][jj].kind;
+    const int R = exponent[rr][jj];
+    const bool flagged = r < rows && kind == fp8::GroupKind::flagged;
     // This block's image exponent and the s8 codes value * 2^(s - e) (fp8::e2m1_to_s8 on the
     // CPU): for a block with nonzero codes on the path s - e lies in [kMinShift, kMaxShift], so
     // the fp32 product is an exact integer of at most 96 in magnitude and the truncating
     // conversion returns it; zeros (of either sign) give 0. Flagged groups are zero.
-    const int e = flagged ? fp8::kFlaggedExponent : fp8::block_image_exponent(kind[jj], R[jj], s[jj], block_nonzero[jj] != 0);
-    const float f = fmt::exp2i(min(max(s[jj] - e, fp8::kMinShift), fp8::kMaxShift));
+    const int e = flagged ? fp8::kFlaggedExponent : fp8::block_image_exponent(kind, R, s[u], block_nonzero[u] != 0);
+    const float f = fmt::exp2i(min(max(s[u] - e, fp8::kMinShift), fp8::kMaxShift));
     uint32_t words[2];
 #pragma unroll
     for (int w = 0; w < 2; ++w) {
       uint32_t word = 0;
 #pragma unroll
-      for (int q = 0; q < 4; ++q) word |= (uint32_t(__float2int_rz(vals[jj][4 * w + q] * f)) & 0xFFu) << (8 * q);
+      for (int q = 0; q < 4; ++q) word |= (uint32_t(__float2int_rz(vals[u][4 * w + q] * f)) & 0xFFu) << (8 * q);
       words[w] = flagged ? 0u : word;
     }
     *reinterpret_cast<uint2*>(out + g.code_offset(r, k0)) = make_uint2(words[0], words[1]);
@@ -181,39 +204,23 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_kernel(Source src, 
     if (i == 0) {
       reinterpret_cast<uint32_t*>(out + g.exponent_offset())[g.group_index(r, j)] = word;
       reinterpret_cast<float*>(out + g.scale_offset())[g.group_index(r, j)] =
-          r >= rows ? 1.f : flagged ? 0.f : fmt::exp2i(R[jj]);
+          r >= rows ? 1.f : flagged ? 0.f : fmt::exp2i(R);
     }
-    if (flagged) flagged_bits |= 1u << jj;
-    if (r < rows && kind[jj] == fp8::GroupKind::wide) wide_bits |= 1u << jj;
-    if (fp8::chunk_ends(j, g.slices)) break_bits |= 1u << jj;
   }
-  // Rows 16 q' .. 16 q' + 15 of the tile are warps 8 q' .. 8 q' + 7.
-  constexpr int kQuarters = kImageRows / fp8::kFlagRows, kWarpsPerQuarter = fp8::kFlagRows * 16 / 32;
-  __shared__ uint32_t warp_bits[3][kImageRows / 2];
-  const int warp = int(threadIdx.x) / 32;
-  const uint32_t f = __reduce_or_sync(0xFFFFFFFFu, flagged_bits), w = __reduce_or_sync(0xFFFFFFFFu, wide_bits),
-                 b = __reduce_or_sync(0xFFFFFFFFu, break_bits);
-  if (threadIdx.x % 32 == 0) warp_bits[0][warp] = f, warp_bits[1][warp] = w, warp_bits[2][warp] = b;
-  __syncthreads();
-  if (threadIdx.x < kQuarters) {
+  // The tile's quarter (atom t / 4, its byte t % 4): one thread per slice.
+  if (threadIdx.x < unsigned(slices)) {
+    const int jj = int(threadIdx.x);
+    const int64_t j = j0 + jj;
     uint32_t qf = 0, qw = 0, qb = 0;
 #pragma unroll
-    for (int k = 0; k < kWarpsPerQuarter; ++k) {
-      qf |= warp_bits[0][threadIdx.x * kWarpsPerQuarter + k];
-      qw |= warp_bits[1][threadIdx.x * kWarpsPerQuarter + k];
-      qb |= warp_bits[2][threadIdx.x * kWarpsPerQuarter + k];
-    }
-    const int64_t q = t * kQuarters + threadIdx.x;  // quarter tile: atom q / 4, its byte q % 4
-    for (int jj = 0; jj < fp8::kChainSlices && j0 + jj < g.slices; ++jj) {
-      const int64_t j = j0 + jj;
-      out[g.flag_offset() + g.flag_index(q, j)] = uint8_t((qf >> jj) & 1u);
-      uint8_t* record = out + g.wide_offset() + g.wide_index(q / 4, j);
-      record[q % 4] = uint8_t((qw >> jj) & 1u);
-      record[fp8::kBreakByte + q % 4] = uint8_t((qb >> jj) & 1u);
-      if (q % 4 == 0) {  // the record's padding
-        uint32_t* pad = reinterpret_cast<uint32_t*>(record);
-        pad[2] = pad[3] = 0u;
-      }
+    for (int row = 0; row < kImageRows; ++row) qf |= row_bits[0][row], qw |= row_bits[1][row], qb |= row_bits[2][row];
+    out[g.flag_offset() + g.flag_index(t, j)] = uint8_t((qf >> jj) & 1u);
+    uint8_t* record = out + g.wide_offset() + g.wide_index(t / 4, j);
+    record[t % 4] = uint8_t((qw >> jj) & 1u);
+    record[fp8::kBreakByte + t % 4] = uint8_t((qb >> jj) & 1u);
+    if (t % 4 == 0) {  // the record's padding
+      uint32_t* pad = reinterpret_cast<uint32_t*>(record);
+      pad[2] = pad[3] = 0u;
     }
   }
   // No padding follows the flags (fp8_layout.hpp: they end 16-byte aligned), so every byte
@@ -228,7 +235,7 @@ void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cuda
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 chunks of " +
                           std::to_string(fp8::kChainSlices * fp8::kSliceK));
   const dim3 grid(unsigned(g.rows_padded / kImageRows), unsigned(chunks));
-  launch_pdl(fp8_image_kernel<Source>, grid, dim3(kImageRows * 16), stream, name, src, rows, K, out);
+  launch_pdl(fp8_image_kernel<Source>, grid, dim3(kImageThreads), stream, name, src, rows, K, out);
 }
 
 }  // namespace
