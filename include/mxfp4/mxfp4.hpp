@@ -163,6 +163,13 @@ PackedWeights prepack(const MxMatrix& b, uint8_t* out, const Exec& exec = {});
 PackedWeights prepack_dense(const void* b, DType dtype, int64_t N, int64_t K, int64_t b_stride, uint8_t* out,
                             uint8_t* tmp, ScaleRule rule = ScaleRule::aiter, const Exec& exec = {});
 
+/// Version of the 8-bit image layout built by prepack_fp8 (docs/fp8-path.md): 1 e4m3 codes
+/// (sessions 3-16), 2 s8 codes, 3 s8 codes with chains (the records' break bytes). The image
+/// itself carries no version: an image built by a library of another version is read wrongly,
+/// so build images with the library that runs the GEMM rather than storing them (the Python
+/// PackedTensor records this number when pickled and drops an image of another version).
+inline constexpr int kFp8ImageLayout = 3;
+
 /// Bytes of the 8-bit image of B [N, K] for path fp8 (docs/fp8-path.md): about 1.065 * N * K
 /// (s8 codes, one fp32 scale and one word of four E8M0 block exponents per row and 128-K
 /// slice, a 16-byte record per 64 rows and slice, one flag byte per 16 rows and slice; rows
@@ -171,10 +178,12 @@ int64_t fp8_weights_bytes(int64_t N, int64_t K);
 
 /// Builds the 8-bit image of the packed weights `p` into `out` (fp8_weights_bytes(p.N, p.K)
 /// bytes, every byte written; on CUDA 16-byte aligned) and returns `p` with `fp8 = out`.
-/// Each (row, 128-K slice) group is stored as exact s8 codes e2m1 * 2^(s - e): e = min s - 1
-/// for the whole group when its block exponents span <= 3 binades (narrow), else e = s - 1
-/// per block (wide); groups with a NaN scale or a block exponent outside [-47, 49] are
-/// flagged and computed exactly by the GEMM's fix-up instead.
+/// Each (row, 128-K slice) group is stored as exact s8 codes e2m1 * 2^(s - e): one e for the
+/// whole group when its block exponents span <= 3 binades (narrow; chosen so that consecutive
+/// slices of a row share it where they can, which lets the GEMM chain their integer sums),
+/// else e = s - 1 per block (wide); groups with a NaN scale or a block exponent outside
+/// [-47, 49] are flagged and computed exactly by the GEMM's fix-up instead. Layout version
+/// kFp8ImageLayout.
 /// Throws InvalidArgument for bad sizes or overlapping buffers, TypeMismatch for a packed
 /// layout of another version.
 PackedWeights prepack_fp8(const PackedWeights& p, uint8_t* out, const Exec& exec = {});

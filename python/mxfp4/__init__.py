@@ -42,7 +42,7 @@ from ._api import (
     unshuffle_scales,
     unshuffle_weight,
 )
-from ._core import BLOCK_SIZE, PACKED_LAYOUT_VERSION, torch as _torch
+from ._core import BLOCK_SIZE, FP8_IMAGE_LAYOUT, PACKED_LAYOUT_VERSION, torch as _torch
 
 #: Version of the mxfp4 C++ library the extension was built from.
 __version__ = _C.version()
@@ -57,6 +57,7 @@ if _torch is not None:  # register torch.ops.mxfp4.*
 
 __all__ = [
     "BLOCK_SIZE",
+    "FP8_IMAGE_LAYOUT",
     "PACKED_LAYOUT_VERSION",
     "GemmConfig",
     "GemmPath",

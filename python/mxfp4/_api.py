@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _C
 from ._core import (
+    FP8_IMAGE_LAYOUT,
     PACKED_LAYOUT_VERSION,
     _array,
     _dequantize_impl,
@@ -89,7 +90,11 @@ class PackedTensor:
             (M > 128, or M > 64 with K >= 2048: :func:`explain` tells); without it that shape
             runs a bf16 path. Results on the CPU backend are identical with and without it. It
             must describe the same weights as ``data``: :func:`gemm` checks its size
-            (ValueError) and dtype (TypeError), not its contents.
+            (ValueError) and dtype (TypeError), not its contents. The image carries no
+            version of its own: a pickled PackedTensor records :data:`mxfp4.FP8_IMAGE_LAYOUT`
+            with it, and unpickling one from a library with another image layout drops the
+            image (``fp8`` None: the GEMM takes a bf16 path; rebuild it with
+            :func:`prepack_fp8`) rather than let the GEMM misread it.
     """
 
     def __init__(self, data, N: int, K: int, version: int = PACKED_LAYOUT_VERSION, fp8=None):
@@ -104,6 +109,22 @@ class PackedTensor:
         self.K = int(K)
         self.version = int(version)
         self.fp8 = fp8
+
+    def __getstate__(self):
+        """Pickled state: the attributes and, with an FP8 image, its layout version."""
+        state = dict(self.__dict__)
+        if self.fp8 is not None:
+            state["fp8_layout"] = FP8_IMAGE_LAYOUT
+        return state
+
+    def __setstate__(self, state):
+        """Restores a pickled PackedTensor; an FP8 image without this library's layout version
+        (pickled by a library with another image layout) is dropped."""
+        state = dict(state)
+        layout = state.pop("fp8_layout", None)
+        if state.get("fp8") is not None and layout != FP8_IMAGE_LAYOUT:
+            state["fp8"] = None
+        self.__dict__.update(state)
 
     @property
     def shape(self):

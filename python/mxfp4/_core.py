@@ -31,6 +31,8 @@ except ImportError:  # pragma: no cover
 
 #: Version of the packed weight layout produced by :func:`prepack` (docs/packed-layout.md).
 PACKED_LAYOUT_VERSION: int = int(_C.PACKED_LAYOUT_VERSION)
+#: Version of the FP8 image layout (docs/fp8-path.md); PackedTensor pickles carry it.
+FP8_IMAGE_LAYOUT: int = int(_C.FP8_IMAGE_LAYOUT)
 #: Elements that share one E8M0 scale.
 BLOCK_SIZE: int = int(_C.BLOCK_SIZE)
 

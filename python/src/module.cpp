@@ -388,6 +388,7 @@ NB_MODULE(_C, m) {
       });
 
   m.attr("PACKED_LAYOUT_VERSION") = mxfp4::kPackedLayoutVersion;
+  m.attr("FP8_IMAGE_LAYOUT") = mxfp4::kFp8ImageLayout;
   m.attr("BLOCK_SIZE") = mxfp4::kBlockSize;
 
   m.def("version", &mxfp4::version, "Library version string.");

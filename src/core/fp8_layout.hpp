@@ -37,8 +37,8 @@
 //              per chain with the scales of the chain's last slice. Any other tile promotes each
 //              k32 step with its block's exponents.
 //   flags      S * Rp/16 bytes after the records: [j][q] = 1 when a group of 16-row
-//              quarter tile q (rows 16q .. 16q+15) in slice j is flagged, else 0 (image-kernel
-//              CTAs cover 16 or 64 rows of one slice and write one byte per 16 rows).
+//              quarter tile q (rows 16q .. 16q+15) in slice j is flagged, else 0 (written by
+//              the image-kernel CTA of those 16 rows).
 // A group is flagged (computed by the exact fix-up kernel instead) when a block has the NaN
 // scale 0xFF or lo - 1 or hi - 1 leaves [-kMaxAbsR, kMaxAbsR] (then 2^(ea + eb) times a slice
 // sum could leave fp32's normal range).
@@ -63,11 +63,14 @@ inline constexpr int kBreakByte = 4;
 /// multiple of kChainSlices, so its integer sum stays below kChainSlices * 128 * 96 * 96 < 2^24
 /// and converts to fp32 exactly; and an image-kernel CTA plans one chunk of slices in order.
 inline constexpr int kChainSlices = 8;
+static_assert(int64_t{kChainSlices} * 128 * 96 * 96 < (int64_t{1} << 24), "a chain's s32 sum converts to fp32 exactly");
+static_assert(kChainSlices <= 32, "the image kernel keeps a chunk's per-slice bits in 32-bit masks");
 /// The flags of a slice fill whole 16-byte units, so the image ends on the last flag byte.
 static_assert(kRowPad / kFlagRows % 16 == 0, "the flags of a slice fill whole 16-byte units");
 /// e2m1 * 2^d is an s8 integer for d in [kMinShift, kMaxShift]: 0.5 * 2 = 1 and 6 * 2^4 = 96 <= 127.
 inline constexpr int kMinShift = 1, kMaxShift = 4;
-/// Largest block-exponent span (binades) of a narrow group: d = s - (lo - 1) <= kMaxShift.
+/// Largest block-exponent span (binades) of a narrow group: with R = hi - kMaxShift the lowest
+/// block's shift lo - R is still >= kMinShift.
 inline constexpr int kNarrowSpan = kMaxShift - kMinShift;
 /// Largest |e| kept on the path: slice sums of s8 products are integers below 2^21 (128 * 96 *
 /// 96), so S * 2^(ea + eb) stays a normal fp32 number for |ea|, |eb| <= 48.

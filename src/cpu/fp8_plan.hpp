@@ -21,7 +21,7 @@ namespace mxfp4::fp8 {
 /// slices = ceil(K / 128)): its kind, group exponent and the image exponents of its 4 blocks.
 struct GroupPlan {
   int64_t rows = 0, slices = 0;
-  std::vector<int16_t> R;        ///< group exponent (plan_group; 0 without nonzero codes)
+  std::vector<int16_t> R;        ///< group exponent (plan_group; without nonzero codes the chain's R, or 0)
   std::vector<uint8_t> exact;    ///< 1: the group stays on the path (narrow or wide)
   std::vector<uint8_t> wide;     ///< 1: a wide group
   std::vector<uint8_t> cont;     ///< 1: the group's chain goes on into the row's next slice (chain_continues)

@@ -62,7 +62,7 @@ struct Plan {
   static constexpr int kABytes = kBM * fp8::kSliceK, kBBytes = BN * fp8::kSliceK;
   static constexpr int kTileBytes = kABytes + kBBytes;
   /// Per stage after the tiles: A's and B's scales (kBM + BN floats), exponent words (kBM + BN)
-  /// and wide records (4 words per 64-row atom), in that order.
+  /// and records (4 words per 64-row atom: wide and break bytes), in that order.
   static constexpr int kScaleWords = kBM + BN, kWideWords = 4 * (kBM / 64 + BN / 64);
   static constexpr int kMetaWords = 2 * kScaleWords + kWideWords;
   static constexpr int kBudget = 224 * 1024;

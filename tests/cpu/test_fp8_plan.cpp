@@ -253,8 +253,8 @@ TEST(Fp8Image, DecodesToTheDequantizedValuesAndFlagsTheRest) {
       for (int64_t q = r / 16 * 16; q < r / 16 * 16 + 16 && q < m.rows; ++q) quarter_wide |= p.wide[size_t(q * p.slices + j)] != 0;
       ASSERT_EQ(wide[g.wide_index(r / 64, j) + (r % 64) / 16], uint8_t(quarter_wide)) << r << "," << j;
       // Its break byte is set iff some row of the quarter does not continue its chain or the
-      // slice ends a chunk (here the last slice).
-      bool quarter_breaks = j == g.slices - 1;
+      // slice ends a chunk (padding quarters too).
+      bool quarter_breaks = fp8::chunk_ends(j, g.slices);
       for (int64_t q = r / 16 * 16; q < r / 16 * 16 + 16 && q < m.rows; ++q) quarter_breaks |= !p.cont[size_t(q * p.slices + j)];
       ASSERT_EQ(wide[g.wide_index(r / 64, j) + fp8::kBreakByte + (r % 64) / 16], uint8_t(quarter_breaks)) << r << "," << j;
       for (int b = 8; b < 16; ++b) ASSERT_EQ(wide[g.wide_index(r / 64, j) + b], 0) << r << "," << j;

@@ -343,10 +343,12 @@ TEST(GpuFp8, K16384PromotionKeepsTheBound) {
 
 /// Chains of narrow slices (fp8_layout.hpp: consecutive slices whose rows keep their R add
 /// into one s32 sum, promoted once per chain):
-/// - the largest chain sums: A and B all 6, but 3 in the first slice of every chain chunk, so
-///   the chunk's first slice gets R = -4 and the rest keep it with codes 96: each chain sums
-///   48^2 * 128 + 7 * 96^2 * 128 = 8552448 < 2^24 in the tensor core; C = 35 chunks' worth
-///   exactly (fp32 output);
+/// - the largest chain sums: A and B all 6, but 3 in the first slice of every chain chunk
+///   (and 0.75 in its block 3, with one 0.0625 at the block's first element), so the chunk's
+///   first slice gets R = -4 and the rest keep it with codes 96: each chain sums 96 * 48^2 +
+///   31 * 12^2 + 1 + 7 * 128 * 96^2 = 8483185 < 2^24 in the tensor core, an odd sum that a
+///   chain across a chunk's end (beyond 2^24) could not convert exactly. The fp32 output is
+///   the chains' sums promoted in K order, one FFMA each;
 /// - random operands whose chains break mid-chunk for some rows only: a slice scaled by 2^-3
 ///   (another R), a wide slice, a zero slice, a NaN block, in A rows and B rows; K = 4480 (35
 ///   slices) so that split-K ranges end inside a chunk. Every fp8 tile shape, within spec §3.
@@ -356,8 +358,11 @@ TEST(GpuFp8, ChainsOfNarrowSlicesStayExact) {
   auto chain_pattern = [&](int64_t rows) {
     std::vector<uint16_t> x(size_t(rows * K), fmt::f32_to_bf16(6.0f));
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t k = 0; k < K; ++k)
-        if ((k / 128) % fp8::kChainSlices == 0) x[size_t(r * K + k)] = fmt::f32_to_bf16(3.0f);
+      for (int64_t k = 0; k < K; ++k) {
+        if ((k / 128) % fp8::kChainSlices != 0) continue;
+        const int64_t kk = k % 128;  // the chunk's first slice
+        x[size_t(r * K + k)] = fmt::f32_to_bf16(kk < 96 ? 3.0f : kk == 96 ? 0.0625f : 0.75f);
+      }
     return x;
   };
   {
@@ -368,8 +373,15 @@ TEST(GpuFp8, ChainsOfNarrowSlicesStayExact) {
       ASSERT_EQ(plan.R[size_t(j)], -4) << j;
       ASSERT_EQ(bool(plan.cont[size_t(j)]), !fp8::chunk_ends(j, S)) << j;
     }
-    const double chunk = 3.0 * 3.0 * 128 + 7 * 36.0 * 128, last = 3.0 * 3.0 * 128 + 2 * 36.0 * 128;
-    const float want = float(4 * chunk + last);
+    // The chains' exact integer sums (codes 48, 12, 1 and 96), promoted in K order with the
+    // scale 2^(-4 - 4) as the GEMM does: fmaf(float(S), 2^-8, acc).
+    const int64_t first = 96 * 48 * 48 + 31 * 12 * 12 + 1, rest = 128 * 96 * 96;
+    float want = 0.f;
+    for (int64_t c = 0; c < S; c += fp8::kChainSlices) {
+      const int64_t sum = first + (std::min<int64_t>(S, c + fp8::kChainSlices) - c - 1) * rest;
+      ASSERT_LT(sum, int64_t{1} << 24);
+      want = std::fmaf(float(sum), 0x1p-8f, want);
+    }
     const DeviceBuf da(a);
     const DevicePacked pk(bq);
     for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(128, 128, true), fp8_cfg(64, 64), fp8_cfg(256, 128)}) {

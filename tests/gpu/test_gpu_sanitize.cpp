@@ -83,6 +83,35 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
   }
 }
 
+// Path fp8's chains over several chain chunks (K = 2304: chunks of 8, 8 and 2 slices), with
+// chains broken mid-chunk in some rows (a slice scaled 2^-3, a wide block): the image kernel's
+// chunks and the GEMM's chained stages under every tool, on three tile shapes and split-K.
+TEST(GpuSanitize, Fp8ChainsOverSeveralChunks) {
+  MXFP4_REQUIRE_GPU();
+  const int64_t M = 130, N = 128, K = 2304;
+  const HostMx b = random_mx(N, K, 8121);
+  DeviceBuf codes(b.codes), scales(b.scales), packed(size_t(packed_bytes(N, K)), NoInit{});
+  DeviceBuf image(size_t(fp8_weights_bytes(N, K)), NoInit{});
+  PackedWeights pw = prepack(MxMatrix{codes.get(), scales.get(), N, K}, packed.get(), cuda_exec());
+  pw = prepack_fp8(pw, image.get(), cuda_exec());
+  std::vector<uint16_t> a = randn_bf16(size_t(M * K), 8122);
+  for (int64_t r = 0; r < M; r += 3)
+    for (int64_t k = 3 * 128; k < 4 * 128; ++k) a[size_t(r * K + k)] = fmt::f32_to_bf16(fmt::bf16_to_f32(a[size_t(r * K + k)]) * 0.125f);
+  for (int64_t r = 1; r < M; r += 5)
+    for (int64_t k = 10 * 128; k < 10 * 128 + 32; ++k) a[size_t(r * K + k)] = fmt::f32_to_bf16(fmt::bf16_to_f32(a[size_t(r * K + k)]) * 256.f);
+  const HostMx aq = quantize_bf16(a, M, K);
+  const auto da = strided_upload(a, M, K, K);
+  for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(64, 64), fp8_cfg(128, 64, false, 2)}) {
+    DeviceBuf dc(size_t(M * N * 2), NoInit{});
+    GemmOptions opt;
+    opt.config = &cfg;
+    gemm(da->get<uint16_t>(), M, K, K, pw, dc.get<uint16_t>(), N, opt, cuda_exec());
+    const std::vector<uint16_t> C = strided_download<uint16_t>(dc, M, N, N);
+    const ContractReport rep = check_gemm_contract(C.data(), N, aq.view(), b.view());
+    EXPECT_TRUE(rep.ok()) << describe(cfg) << ": " << rep.str();
+  }
+}
+
 // Path splitk's split-K through the workspace (split 8, K >= 4096: splitk_scratch), small
 // enough for every tool: memcheck and initcheck see the global partial tiles and tile
 // counters (racecheck only shared memory: the reduction tile the partials come from).

@@ -125,6 +125,25 @@ def test_prepack_fp8_returns_a_new_tensor_sharing_data(rng):
     assert mxfp4.prepack(codes, scales).fp8 is None and mxfp4.prepack_dense(w).fp8 is None
 
 
+def test_pickle_keeps_the_image_of_this_layout_and_drops_others(rng):
+    import pickle
+
+    p8 = mxfp4.prepack_fp8(mxfp4.prepack_dense(_weights(rng)))
+    q = pickle.loads(pickle.dumps(p8))
+    assert np.array_equal(q.fp8, p8.fp8) and np.array_equal(q.data, p8.data) and q.shape == p8.shape
+    assert "fp8_layout" not in vars(q)
+    a = _bf16(rng, 3, p8.K)
+    np.testing.assert_array_equal(mxfp4.gemm(a, q).view(np.uint16), mxfp4.gemm(a, p8).view(np.uint16))
+    # A pickle from a library with another image layout (or from before the layout was
+    # recorded): the image is dropped, the packed data kept.
+    for state in ({**vars(p8), "fp8_layout": mxfp4.FP8_IMAGE_LAYOUT - 1}, dict(vars(p8))):
+        old = mxfp4.PackedTensor.__new__(mxfp4.PackedTensor)
+        old.__setstate__(state)
+        assert old.fp8 is None and old.data is p8.data and old.shape == p8.shape
+    plain = pickle.loads(pickle.dumps(mxfp4.prepack_dense(_weights(rng))))
+    assert plain.fp8 is None and "fp8_layout" not in vars(plain)
+
+
 def test_image_decodes_to_the_weights_and_flags_the_rest(rng):
     N, K = 130, 416  # rows padded to 256, the last of 4 slices 32 wide
     codes, scales = mxfp4.quantize(_weights(rng, N, K))
