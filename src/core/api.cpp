@@ -334,7 +334,9 @@ GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, const Exec& exec) {
   detail::mul_checked(fn, N, K);
   detail::mul_checked(fn, detail::mul_checked(fn, M, N), 2);
   if (on_cuda(exec)) {
-    if (cuda::device_count() == 0) throw Error("mxfp4::explain_gemm: Backend::cuda but no CUDA device is available");
+    if (cuda::device_count() == 0)
+      throw Error(built_with_cuda() ? "mxfp4::explain_gemm: Backend::cuda but no CUDA device is available"
+                                    : "mxfp4::explain_gemm: Backend::cuda but the library was built without the CUDA backend");
     return cuda::config_for(M, N, K);
   }
   return cpu::cpu_config();
