@@ -118,6 +118,29 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
+#ifndef MXFP4_EXP_FP8_OVERLAP  // an experiment (docs/perf-notes.md plan, session 18): exact results
+#define MXFP4_EXP_FP8_OVERLAP 0
+#endif
+/// -DMXFP4_EXP_FP8_OVERLAP=1: a chain of narrow slices runs as a software-pipelined inner loop
+/// (the shape of a CUTLASS mainloop): slice j + 1's wgmmas are issued before the consumer
+/// waits for slice j's (wgmma_wait<WN / 64>) and releases j's stage, so a warpgroup's MMAs run
+/// back to back along the chain. One wgmma group set is in flight on entry to the loop and on
+/// its back edge, and the loop's conditions are votes, so ptxas keeps the wgmmas asynchronous.
+/// Not a default until measured.
+constexpr bool kExpOverlap = MXFP4_EXP_FP8_OVERLAP != 0;
+
+/// Waits on a full mbarrier with a warp-uniform spin (a vote), so that ptxas sees no divergent
+/// path while wgmmas are in flight (kExpOverlap).
+__device__ __forceinline__ void mbarrier_wait_uniform(uint64_t* bar, uint32_t parity) {
+  const uint32_t addr = smem_addr(bar);
+  uint32_t done = 0;
+  while (!__all_sync(0xFFFFFFFFu, done != 0u))
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(addr), "r"(parity)
+                 : "memory");
+}
+
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
 
@@ -366,7 +389,73 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           }
           if (last) release_stage();
         };
-        if (!wide) {
+        if (kExpOverlap && !wide) {
+          // (kExpOverlap) This slice starts a chain (chained is always false here): issue it,
+          // then, while the chain goes on, take the next slice's stage, issue its wgmmas onto
+          // the same sums, wait for the previous slice's and release that stage.
+          auto issue_at = [&](uint32_t(&sum)[32], uint64_t desc_a, uint64_t desc_b, bool add) {
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) wgmma_m64n64k32_s8(sum, desc_a + 2 * kk, desc_b + 2 * kk, int(kk > 0 || add));
+            wgmma_commit();
+          };
+          auto release_at = [&](int st) {
+#pragma unroll
+            for (int c = 0; c < kCtas; ++c) {
+              if constexpr (PAIR) {
+                mbarrier_arrive_cluster(&empty[st], uint32_t(c));
+              } else {
+                mbarrier_arrive(&empty[st]);
+              }
+            }
+          };
+#pragma unroll
+          for (int i = 0; i < 32; ++i) fence_operand(sum0[i]), fence_operand(sum1[i]);
+          issue_at(sum0, da, db, false);
+          if constexpr (WN == 128) issue_at(sum1, da, db1, false);
+          int st = s;
+          const uint32_t* last_meta = meta;
+          bool on = __all_sync(0xFFFFFFFFu, chain_on);
+          while (on) {
+            ++j, ++it;
+            const int s2 = it % P::kStages;
+            mbarrier_wait_uniform(&full[s2], uint32_t(it / P::kStages) & 1u);
+            __syncwarp();
+            const uint8_t* a2 = tiles + s2 * P::kTileBytes + tb * 64 * fp8::kSliceK;
+            const uint8_t* b2 = tiles + s2 * P::kTileBytes + P::kABytes + wb * WN * fp8::kSliceK;
+            const uint64_t da2 = smem_desc_sw128(a2), db2 = smem_desc_sw128(b2);
+            const uint32_t* meta2 = metas + s2 * P::kMetaWords;
+            const uint32_t* rec2 = meta2 + 2 * P::kScaleWords;
+            // A chained slice is narrow (the previous break bytes say so); whether it chains on:
+            uint32_t brk = rec2[4 * tb + 1];
+#pragma unroll
+            for (int t = 0; t < WN / 64; ++t) brk |= rec2[4 * (P::kBM / 64 + wb * (WN / 64) + t) + 1];
+            const bool on2 = __all_sync(0xFFFFFFFFu, brk == 0u && j + 1 < j1);
+            issue_at(sum0, da2, db2, true);
+            if constexpr (WN == 128) issue_at(sum1, da2, db2 + (uint64_t(fp8::kAtomBytes) >> 4), true);
+            wgmma_wait<WN / 64>();  // the previous slice's groups
+            release_at(st);
+            st = s2, last_meta = meta2, on = on2;
+          }
+          // The chain ends at slice j (stage st): promote once with its scales.
+          if constexpr (WN == 128) {
+            wgmma_wait<1>();
+          } else {
+            wgmma_wait<0>();
+          }
+          auto scales = [&](int jn, float& a0, float& a1, float (&b)[2]) {
+            const float* sc = reinterpret_cast<const float*>(last_meta);
+            a0 = sc[row0], a1 = sc[row0 + 8];
+            const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
+            b[0] = v.x, b[1] = v.y;
+          };
+          promote(sum0, 0, scales);
+          if constexpr (WN == 128) {
+            wgmma_wait<0>();
+            promote(sum1, 1, scales);
+          }
+          release_at(st);
+        } else if (!wide) {
           // Narrow tile: the four k32 steps of each 64-column block chain in the tensor core
           // (integer sums are exact), onto the previous slice's sums when the chain goes on.
           issue(sum0, db, 0, std::integral_constant<int, 4>{}, chained);
