@@ -390,9 +390,11 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           if (last) release_stage();
         };
         if (kExpOverlap && !wide) {
-          // (kExpOverlap) This slice starts a chain (chained is always false here): issue it,
-          // then, while the chain goes on, take the next slice's stage, issue its wgmmas onto
-          // the same sums, wait for the previous slice's and release that stage.
+          // (kExpOverlap) This slice starts a chain (`chained` is unused under kExpOverlap):
+          // issue it, then, while the chain goes on, take the next slice's stage, issue its
+          // wgmmas onto the same sums, wait for the previous slice's and release that stage.
+          // A chained slice is narrow by the image's rule (zero break bytes: every row's next
+          // group is narrow, fp8::chain_continues), as the default path also assumes.
           auto issue_at = [&](uint32_t(&sum)[32], uint64_t desc_a, uint64_t desc_b, bool add) {
             wgmma_fence();
 #pragma unroll

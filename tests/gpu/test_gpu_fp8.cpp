@@ -418,6 +418,27 @@ TEST(GpuFp8, ChainsOfNarrowSlicesStayExact) {
   }
 }
 
+/// Chains in a persistent grid: more tiles than SMs, so CTAs run several tiles through one
+/// ring and a tile's last chain (ending at its last slice) is followed by the next tile's
+/// first; some rows break their chains mid-chunk. 64 x 64 tiles (144 tiles over at most 132
+/// persistent CTAs) and split-K 2 (one cluster per tile, in waves).
+TEST(GpuFp8, ChainsAcrossPersistentTilesStayWithinContract) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t M = 1024, N = 576, K = 1152;  // 9 slices: chunks of 8 and 1
+  std::vector<uint16_t> a = randn_bf16(size_t(M * K), 960001);
+  for (int64_t r = 0; r < M; r += 7)  // another R in slice 2 for every 7th row
+    for (int64_t k = 2 * 128; k < 3 * 128; ++k) a[size_t(r * K + k)] = fmt::f32_to_bf16(fmt::bf16_to_f32(a[size_t(r * K + k)]) * 0.125f);
+  const HostMx aq = quantize_bf16(a, M, K), b = random_mx(N, K, 960002);
+  const DeviceBuf da(a);
+  const DevicePacked pk(b);
+  const Reference ref(aq, b);
+  for (const GemmConfig& cfg : {fp8_cfg(64, 64), fp8_cfg(64, 64, false, 2)}) {
+    const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
+    const ContractReport rep = check_gemm_contract(C.data(), M, N, N, ref.sum.data(), ref.abs_sum.data());
+    EXPECT_TRUE(rep.ok()) << describe(cfg) << ": " << rep.str();
+  }
+}
+
 TEST(GpuFp8, ForcedFp8WithoutImageThrowsAndTheDispatcherFallsBack) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t M = 512, N = 64, K = 256;
