@@ -129,6 +129,15 @@ constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 /// Not a default until measured.
 constexpr bool kExpOverlap = MXFP4_EXP_FP8_OVERLAP != 0;
 
+#ifndef MXFP4_EXP_FP8_N128  // an experiment (docs/perf-notes.md plan, session 18): exact results
+#define MXFP4_EXP_FP8_N128 0
+#endif
+/// -DMXFP4_EXP_FP8_N128=1: a WN = 128 warpgroup issues one m64n128k32 wgmma per k32 step
+/// instead of two m64n64k32 halves, so A's 64 x 32 bytes are read from shared memory once per
+/// step, not twice (a quarter less shared-memory traffic per MMA); the halves' promotions no
+/// longer overlap the other half's MMAs. Not a default until measured (tune: WN = 128 tiles).
+constexpr bool kExpN128 = MXFP4_EXP_FP8_N128 != 0;
+
 /// Waits on a full mbarrier with a warp-uniform spin (a vote), so that ptxas sees no divergent
 /// path while wgmmas are in flight (kExpOverlap).
 __device__ __forceinline__ void mbarrier_wait_uniform(uint64_t* bar, uint32_t parity) {
@@ -286,6 +295,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
     const int row0 = tb * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
     float acc[WN / 2];
+    constexpr bool kN128 = kExpN128 && WN == 128;  // one m64n128 wgmma group per step (sum0, sum1)
+    constexpr int kGroups = kN128 ? 1 : WN / 64;    // wgmma groups per slice
     // s32 sums of the two 64-column blocks of the warpgroup's tile (WN = 64: sum0 only): of a
     // chain of narrow slices, or of one k32 step (wide tiles).
     uint32_t sum0[32], sum1[32];
@@ -355,6 +366,17 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             wgmma_m64n64k32_s8(sum, da + 2 * (kk0 + kk), desc_b + 2 * (kk0 + kk), int(kk > 0 || add));
           wgmma_commit();
         };
+        // (kN128) k32 steps kk0 .. kk0 + kSteps - 1 of both 64-column blocks as one wgmma group.
+        auto issue128 = [&](int kk0, auto steps, bool add) {
+          constexpr int kSteps = decltype(steps)::value;
+#pragma unroll
+          for (int i = 0; i < 32; ++i) fence_operand(sum0[i]), fence_operand(sum1[i]);
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < kSteps; ++kk)
+            wgmma_m64n128k32_s8(sum0, sum1, da + 2 * (kk0 + kk), db + 2 * (kk0 + kk), int(kk > 0 || add));
+          wgmma_commit();
+        };
         // acc += float(sum) * 2^(ea + eb) for one 64-column block h: the s32 sum is below 2^24
         // (a chain of at most kChainSlices slices: kChainSlices * 128 * 96 * 96), so the
         // conversion is exact; the scale products are exact (|e| <= 48, or 0 for a flagged
@@ -378,7 +400,11 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         // block 0's promotion runs while block 1's MMAs do), then the stage's release: every
         // wgmma and every metadata read of the stage is done.
         auto finish = [&](bool last, auto&& scales) {
-          if constexpr (WN == 128) {
+          if constexpr (kN128) {
+            wgmma_wait<0>();
+            promote(sum0, 0, scales);
+            promote(sum1, 1, scales);
+          } else if constexpr (WN == 128) {
             wgmma_wait<1>();
             promote(sum0, 0, scales);
             wgmma_wait<0>();
@@ -413,8 +439,12 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           };
 #pragma unroll
           for (int i = 0; i < 32; ++i) fence_operand(sum0[i]), fence_operand(sum1[i]);
-          issue_at(sum0, da, db, false);
-          if constexpr (WN == 128) issue_at(sum1, da, db1, false);
+          if constexpr (kN128) {
+            issue128(0, std::integral_constant<int, 4>{}, false);
+          } else {
+            issue_at(sum0, da, db, false);
+            if constexpr (WN == 128) issue_at(sum1, da, db1, false);
+          }
           int st = s;
           const uint32_t* last_meta = meta;
           bool on = __all_sync(0xFFFFFFFFu, chain_on);
@@ -433,14 +463,21 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
 #pragma unroll
             for (int t = 0; t < WN / 64; ++t) brk |= rec2[4 * (P::kBM / 64 + wb * (WN / 64) + t) + 1];
             const bool on2 = __all_sync(0xFFFFFFFFu, brk == 0u && j + 1 < j1);
-            issue_at(sum0, da2, db2, true);
-            if constexpr (WN == 128) issue_at(sum1, da2, db2 + (uint64_t(fp8::kAtomBytes) >> 4), true);
-            wgmma_wait<WN / 64>();  // the previous slice's groups
+            if constexpr (kN128) {
+              wgmma_fence();
+#pragma unroll
+              for (int kk = 0; kk < 4; ++kk) wgmma_m64n128k32_s8(sum0, sum1, da2 + 2 * kk, db2 + 2 * kk, 1);
+              wgmma_commit();
+            } else {
+              issue_at(sum0, da2, db2, true);
+              if constexpr (WN == 128) issue_at(sum1, da2, db2 + (uint64_t(fp8::kAtomBytes) >> 4), true);
+            }
+            wgmma_wait<kGroups>();  // the previous slice's groups
             release_at(st);
             st = s2, last_meta = meta2, on = on2;
           }
           // The chain ends at slice j (stage st): promote once with its scales.
-          if constexpr (WN == 128) {
+          if constexpr (WN == 128 && !kN128) {
             wgmma_wait<1>();
           } else {
             wgmma_wait<0>();
@@ -453,15 +490,19 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           };
           promote(sum0, 0, scales);
           if constexpr (WN == 128) {
-            wgmma_wait<0>();
+            if constexpr (!kN128) wgmma_wait<0>();
             promote(sum1, 1, scales);
           }
           release_at(st);
         } else if (!wide) {
           // Narrow tile: the four k32 steps of each 64-column block chain in the tensor core
           // (integer sums are exact), onto the previous slice's sums when the chain goes on.
-          issue(sum0, db, 0, std::integral_constant<int, 4>{}, chained);
-          if constexpr (WN == 128) issue(sum1, db1, 0, std::integral_constant<int, 4>{}, chained);
+          if constexpr (kN128) {
+            issue128(0, std::integral_constant<int, 4>{}, chained);
+          } else {
+            issue(sum0, db, 0, std::integral_constant<int, 4>{}, chained);
+            if constexpr (WN == 128) issue(sum1, db1, 0, std::integral_constant<int, 4>{}, chained);
+          }
           if (chain_on) {
             wgmma_wait<0>();
             release_stage();
@@ -479,8 +520,12 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           // the exponent words).
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
-            issue(sum0, db, kk, std::integral_constant<int, 1>{}, false);
-            if constexpr (WN == 128) issue(sum1, db1, kk, std::integral_constant<int, 1>{}, false);
+            if constexpr (kN128) {
+              issue128(kk, std::integral_constant<int, 1>{}, false);
+            } else {
+              issue(sum0, db, kk, std::integral_constant<int, 1>{}, false);
+              if constexpr (WN == 128) issue(sum1, db1, kk, std::integral_constant<int, 1>{}, false);
+            }
             finish(kk == 3, [&](int jn, float& a0, float& a1, float (&b)[2]) {
               const uint32_t* ew = meta + P::kScaleWords;
               a0 = exp2_byte(ew[row0], kk), a1 = exp2_byte(ew[row0 + 8], kk);
