@@ -316,7 +316,6 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         const uint8_t* a_tile = tiles + s * P::kTileBytes + tb * 64 * fp8::kSliceK;
         const uint8_t* b_tile = tiles + s * P::kTileBytes + P::kABytes + wb * WN * fp8::kSliceK;
         const uint64_t da = smem_desc_sw128(a_tile), db = smem_desc_sw128(b_tile);
-        const uint64_t db1 = db + (uint64_t(fp8::kAtomBytes) >> 4);  // WN = 128: B rows 64-127
         // The stage's metadata (fp8_layout.hpp): scales, exponent words and records of the
         // CTA's A rows, then of its B rows. This thread's rows are row0 and row0 + 8, its
         // columns 8 jn + 2 (lane % 4) + c of the warpgroup's WN (m64nN fragment register
@@ -336,46 +335,59 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         const bool wide = bits.x != 0u;
         // A narrow slice whose chain goes on: the next slice of this tile adds into the sums.
         const bool chain_on = !wide && bits.y == 0u && j + 1 < j1;
-        // The stage (tiles and metadata) is no longer read by this thread. Every thread
+        // Stage st (tiles and metadata) is no longer read by this thread. Every thread
         // arrives: an arrival releases only its own thread's reads (PTX memory model), and
         // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
         // warp after __syncwarp (session 9).
-        auto release_stage = [&] {
+        auto release_at = [&](int st) {
 #pragma unroll
           for (int c = 0; c < kCtas; ++c) {
             if constexpr (PAIR) {
-              mbarrier_arrive_cluster(&empty[s], uint32_t(c));
+              mbarrier_arrive_cluster(&empty[st], uint32_t(c));
             } else {
-              mbarrier_arrive(&empty[s]);
+              mbarrier_arrive(&empty[st]);
             }
           }
         };
+        auto release_stage = [&] { release_at(s); };
         if constexpr (kExpDataOnly) {
           release_stage();
           continue;
         }
-        // Issues k32 steps kk0 .. kk0 + kSteps - 1 of the slice for one 64-column block into
-        // `sum` as one wgmma group; the first step adds to `sum` when `add`, else overwrites it.
-        auto issue = [&](uint32_t(&sum)[32], uint64_t desc_b, int kk0, auto steps, bool add) {
+        // Issues k32 steps kk0 .. kk0 + kSteps - 1 of the slice whose A atom and B block have
+        // descriptors desc_a and desc_b, for the warpgroup's WN columns: one wgmma group per
+        // 64-column block (kN128: one m64n128 group for both); the first step adds to the sums
+        // when `add`, else overwrites them. `fence` (std::true_type) fences the sums' registers
+        // first; kExpOverlap's chained slices skip it, as the previous slice's wgmmas may still
+        // write them (ptxas would serialize).
+        auto issue = [&](uint64_t desc_a, uint64_t desc_b, int kk0, auto steps, bool add, auto fence) {
           constexpr int kSteps = decltype(steps)::value;
+          constexpr bool kFence = decltype(fence)::value;
+          if constexpr (kN128) {
+            if constexpr (kFence) {
 #pragma unroll
-          for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
-          wgmma_fence();
+              for (int i = 0; i < 32; ++i) fence_operand(sum0[i]), fence_operand(sum1[i]);
+            }
+            wgmma_fence();
 #pragma unroll
-          for (int kk = 0; kk < kSteps; ++kk)
-            wgmma_m64n64k32_s8(sum, da + 2 * (kk0 + kk), desc_b + 2 * (kk0 + kk), int(kk > 0 || add));
-          wgmma_commit();
-        };
-        // (kN128) k32 steps kk0 .. kk0 + kSteps - 1 of both 64-column blocks as one wgmma group.
-        auto issue128 = [&](int kk0, auto steps, bool add) {
-          constexpr int kSteps = decltype(steps)::value;
+            for (int kk = 0; kk < kSteps; ++kk)
+              wgmma_m64n128k32_s8(sum0, sum1, desc_a + 2 * (kk0 + kk), desc_b + 2 * (kk0 + kk), int(kk > 0 || add));
+            wgmma_commit();
+          } else {
+            auto block = [&](uint32_t(&sum)[32], uint64_t desc_block) {
+              if constexpr (kFence) {
 #pragma unroll
-          for (int i = 0; i < 32; ++i) fence_operand(sum0[i]), fence_operand(sum1[i]);
-          wgmma_fence();
+                for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
+              }
+              wgmma_fence();
 #pragma unroll
-          for (int kk = 0; kk < kSteps; ++kk)
-            wgmma_m64n128k32_s8(sum0, sum1, da + 2 * (kk0 + kk), db + 2 * (kk0 + kk), int(kk > 0 || add));
-          wgmma_commit();
+              for (int kk = 0; kk < kSteps; ++kk)
+                wgmma_m64n64k32_s8(sum, desc_a + 2 * (kk0 + kk), desc_block + 2 * (kk0 + kk), int(kk > 0 || add));
+              wgmma_commit();
+            };
+            block(sum0, desc_b);
+            if constexpr (WN == 128) block(sum1, desc_b + (uint64_t(fp8::kAtomBytes) >> 4));  // B rows 64-127
+          }
         };
         // acc += float(sum) * 2^(ea + eb) for one 64-column block h: the s32 sum is below 2^24
         // (a chain of at most kChainSlices slices: kChainSlices * 128 * 96 * 96), so the
@@ -396,9 +408,19 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             a[3] = fmaf(float(int(sum[4 * jn + 3])), a1 * b[1], a[3]);
           }
         };
+        // The scales of a narrow tile from stage metadata m: one per row and column (the
+        // scales array, fp8_layout.hpp).
+        auto narrow_scales = [&](const uint32_t* m) {
+          return [&, m](int jn, float& a0, float& a1, float (&b)[2]) {
+            const float* sc = reinterpret_cast<const float*>(m);
+            a0 = sc[row0], a1 = sc[row0 + 8];
+            const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
+            b[0] = v.x, b[1] = v.y;
+          };
+        };
         // The wait for the wgmma groups just issued and the promotion of their sums (WN = 128:
-        // block 0's promotion runs while block 1's MMAs do), then the stage's release: every
-        // wgmma and every metadata read of the stage is done.
+        // block 0's promotion runs while block 1's MMAs do), then, if `last`, the stage's
+        // release: every wgmma and every metadata read of the stage is done.
         auto finish = [&](bool last, auto&& scales) {
           if constexpr (kN128) {
             wgmma_wait<0>();
@@ -421,30 +443,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           // wgmmas onto the same sums, wait for the previous slice's and release that stage.
           // A chained slice is narrow by the image's rule (zero break bytes: every row's next
           // group is narrow, fp8::chain_continues), as the default path also assumes.
-          auto issue_at = [&](uint32_t(&sum)[32], uint64_t desc_a, uint64_t desc_b, bool add) {
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < 4; ++kk) wgmma_m64n64k32_s8(sum, desc_a + 2 * kk, desc_b + 2 * kk, int(kk > 0 || add));
-            wgmma_commit();
-          };
-          auto release_at = [&](int st) {
-#pragma unroll
-            for (int c = 0; c < kCtas; ++c) {
-              if constexpr (PAIR) {
-                mbarrier_arrive_cluster(&empty[st], uint32_t(c));
-              } else {
-                mbarrier_arrive(&empty[st]);
-              }
-            }
-          };
-#pragma unroll
-          for (int i = 0; i < 32; ++i) fence_operand(sum0[i]), fence_operand(sum1[i]);
-          if constexpr (kN128) {
-            issue128(0, std::integral_constant<int, 4>{}, false);
-          } else {
-            issue_at(sum0, da, db, false);
-            if constexpr (WN == 128) issue_at(sum1, da, db1, false);
-          }
+          issue(da, db, 0, std::integral_constant<int, 4>{}, false, std::true_type{});
           int st = s;
           const uint32_t* last_meta = meta;
           bool on = __all_sync(0xFFFFFFFFu, chain_on);
@@ -463,56 +462,22 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
 #pragma unroll
             for (int t = 0; t < WN / 64; ++t) brk |= rec2[4 * (P::kBM / 64 + wb * (WN / 64) + t) + 1];
             const bool on2 = __all_sync(0xFFFFFFFFu, brk == 0u && j + 1 < j1);
-            if constexpr (kN128) {
-              wgmma_fence();
-#pragma unroll
-              for (int kk = 0; kk < 4; ++kk) wgmma_m64n128k32_s8(sum0, sum1, da2 + 2 * kk, db2 + 2 * kk, 1);
-              wgmma_commit();
-            } else {
-              issue_at(sum0, da2, db2, true);
-              if constexpr (WN == 128) issue_at(sum1, da2, db2 + (uint64_t(fp8::kAtomBytes) >> 4), true);
-            }
+            issue(da2, db2, 0, std::integral_constant<int, 4>{}, true, std::false_type{});
             wgmma_wait<kGroups>();  // the previous slice's groups
             release_at(st);
             st = s2, last_meta = meta2, on = on2;
           }
-          // The chain ends at slice j (stage st): promote once with its scales.
-          if constexpr (WN == 128 && !kN128) {
-            wgmma_wait<1>();
-          } else {
-            wgmma_wait<0>();
-          }
-          auto scales = [&](int jn, float& a0, float& a1, float (&b)[2]) {
-            const float* sc = reinterpret_cast<const float*>(last_meta);
-            a0 = sc[row0], a1 = sc[row0 + 8];
-            const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
-            b[0] = v.x, b[1] = v.y;
-          };
-          promote(sum0, 0, scales);
-          if constexpr (WN == 128) {
-            if constexpr (!kN128) wgmma_wait<0>();
-            promote(sum1, 1, scales);
-          }
+          finish(false, narrow_scales(last_meta));  // the chain ends at slice j (stage st)
           release_at(st);
         } else if (!wide) {
           // Narrow tile: the four k32 steps of each 64-column block chain in the tensor core
           // (integer sums are exact), onto the previous slice's sums when the chain goes on.
-          if constexpr (kN128) {
-            issue128(0, std::integral_constant<int, 4>{}, chained);
-          } else {
-            issue(sum0, db, 0, std::integral_constant<int, 4>{}, chained);
-            if constexpr (WN == 128) issue(sum1, db1, 0, std::integral_constant<int, 4>{}, chained);
-          }
+          issue(da, db, 0, std::integral_constant<int, 4>{}, chained, std::true_type{});
           if (chain_on) {
             wgmma_wait<0>();
             release_stage();
           } else {  // the chain ends: promote once with its scales (those of every slice in it)
-            finish(true, [&](int jn, float& a0, float& a1, float (&b)[2]) {
-              const float* sc = reinterpret_cast<const float*>(meta);
-              a0 = sc[row0], a1 = sc[row0 + 8];
-              const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
-              b[0] = v.x, b[1] = v.y;
-            });
+            finish(true, narrow_scales(meta));
           }
         } else {
           // Wide tile (never inside a chain: a wide group breaks the chain before and after
@@ -520,12 +485,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           // the exponent words).
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
-            if constexpr (kN128) {
-              issue128(kk, std::integral_constant<int, 1>{}, false);
-            } else {
-              issue(sum0, db, kk, std::integral_constant<int, 1>{}, false);
-              if constexpr (WN == 128) issue(sum1, db1, kk, std::integral_constant<int, 1>{}, false);
-            }
+            issue(da, db, kk, std::integral_constant<int, 1>{}, false, std::true_type{});
             finish(kk == 3, [&](int jn, float& a0, float& a1, float (&b)[2]) {
               const uint32_t* ew = meta + P::kScaleWords;
               a0 = exp2_byte(ew[row0], kk), a1 = exp2_byte(ew[row0 + 8], kk);
