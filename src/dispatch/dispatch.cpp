@@ -236,7 +236,7 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
   }
   if (cfg.path == GemmPath::fp8) {
     // warps = 4 x (consumer warpgroups + 1): one consumer warpgroup per 64 tokens (each all of
-    // block_n), or, for block_n = 128, one per 64 x 64 sub-tile (src/cuda/gemm_fp8.cu).
+    // block_n), or, for block_n = 128, one per 64 x 64 sub-tile (src/cuda/gemm_fp8_kernel.cuh).
     const bool pair = cfg.block_m == 256 && cfg.block_n == 128 && cfg.warps == 12;
     const bool tile_ok = (cfg.block_n == 64 || cfg.block_n == 128) && (cfg.block_m == 64 || cfg.block_m == 128);
     // int64: a forced or cached configuration may hold any int (fuzz_api_args found the overflow).

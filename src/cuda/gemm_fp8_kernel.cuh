@@ -1,0 +1,563 @@
+#pragma once
+// Path "fp8"'s GEMM kernel: its arguments, shared-memory plan and the kernel template.
+// Included only by gemm_fp8.cu, which holds the launcher and the explicit list of
+// instantiations (the anonymous namespace keeps them in that one unit).
+//
+// Path "fp8": the prefill GEMM on Hopper's 8-bit tensor cores (issue 6; design in
+// docs/fp8-path.md). Both operands are 8-bit images (src/core/fp8_layout.hpp: s8 codes, E8M0
+// exponents per block): the weights' from prepack_fp8, the activations' built per call. One CTA
+// computes a BM x BN tile of C (BM = 64 tokens per consumer warpgroup, BN = 64 or 128 weight
+// rows):
+//   - one producer thread streams, per 128-K slice, the A and B atoms and their metadata
+//     (scales, exponent words, records: 8 bulk copies per stage) into a ring of
+//     shared-memory stages with 1-D bulk copies (TMA engine), signalling
+//     `full` mbarriers by transaction bytes; consumers release a stage on its `empty` mbarrier.
+//     The kernel is launched with PDL after the A image kernel: B's first stages are requested
+//     before griddepcontrol.wait, A's after it;
+//   - each consumer warpgroup (64 rows x WN columns, as m64n64 blocks) runs s8 x s8 -> s32
+//     wgmma, whose integer sums are exact. When every group of its rows and columns in the
+//     slice is narrow (the wide bytes of its atoms' records are zero) the slice's four k32
+//     steps chain in the tensor core. While the records' break bytes are zero too (every row
+//     keeps its R into the next slice, within a chain chunk of fp8::kChainSlices slices), the
+//     next slice adds into the same integer sums; at a chain's end they are promoted once:
+//     acc += float(S) * 2^Ra * 2^Rb, one FFMA per element (S < 2^24 converts exactly; the add
+//     rounds). Otherwise (a wide group: one exponent per block) each k32 step is promoted with
+//     its block's exponents. WN = 128: the first block's promotion runs while the second
+//     block's MMAs do.
+// Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the
+// rows and columns of C they touch afterwards. (Sessions 3-16 used e4m3 codes, whose MMA adds
+// with a truncating 13-fraction-bit accumulator and so needed one promotion per k32 step
+// everywhere: docs/perf-notes.md.)
+#include <algorithm>
+
+#include "core/fp8_layout.hpp"
+#include "cuda/common.cuh"
+#include "cuda/wgmma.cuh"
+
+namespace mxfp4::cuda {
+namespace {
+
+constexpr int kGroupM = 8;  ///< M tiles per rasterization group (L2 reuse of B across a wave)
+
+struct Fp8Params {
+  const uint8_t* a_img;
+  const uint8_t* b_img;
+  int64_t M, N;
+  int64_t a_rows, b_rows;  ///< padded rows of the two images
+  int slices;
+  int m_tiles, n_tiles;  ///< in units of the cluster's tile (PAIR: 2 * BM rows)
+  void* C;
+  int64_t ldc;
+  bool c_f32;
+  bool vec_store;  ///< C and ldc allow 2-element vector stores
+  int split;       ///< split-K: a cluster of `split` CTAs per tile, each a contiguous share of the slices
+};
+
+/// Shared-memory plan of one instantiation: the stage ring (A and B atoms, 1024-byte aligned
+/// for the 128-byte swizzle), the per-stage group scales, then the mbarriers. kCons consumer
+/// warpgroups, each 64 tokens x WN weight rows of the BM x BN tile, plus one producer warpgroup.
+template <int BM, int BN, int WN>
+struct Plan {
+  static_assert((BM == 64 || BM == 128) && (BN == 64 || BN == 128) && (WN == 64 || WN == BN), "FP8 tile");
+  static constexpr int kBM = BM;
+  static constexpr int kWeightBlocks = BN / WN;  ///< consumer warpgroups along N
+  static constexpr int kCons = (BM / 64) * kWeightBlocks;
+  static constexpr int kABytes = kBM * fp8::kSliceK, kBBytes = BN * fp8::kSliceK;
+  static constexpr int kTileBytes = kABytes + kBBytes;
+  /// Per stage after the tiles: A's and B's scales (kBM + BN floats), exponent words (kBM + BN)
+  /// and records (4 words per 64-row atom: wide and break bytes), in that order.
+  static constexpr int kScaleWords = kBM + BN, kWideWords = 4 * (kBM / 64 + BN / 64);
+  static constexpr int kMetaWords = 2 * kScaleWords + kWideWords;
+  static constexpr int kBudget = 224 * 1024;
+  static constexpr int kStages = std::min(8, (kBudget - 1024) / (kTileBytes + kMetaWords * 4 + 16));
+  static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kMetaWords * 4 + 16);
+  static constexpr int kThreads = 128 * (kCons + 1);
+  static constexpr int kRedPitch = BN + 4;  ///< floats per row of the split-K partial tile (reuses the ring)
+  static_assert(kBytes <= 227 * 1024, "FP8 GEMM exceeds the opt-in shared memory of sm_90");
+  static_assert(BM * kRedPitch * 4 <= kStages * kTileBytes, "split-K partial tile exceeds the stage ring");
+};
+
+/// Tile (mt, nt) of linear tile index `id`, grouped by kGroupM M tiles so that a wave of
+/// consecutive ids shares its B tiles in L2.
+__device__ __forceinline__ void raster(int id, int m_tiles, int n_tiles, int& mt, int& nt) {
+  const int per_group = kGroupM * n_tiles;
+  const int first_m = (id / per_group) * kGroupM, group_m = min(m_tiles - first_m, kGroupM);
+  mt = first_m + (id % per_group) % group_m;
+  nt = (id % per_group) / group_m;
+}
+
+/// Stores C[m][n] and C[m][n + 1] (those below N) as bf16 (round to nearest even) or fp32.
+__device__ __forceinline__ void store_pair(const Fp8Params& p, int64_t m, int64_t n, float v0, float v1) {
+  if (p.c_f32) {
+    float* c = static_cast<float*>(p.C) + m * p.ldc + n;
+    if (p.vec_store && n + 1 < p.N) {
+      *reinterpret_cast<float2*>(c) = make_float2(v0, v1);
+    } else {
+      if (n < p.N) c[0] = v0;
+      if (n + 1 < p.N) c[1] = v1;
+    }
+  } else {
+    uint16_t* c = static_cast<uint16_t*>(p.C) + m * p.ldc + n;
+    if (p.vec_store && n + 1 < p.N) {
+      *reinterpret_cast<uint32_t*>(c) = uint32_t(fmt::f32_to_bf16(v0)) | (uint32_t(fmt::f32_to_bf16(v1)) << 16);
+    } else {
+      if (n < p.N) c[0] = fmt::f32_to_bf16(v0);
+      if (n + 1 < p.N) c[1] = fmt::f32_to_bf16(v1);
+    }
+  }
+}
+
+#ifndef MXFP4_EXP_FP8_NOWAIT  // a measurement only (docs/perf-notes.md plan): wrong results
+#define MXFP4_EXP_FP8_NOWAIT 0
+#endif
+/// -DMXFP4_EXP_FP8_NOWAIT=1: the GEMM does not wait for the A image kernel (it reads whatever
+/// image is there), to time what serialising the image and the GEMM costs. Never a default.
+constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
+
+#ifndef MXFP4_EXP_FP8_DATA_ONLY  // a measurement only (docs/perf-notes.md plan): wrong results
+#define MXFP4_EXP_FP8_DATA_ONLY 0
+#endif
+/// -DMXFP4_EXP_FP8_DATA_ONLY=1: the consumers wait for each stage and release it at once, with
+/// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
+constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
+
+#ifndef MXFP4_EXP_FP8_OVERLAP  // an experiment (docs/perf-notes.md plan, session 18): exact results
+#define MXFP4_EXP_FP8_OVERLAP 0
+#endif
+/// -DMXFP4_EXP_FP8_OVERLAP=1: a chain of narrow slices runs as a software-pipelined inner loop
+/// (the shape of a CUTLASS mainloop): slice j + 1's wgmmas are issued before the consumer
+/// waits for slice j's (wgmma_wait<WN / 64>) and releases j's stage, so a warpgroup's MMAs run
+/// back to back along the chain. One wgmma group set is in flight on entry to the loop and on
+/// its back edge, and the loop's conditions are votes, so ptxas keeps the wgmmas asynchronous.
+/// Not a default until measured.
+constexpr bool kExpOverlap = MXFP4_EXP_FP8_OVERLAP != 0;
+
+#ifndef MXFP4_EXP_FP8_N128  // an experiment (docs/perf-notes.md plan, session 18): exact results
+#define MXFP4_EXP_FP8_N128 0
+#endif
+/// -DMXFP4_EXP_FP8_N128=1: a WN = 128 warpgroup issues one m64n128k32 wgmma per k32 step
+/// instead of two m64n64k32 halves, so A's 64 x 32 bytes are read from shared memory once per
+/// step, not twice (a quarter less shared-memory traffic per MMA); the halves' promotions no
+/// longer overlap the other half's MMAs. Not a default until measured (tune: WN = 128 tiles).
+constexpr bool kExpN128 = MXFP4_EXP_FP8_N128 != 0;
+
+/// Waits on a full mbarrier with a warp-uniform spin (a vote), so that ptxas sees no divergent
+/// path while wgmmas are in flight (kExpOverlap).
+__device__ __forceinline__ void mbarrier_wait_uniform(uint64_t* bar, uint32_t parity) {
+  const uint32_t addr = smem_addr(bar);
+  uint32_t done = 0;
+  while (!__all_sync(0xFFFFFFFFu, done != 0u))
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(addr), "r"(parity)
+                 : "memory");
+}
+
+/// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
+__device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
+
+/// PDL in both directions: waits for the A image kernel (complete, writes visible), then lets
+/// the fix-up start; the fix-up reads A's flags before its own wait, so no thread may signal
+/// before its wait.
+__device__ __forceinline__ void wait_then_release_dependents() {
+  if constexpr (!kExpNoWait) grid_dependency_wait();
+  grid_dependents_launch();
+}
+
+/// Persistent kernel: CTAs (PAIR: clusters of 2 CTAs) take tiles id = cluster, cluster +
+/// clusters, ...; the stage ring and its mbarrier phases run on across tiles, so the producer
+/// loads the next tile while the consumers store the last. PAIR: the two CTAs of a cluster
+/// compute vertically adjacent tiles of one N tile and each bulk-copies half of the shared B
+/// tile to both (multicast), halving B's L2 traffic; a stage is refilled only after the
+/// consumers of both CTAs released it. Split-K (p.split > 1, not PAIR; one tile per cluster, not
+/// persistent): the `split` CTAs of a cluster take contiguous shares of the tile's slices, store
+/// their fp32 partial tiles in their own (drained) stage ring and sum them through distributed
+/// shared memory in rank order 0..split-1 (deterministic), each CTA storing 1/split of the
+/// tile's rows.
+template <int BM, int BN, int WN, bool PAIR>
+__global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel(const Fp8Params p) {
+  using P = Plan<BM, BN, WN>;
+  constexpr int kCons = P::kCons;
+  constexpr int kCtas = PAIR ? 2 : 1;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* tiles = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);  // swizzle atoms: 1024-aligned
+  uint32_t* metas = reinterpret_cast<uint32_t*>(tiles + P::kStages * P::kTileBytes);  // per stage: kMetaWords
+  uint64_t* full = reinterpret_cast<uint64_t*>(metas + P::kStages * P::kMetaWords);
+  uint64_t* empty = full + P::kStages;
+
+  const int wg = int(threadIdx.x) / 128;
+  const uint32_t rank = PAIR ? cluster_rank() : 0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < P::kStages; ++s) {
+      mbarrier_init(&full[s], 1);
+      mbarrier_init(&empty[s], kCtas * kCons * 128);  // one arrival per consumer thread of the cluster
+    }
+    fence_mbarrier_init();
+  }
+  if constexpr (PAIR) {
+    cluster_sync_acq_rel();  // the peer's barriers exist before any multicast or remote arrival
+  } else {
+    __syncthreads();
+  }
+  // Split-K: this CTA's rank in the cluster takes slices [j0, j1) of its tile.
+  const bool split = !PAIR && p.split > 1;
+  const uint32_t krank = split ? cluster_rank() : 0;
+  const int j0 = int(int64_t(p.slices) * krank / p.split), j1 = int(int64_t(p.slices) * (krank + 1) / p.split);
+  const int ctas = PAIR ? 2 : p.split;  // CTAs per cluster
+  const int clusters = int(gridDim.x) / ctas, first = int(blockIdx.x) / ctas;
+  const int tiles_total = p.m_tiles * p.n_tiles;
+
+  // Registers (65536 per SM, one CTA): WN = 128 consumers need ~210 per thread (s32 sums,
+  // accumulator and scale products of 64 x 128), the producer ~30; the launch gives 168 (384
+  // threads). Four 64 x 64 consumer warpgroups need ~100 each; the launch gives 96 (640 threads).
+  constexpr bool kRebalance = kCons >= 2 && (WN == 128 || kCons == 4);
+  // The CTA's pool is what the launch gave: (65536 / threads) rounded down to a multiple of 8.
+  constexpr int kConsumerRegs = WN == 128 ? 232 : 112, kProducerRegs = WN == 128 ? 40 : 32;
+  static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
+                "register rebalance exceeds the CTA's pool");
+  if (wg == kCons) {  // producer warpgroup: one thread issues every copy
+    if constexpr (kRebalance) setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x == kCons * 128) {
+      // Metadata of (image, its rows, slice j, row r0): the scales, exponent words and wide
+      // records (fp8_layout.hpp), recomputed per stage (the producer thread has few registers).
+      auto metadata = [&](const uint8_t* img, int64_t rows, int j, int64_t r0, const uint8_t*& sc, const uint8_t*& ex,
+                          const uint8_t*& wd) {
+        const fp8::ImageGeometry g{rows, p.slices};
+        sc = img + g.scale_offset() + 4 * g.group_index(r0, j);
+        ex = img + g.exponent_offset() + 4 * g.group_index(r0, j);
+        wd = img + g.wide_offset() + g.wide_index(r0 / 64, j);
+      };
+      // A cursor walks this CTA's (tile, slice) sequence; the tile origin is recomputed only
+      // when the tile changes (the lone producer thread must stay ahead of the consumers).
+      struct Cursor {
+        int id, j;
+        int64_t m0, n0;
+      };
+      auto locate = [&](Cursor& c) {
+        int mt, nt;
+        raster(c.id, p.m_tiles, p.n_tiles, mt, nt);
+        c.m0 = (int64_t(mt) * kCtas + rank) * P::kBM, c.n0 = int64_t(nt) * BN;
+      };
+      auto advance = [&](Cursor& c) {
+        if (++c.j < j1) return;
+        c.j = j0, c.id += clusters;
+        if (c.id < tiles_total) locate(c);
+      };
+      auto issue_b = [&](int s, const Cursor& c) {  // expects the whole stage, loads B's part (weights)
+        uint8_t* dst = tiles + s * P::kTileBytes + P::kABytes;
+        mbarrier_arrive_expect_tx(&full[s], P::kTileBytes + P::kMetaWords * 4);
+        const uint8_t* b_src = p.b_img + (c.j * (p.b_rows / 64) + c.n0 / 64) * fp8::kAtomBytes;
+        if constexpr (PAIR) {  // this CTA's half of B, to both CTAs
+          constexpr int kHalf = P::kBBytes / 2;
+          bulk_copy_g2s_multicast(dst + rank * kHalf, b_src + rank * kHalf, kHalf, &full[s], 0x3);
+        } else {
+          bulk_copy_g2s(dst, b_src, P::kBBytes, &full[s]);
+        }
+        uint32_t* meta = metas + s * P::kMetaWords;
+        const uint8_t *sc, *ex, *wd;
+        metadata(p.b_img, p.b_rows, c.j, c.n0, sc, ex, wd);
+        bulk_copy_g2s(meta + P::kBM, sc, BN * 4, &full[s]);
+        bulk_copy_g2s(meta + P::kScaleWords + P::kBM, ex, BN * 4, &full[s]);
+        bulk_copy_g2s(meta + 2 * P::kScaleWords + 4 * (P::kBM / 64), wd, (BN / 64) * fp8::kWideRecordBytes, &full[s]);
+      };
+      auto issue_a = [&](int s, const Cursor& c) {  // A's part of the stage (the activations' image)
+        bulk_copy_g2s(tiles + s * P::kTileBytes, p.a_img + (c.j * (p.a_rows / 64) + c.m0 / 64) * fp8::kAtomBytes,
+                      P::kABytes, &full[s]);
+        uint32_t* meta = metas + s * P::kMetaWords;
+        const uint8_t *sc, *ex, *wd;
+        metadata(p.a_img, p.a_rows, c.j, c.m0, sc, ex, wd);
+        bulk_copy_g2s(meta, sc, P::kBM * 4, &full[s]);
+        bulk_copy_g2s(meta + P::kScaleWords, ex, P::kBM * 4, &full[s]);
+        bulk_copy_g2s(meta + 2 * P::kScaleWords, wd, (P::kBM / 64) * fp8::kWideRecordBytes, &full[s]);
+      };
+      Cursor c{first, j0, 0, 0};
+      if (first < tiles_total && j0 < j1) locate(c);
+      if (j0 >= j1) c.id = tiles_total;  // split-K rank without slices (slices < split)
+      // The weights never depend on the previous kernel: B's part of the first stages is
+      // requested before A's image is known to be complete, A's part after the wait.
+      Cursor c0 = c;
+      int pre = 0;
+      for (; pre < P::kStages && c.id < tiles_total; ++pre, advance(c)) issue_b(pre, c);
+      wait_then_release_dependents();
+      for (int it = 0; it < pre; ++it, advance(c0)) issue_a(it, c0);
+      for (int it = pre; c.id < tiles_total; ++it, advance(c)) {
+        const int s = it % P::kStages;
+        mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);
+        issue_b(s, c);
+        issue_a(s, c);
+      }
+    } else {
+      wait_then_release_dependents();
+    }
+  } else {
+    // Consumer warpgroup `wg`: tokens tb*64 .. tb*64+63 of the CTA's tile, weight rows
+    // wb*WN .. wb*WN+WN-1.
+    if constexpr (kRebalance) setmaxnreg_inc<kConsumerRegs>();
+    wait_then_release_dependents();  // C is written below
+    const int tb = wg / P::kWeightBlocks, wb = wg % P::kWeightBlocks;
+    const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
+    const int row0 = tb * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
+    float acc[WN / 2];
+    constexpr bool kN128 = kExpN128 && WN == 128;  // one m64n128 wgmma group per step (sum0, sum1)
+    constexpr int kGroups = kN128 ? 1 : WN / 64;    // wgmma groups per slice
+    // s32 sums of the two 64-column blocks of the warpgroup's tile (WN = 64: sum0 only): of a
+    // chain of narrow slices, or of one k32 step (wide tiles).
+    uint32_t sum0[32], sum1[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) sum0[i] = sum1[i] = 0u;
+    int it = 0;
+    for (int id = first; id < tiles_total; id += clusters) {
+      int mt, nt;
+      raster(id, p.m_tiles, p.n_tiles, mt, nt);
+#pragma unroll
+      for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
+      bool chained = false;  // the previous slice left its sums for this one to add to
+      for (int j = j0; j < j1; ++j, ++it) {
+        const int s = it % P::kStages;
+        mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
+        __syncwarp();  // reconverge before the .aligned wgmma instructions
+        const uint8_t* a_tile = tiles + s * P::kTileBytes + tb * 64 * fp8::kSliceK;
+        const uint8_t* b_tile = tiles + s * P::kTileBytes + P::kABytes + wb * WN * fp8::kSliceK;
+        const uint64_t da = smem_desc_sw128(a_tile), db = smem_desc_sw128(b_tile);
+        // The stage's metadata (fp8_layout.hpp): scales, exponent words and records of the
+        // CTA's A rows, then of its B rows. This thread's rows are row0 and row0 + 8, its
+        // columns 8 jn + 2 (lane % 4) + c of the warpgroup's WN (m64nN fragment register
+        // 4 jn + 2 i + c).
+        const uint32_t* meta = metas + s * P::kMetaWords;
+        const int col = P::kBM + wb * WN + 2 * (lane % 4);  // + 8 jn: this thread's B words
+        // The records of the warpgroup's A atom and its B atoms (wide bytes in word 0, break
+        // bytes in word 1): the same words for every thread, so the branches below are
+        // uniform over the warpgroup.
+        const uint32_t* rec = meta + 2 * P::kScaleWords;
+        uint2 bits = *reinterpret_cast<const uint2*>(rec + 4 * tb);
+#pragma unroll
+        for (int t = 0; t < WN / 64; ++t) {
+          const uint2 b = *reinterpret_cast<const uint2*>(rec + 4 * (P::kBM / 64 + wb * (WN / 64) + t));
+          bits.x |= b.x, bits.y |= b.y;
+        }
+        const bool wide = bits.x != 0u;
+        // A narrow slice whose chain goes on: the next slice of this tile adds into the sums.
+        const bool chain_on = !wide && bits.y == 0u && j + 1 < j1;
+        // Stage st (tiles and metadata) is no longer read by this thread. Every thread
+        // arrives: an arrival releases only its own thread's reads (PTX memory model), and
+        // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
+        // warp after __syncwarp (session 9).
+        auto release_at = [&](int st) {
+#pragma unroll
+          for (int c = 0; c < kCtas; ++c) {
+            if constexpr (PAIR) {
+              mbarrier_arrive_cluster(&empty[st], uint32_t(c));
+            } else {
+              mbarrier_arrive(&empty[st]);
+            }
+          }
+        };
+        auto release_stage = [&] { release_at(s); };
+        if constexpr (kExpDataOnly) {
+          release_stage();
+          continue;
+        }
+        // Issues k32 steps kk0 .. kk0 + kSteps - 1 of the slice whose A atom and B block have
+        // descriptors desc_a and desc_b, for the warpgroup's WN columns: one wgmma group per
+        // 64-column block (kN128: one m64n128 group for both); the first step adds to the sums
+        // when `add`, else overwrites them. `fence` (std::true_type) fences the sums' registers
+        // first; kExpOverlap's chained slices skip it, as the previous slice's wgmmas may still
+        // write them (ptxas would serialize).
+        auto issue = [&](uint64_t desc_a, uint64_t desc_b, int kk0, auto steps, bool add, auto fence) {
+          constexpr int kSteps = decltype(steps)::value;
+          constexpr bool kFence = decltype(fence)::value;
+          if constexpr (kN128) {
+            if constexpr (kFence) {
+#pragma unroll
+              for (int i = 0; i < 32; ++i) fence_operand(sum0[i]), fence_operand(sum1[i]);
+            }
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < kSteps; ++kk)
+              wgmma_m64n128k32_s8(sum0, sum1, desc_a + 2 * (kk0 + kk), desc_b + 2 * (kk0 + kk), int(kk > 0 || add));
+            wgmma_commit();
+          } else {
+            auto block = [&](uint32_t(&sum)[32], uint64_t desc_block) {
+              if constexpr (kFence) {
+#pragma unroll
+                for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
+              }
+              wgmma_fence();
+#pragma unroll
+              for (int kk = 0; kk < kSteps; ++kk)
+                wgmma_m64n64k32_s8(sum, desc_a + 2 * (kk0 + kk), desc_block + 2 * (kk0 + kk), int(kk > 0 || add));
+              wgmma_commit();
+            };
+            block(sum0, desc_b);
+            if constexpr (WN == 128) block(sum1, desc_b + (uint64_t(fp8::kAtomBytes) >> 4));  // B rows 64-127
+          }
+        };
+        // acc += float(sum) * 2^(ea + eb) for one 64-column block h: the s32 sum is below 2^24
+        // (a chain of at most kChainSlices slices: kChainSlices * 128 * 96 * 96), so the
+        // conversion is exact; the scale products are exact (|e| <= 48, or 0 for a flagged
+        // group, whose codes are zero), and the FFMA rounds once. `scales(jn, a0, a1, p)` gives
+        // the fragment's rows' A scales and writes B's for the two columns of n8 tile jn into p.
+        auto promote = [&](uint32_t(&sum)[32], int h, auto&& scales) {
+#pragma unroll
+          for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
+#pragma unroll
+          for (int jn = 0; jn < 8; ++jn) {
+            float a0, a1, b[2];
+            scales(8 * h + jn, a0, a1, b);
+            float* a = acc + 32 * h + 4 * jn;
+            a[0] = fmaf(float(int(sum[4 * jn + 0])), a0 * b[0], a[0]);
+            a[1] = fmaf(float(int(sum[4 * jn + 1])), a0 * b[1], a[1]);
+            a[2] = fmaf(float(int(sum[4 * jn + 2])), a1 * b[0], a[2]);
+            a[3] = fmaf(float(int(sum[4 * jn + 3])), a1 * b[1], a[3]);
+          }
+        };
+        // The scales of a narrow tile from stage metadata m: one per row and column (the
+        // scales array, fp8_layout.hpp).
+        auto narrow_scales = [&](const uint32_t* m) {
+          return [&, m](int jn, float& a0, float& a1, float (&b)[2]) {
+            const float* sc = reinterpret_cast<const float*>(m);
+            a0 = sc[row0], a1 = sc[row0 + 8];
+            const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
+            b[0] = v.x, b[1] = v.y;
+          };
+        };
+        // The wait for the wgmma groups just issued and the promotion of their sums (WN = 128:
+        // block 0's promotion runs while block 1's MMAs do), then, if `last`, the stage's
+        // release: every wgmma and every metadata read of the stage is done.
+        auto finish = [&](bool last, auto&& scales) {
+          if constexpr (kN128) {
+            wgmma_wait<0>();
+            promote(sum0, 0, scales);
+            promote(sum1, 1, scales);
+          } else if constexpr (WN == 128) {
+            wgmma_wait<1>();
+            promote(sum0, 0, scales);
+            wgmma_wait<0>();
+            promote(sum1, 1, scales);
+          } else {
+            wgmma_wait<0>();
+            promote(sum0, 0, scales);
+          }
+          if (last) release_stage();
+        };
+        if (kExpOverlap && !wide) {
+          // (kExpOverlap) This slice starts a chain (`chained` is unused under kExpOverlap):
+          // issue it, then, while the chain goes on, take the next slice's stage, issue its
+          // wgmmas onto the same sums, wait for the previous slice's and release that stage.
+          // A chained slice is narrow by the image's rule (zero break bytes: every row's next
+          // group is narrow, fp8::chain_continues), as the default path also assumes.
+          issue(da, db, 0, std::integral_constant<int, 4>{}, false, std::true_type{});
+          int st = s;
+          const uint32_t* last_meta = meta;
+          bool on = __all_sync(0xFFFFFFFFu, chain_on);
+          while (on) {
+            ++j, ++it;
+            const int s2 = it % P::kStages;
+            mbarrier_wait_uniform(&full[s2], uint32_t(it / P::kStages) & 1u);
+            __syncwarp();
+            const uint8_t* a2 = tiles + s2 * P::kTileBytes + tb * 64 * fp8::kSliceK;
+            const uint8_t* b2 = tiles + s2 * P::kTileBytes + P::kABytes + wb * WN * fp8::kSliceK;
+            const uint64_t da2 = smem_desc_sw128(a2), db2 = smem_desc_sw128(b2);
+            const uint32_t* meta2 = metas + s2 * P::kMetaWords;
+            const uint32_t* rec2 = meta2 + 2 * P::kScaleWords;
+            // A chained slice is narrow (the previous break bytes say so); whether it chains on:
+            uint32_t brk = rec2[4 * tb + 1];
+#pragma unroll
+            for (int t = 0; t < WN / 64; ++t) brk |= rec2[4 * (P::kBM / 64 + wb * (WN / 64) + t) + 1];
+            const bool on2 = __all_sync(0xFFFFFFFFu, brk == 0u && j + 1 < j1);
+            issue(da2, db2, 0, std::integral_constant<int, 4>{}, true, std::false_type{});
+            wgmma_wait<kGroups>();  // the previous slice's groups
+            release_at(st);
+            st = s2, last_meta = meta2, on = on2;
+          }
+          finish(false, narrow_scales(last_meta));  // the chain ends at slice j (stage st)
+          release_at(st);
+        } else if (!wide) {
+          // Narrow tile: the four k32 steps of each 64-column block chain in the tensor core
+          // (integer sums are exact), onto the previous slice's sums when the chain goes on.
+          issue(da, db, 0, std::integral_constant<int, 4>{}, chained, std::true_type{});
+          if (chain_on) {
+            wgmma_wait<0>();
+            release_stage();
+          } else {  // the chain ends: promote once with its scales (those of every slice in it)
+            finish(true, narrow_scales(meta));
+          }
+        } else {
+          // Wide tile (never inside a chain: a wide group breaks the chain before and after
+          // it): one round per k32 step, promoted with its block's exponents (E8M0 bytes kk of
+          // the exponent words).
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk) {
+            issue(da, db, kk, std::integral_constant<int, 1>{}, false, std::true_type{});
+            finish(kk == 3, [&](int jn, float& a0, float& a1, float (&b)[2]) {
+              const uint32_t* ew = meta + P::kScaleWords;
+              a0 = exp2_byte(ew[row0], kk), a1 = exp2_byte(ew[row0 + 8], kk);
+              const uint2 w = *reinterpret_cast<const uint2*>(ew + col + 8 * jn);
+              b[0] = exp2_byte(w.x, kk), b[1] = exp2_byte(w.y, kk);
+            });
+          }
+        }
+        chained = chain_on;
+      }
+
+      // Epilogue: straight from the accumulators to C (bf16 rounded to nearest even, or fp32),
+      // or, split-K, into this CTA's partial tile in shared memory.
+      const int64_t m_base = (int64_t(mt) * kCtas + rank) * P::kBM + row0;
+      if (split) {
+        // Every consumer warpgroup is past its last read of the ring (named barrier 1).
+        __syncwarp();
+        asm volatile("bar.sync 1, %0;" ::"r"(kCons * 128) : "memory");
+        float* red = reinterpret_cast<float*>(tiles);
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+          for (int jn = 0; jn < WN / 8; ++jn)
+            *reinterpret_cast<float2*>(red + (row0 + 8 * i) * P::kRedPitch + wb * WN + 8 * jn + 2 * (lane % 4)) =
+                make_float2(acc[4 * jn + 2 * i], acc[4 * jn + 2 * i + 1]);
+        continue;
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int64_t m = m_base + 8 * i;
+        if (m >= p.M) continue;
+#pragma unroll
+        for (int jn = 0; jn < WN / 8; ++jn)
+          store_pair(p, m, int64_t(nt) * BN + wb * WN + 8 * jn + 2 * (lane % 4), acc[4 * jn + 2 * i],
+                     acc[4 * jn + 2 * i + 1]);
+      }
+    }
+  }
+  if (split) {
+    // Split-K reduction: rank r stores rows [r, r + 1) * BM / split of the tile, summing the
+    // partials of ranks 0..split-1 in that order (every thread of every CTA joins the barriers).
+    __syncwarp();
+    cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
+    if (wg < kCons && first < tiles_total) {
+      int mt, nt;
+      raster(first, p.m_tiles, p.n_tiles, mt, nt);
+      const float* red = reinterpret_cast<const float*>(tiles);
+      const int rows = P::kBM / p.split, quads = rows * (BN / 4);
+      for (int q = int(threadIdx.x); q < quads; q += kCons * 128) {
+        const int ml = int(krank) * rows + q / (BN / 4), nl = 4 * (q % (BN / 4));
+        const int64_t m = int64_t(mt) * P::kBM + ml, n = int64_t(nt) * BN + nl;
+        if (m >= p.M) continue;  // no remote load may still be in flight at the closing barrier
+        float4 sum = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, 0);
+        for (int r = 1; r < p.split; ++r) {
+          const float4 v = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, uint32_t(r));
+          sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+        }
+        store_pair(p, m, n, sum.x, sum.y), store_pair(p, m, n + 2, sum.z, sum.w);
+      }
+    }
+    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it
+  }
+  // PAIR: no CTA leaves while its peer may still multicast into it or arrive on its barriers
+  // (release: the remote arrivals above are ordered before the barrier).
+  if constexpr (PAIR) {
+    __syncwarp();  // the barrier is .aligned: reconverge the producer warp first
+    cluster_sync_acq_rel();
+  }
+}
+
+}  // namespace
+}  // namespace mxfp4::cuda
