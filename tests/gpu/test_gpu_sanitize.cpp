@@ -41,6 +41,20 @@ std::vector<T> strided_download(const DeviceBuf& d, int64_t rows, int64_t cols, 
   return out;
 }
 
+/// Runs gemm on A (bf16 [M, K], row stride lda, on the device) and pw into a fresh C (row
+/// stride ldc) with configuration `cfg` (nullptr: the dispatcher's) and checks C against the
+/// exact product of aq and b (spec §3).
+ContractReport gemm_within_contract(const DeviceBuf& da, int64_t M, int64_t K, int64_t lda, const PackedWeights& pw,
+                                    int64_t ldc, const GemmConfig* cfg, const HostMx& aq, const HostMx& b) {
+  const int64_t N = pw.N;
+  DeviceBuf dc(size_t(((M - 1) * ldc + N) * 2), NoInit{});
+  GemmOptions opt;
+  opt.config = cfg;
+  gemm(da.get<uint16_t>(), M, K, lda, pw, dc.get<uint16_t>(), ldc, opt, cuda_exec());
+  const std::vector<uint16_t> C = strided_download<uint16_t>(dc, M, N, ldc);
+  return check_gemm_contract(C.data(), N, aq.view(), b.view());
+}
+
 TEST(GpuSanitize, GemmEveryPathSmall) {
   MXFP4_REQUIRE_GPU();
   const int64_t N = 200, K = 320;  // N tail in the last tile, K = 5 chunks of 64
@@ -71,12 +85,7 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
     for (const GemmConfig* cfg : cfgs) {
       // ldc = N (16-byte aligned rows: vector stores where a path has them) and N + 3.
       for (int64_t ldc : {N, N + 3}) {
-        DeviceBuf dc(size_t(((M - 1) * ldc + N) * 2), NoInit{});
-        GemmOptions opt;
-        opt.config = cfg;
-        gemm(da->get<uint16_t>(), M, K, lda, pw, dc.get<uint16_t>(), ldc, opt, cuda_exec());
-        const std::vector<uint16_t> C = strided_download<uint16_t>(dc, M, N, ldc);
-        const ContractReport rep = check_gemm_contract(C.data(), N, aq.view(), b.view());
+        const ContractReport rep = gemm_within_contract(*da, M, K, lda, pw, ldc, cfg, aq, b);
         EXPECT_TRUE(rep.ok()) << "M=" << M << " ldc=" << ldc << " " << cfg_name(cfg) << ": " << rep.str();
       }
     }
@@ -102,12 +111,7 @@ TEST(GpuSanitize, Fp8ChainsOverSeveralChunks) {
   const HostMx aq = quantize_bf16(a, M, K);
   const auto da = strided_upload(a, M, K, K);
   for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(64, 64), fp8_cfg(128, 64, false, 2)}) {
-    DeviceBuf dc(size_t(M * N * 2), NoInit{});
-    GemmOptions opt;
-    opt.config = &cfg;
-    gemm(da->get<uint16_t>(), M, K, K, pw, dc.get<uint16_t>(), N, opt, cuda_exec());
-    const std::vector<uint16_t> C = strided_download<uint16_t>(dc, M, N, N);
-    const ContractReport rep = check_gemm_contract(C.data(), N, aq.view(), b.view());
+    const ContractReport rep = gemm_within_contract(*da, M, K, K, pw, N, &cfg, aq, b);
     EXPECT_TRUE(rep.ok()) << describe(cfg) << ": " << rep.str();
   }
 }
@@ -127,12 +131,7 @@ TEST(GpuSanitize, GemmSplitkThroughWorkspaceSmall) {
     const auto da = strided_upload(a, M, K, K);
     for (const GemmConfig& cfg : {forced_cfg(GemmPath::splitk, 8, 4, 2), forced_cfg(GemmPath::splitk, 8, 8, 1)}) {
       ASSERT_TRUE(splitk_scratch(M, N, K, cfg).needed) << describe(cfg);
-      DeviceBuf dc(size_t(M * N * 2), NoInit{});
-      GemmOptions opt;
-      opt.config = &cfg;
-      gemm(da->get<uint16_t>(), M, K, K, pw, dc.get<uint16_t>(), N, opt, cuda_exec());
-      const std::vector<uint16_t> C = strided_download<uint16_t>(dc, M, N, N);
-      const ContractReport rep = check_gemm_contract(C.data(), N, aq.view(), b.view());
+      const ContractReport rep = gemm_within_contract(*da, M, K, K, pw, N, &cfg, aq, b);
       EXPECT_TRUE(rep.ok()) << "M=" << M << " " << describe(cfg) << ": " << rep.str();
     }
   }
