@@ -121,38 +121,6 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
-#ifndef MXFP4_EXP_FP8_OVERLAP  // an experiment (docs/perf-notes.md plan, session 18): exact results
-#define MXFP4_EXP_FP8_OVERLAP 0
-#endif
-/// -DMXFP4_EXP_FP8_OVERLAP=1: a chain of narrow slices runs as a software-pipelined inner loop
-/// (the shape of a CUTLASS mainloop): slice j + 1's wgmmas are issued before the consumer
-/// waits for slice j's (wgmma_wait<WN / 64>) and releases j's stage, so a warpgroup's MMAs run
-/// back to back along the chain. One wgmma group set is in flight on entry to the loop and on
-/// its back edge, and the loop's conditions are votes, so ptxas keeps the wgmmas asynchronous.
-/// Not a default until measured.
-constexpr bool kExpOverlap = MXFP4_EXP_FP8_OVERLAP != 0;
-
-#ifndef MXFP4_EXP_FP8_N128  // an experiment (docs/perf-notes.md plan, session 18): exact results
-#define MXFP4_EXP_FP8_N128 0
-#endif
-/// -DMXFP4_EXP_FP8_N128=1: a WN = 128 warpgroup issues one m64n128k32 wgmma per k32 step
-/// instead of two m64n64k32 halves, so A's 64 x 32 bytes are read from shared memory once per
-/// step, not twice (a quarter less shared-memory traffic per MMA); the halves' promotions no
-/// longer overlap the other half's MMAs. Not a default until measured (tune: WN = 128 tiles).
-constexpr bool kExpN128 = MXFP4_EXP_FP8_N128 != 0;
-
-/// Waits on a full mbarrier with a warp-uniform spin (a vote), so that ptxas sees no divergent
-/// path while wgmmas are in flight (kExpOverlap).
-__device__ __forceinline__ void mbarrier_wait_uniform(uint64_t* bar, uint32_t parity) {
-  const uint32_t addr = smem_addr(bar);
-  uint32_t done = 0;
-  while (!__all_sync(0xFFFFFFFFu, done != 0u))
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(addr), "r"(parity)
-                 : "memory");
-}
-
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
 
@@ -298,8 +266,6 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
     const int row0 = tb * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
     float acc[WN / 2];
-    constexpr bool kN128 = kExpN128 && WN == 128;  // one m64n128 wgmma group per step (sum0, sum1)
-    constexpr int kGroups = kN128 ? 1 : WN / 64;    // wgmma groups per slice
     // s32 sums of the two 64-column blocks of the warpgroup's tile (WN = 64: sum0 only): of a
     // chain of narrow slices, or of one k32 step (wide tiles).
     uint32_t sum0[32], sum1[32];
@@ -338,59 +304,40 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         const bool wide = bits.x != 0u;
         // A narrow slice whose chain goes on: the next slice of this tile adds into the sums.
         const bool chain_on = !wide && bits.y == 0u && j + 1 < j1;
-        // Stage st (tiles and metadata) is no longer read by this thread. Every thread
+        // The stage (tiles and metadata) is no longer read by this thread. Every thread
         // arrives: an arrival releases only its own thread's reads (PTX memory model), and
         // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
         // warp after __syncwarp (session 9).
-        auto release_at = [&](int st) {
+        auto release_stage = [&] {
 #pragma unroll
           for (int c = 0; c < kCtas; ++c) {
             if constexpr (PAIR) {
-              mbarrier_arrive_cluster(&empty[st], uint32_t(c));
+              mbarrier_arrive_cluster(&empty[s], uint32_t(c));
             } else {
-              mbarrier_arrive(&empty[st]);
+              mbarrier_arrive(&empty[s]);
             }
           }
         };
-        auto release_stage = [&] { release_at(s); };
         if constexpr (kExpDataOnly) {
           release_stage();
           continue;
         }
-        // Issues k32 steps kk0 .. kk0 + kSteps - 1 of the slice whose A atom and B block have
-        // descriptors desc_a and desc_b, for the warpgroup's WN columns: one wgmma group per
-        // 64-column block (kN128: one m64n128 group for both); the first step adds to the sums
-        // when `add`, else overwrites them. `fence` (std::true_type) fences the sums' registers
-        // first; kExpOverlap's chained slices skip it, as the previous slice's wgmmas may still
-        // write them (ptxas would serialize).
-        auto issue = [&](uint64_t desc_a, uint64_t desc_b, int kk0, auto steps, bool add, auto fence) {
+        // Issues k32 steps kk0 .. kk0 + kSteps - 1 of the slice for the warpgroup's WN columns:
+        // one wgmma group per 64-column block; the first step adds to the sums when `add`, else
+        // overwrites them.
+        auto issue = [&](int kk0, auto steps, bool add) {
           constexpr int kSteps = decltype(steps)::value;
-          constexpr bool kFence = decltype(fence)::value;
-          if constexpr (kN128) {
-            if constexpr (kFence) {
+          auto block = [&](uint32_t(&sum)[32], uint64_t desc_b) {
 #pragma unroll
-              for (int i = 0; i < 32; ++i) fence_operand(sum0[i]), fence_operand(sum1[i]);
-            }
+            for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < kSteps; ++kk)
-              wgmma_m64n128k32_s8(sum0, sum1, desc_a + 2 * (kk0 + kk), desc_b + 2 * (kk0 + kk), int(kk > 0 || add));
+              wgmma_m64n64k32_s8(sum, da + 2 * (kk0 + kk), desc_b + 2 * (kk0 + kk), int(kk > 0 || add));
             wgmma_commit();
-          } else {
-            auto block = [&](uint32_t(&sum)[32], uint64_t desc_block) {
-              if constexpr (kFence) {
-#pragma unroll
-                for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
-              }
-              wgmma_fence();
-#pragma unroll
-              for (int kk = 0; kk < kSteps; ++kk)
-                wgmma_m64n64k32_s8(sum, desc_a + 2 * (kk0 + kk), desc_block + 2 * (kk0 + kk), int(kk > 0 || add));
-              wgmma_commit();
-            };
-            block(sum0, desc_b);
-            if constexpr (WN == 128) block(sum1, desc_b + (uint64_t(fp8::kAtomBytes) >> 4));  // B rows 64-127
-          }
+          };
+          block(sum0, db);
+          if constexpr (WN == 128) block(sum1, db + (uint64_t(fp8::kAtomBytes) >> 4));  // B rows 64-127
         };
         // acc += float(sum) * 2^(ea + eb) for one 64-column block h: the s32 sum is below 2^24
         // (a chain of at most kChainSlices slices: kChainSlices * 128 * 96 * 96), so the
@@ -411,25 +358,11 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             a[3] = fmaf(float(int(sum[4 * jn + 3])), a1 * b[1], a[3]);
           }
         };
-        // The scales of a narrow tile from stage metadata m: one per row and column (the
-        // scales array, fp8_layout.hpp).
-        auto narrow_scales = [&](const uint32_t* m) {
-          return [&, m](int jn, float& a0, float& a1, float (&b)[2]) {
-            const float* sc = reinterpret_cast<const float*>(m);
-            a0 = sc[row0], a1 = sc[row0 + 8];
-            const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
-            b[0] = v.x, b[1] = v.y;
-          };
-        };
         // The wait for the wgmma groups just issued and the promotion of their sums (WN = 128:
         // block 0's promotion runs while block 1's MMAs do), then, if `last`, the stage's
         // release: every wgmma and every metadata read of the stage is done.
         auto finish = [&](bool last, auto&& scales) {
-          if constexpr (kN128) {
-            wgmma_wait<0>();
-            promote(sum0, 0, scales);
-            promote(sum1, 1, scales);
-          } else if constexpr (WN == 128) {
+          if constexpr (WN == 128) {
             wgmma_wait<1>();
             promote(sum0, 0, scales);
             wgmma_wait<0>();
@@ -440,47 +373,21 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           }
           if (last) release_stage();
         };
-        if (kExpOverlap && !wide) {
-          // (kExpOverlap) This slice starts a chain (`chained` is unused under kExpOverlap):
-          // issue it, then, while the chain goes on, take the next slice's stage, issue its
-          // wgmmas onto the same sums, wait for the previous slice's and release that stage.
-          // A chained slice is narrow by the image's rule (zero break bytes: every row's next
-          // group is narrow, fp8::chain_continues), as the default path also assumes.
-          issue(da, db, 0, std::integral_constant<int, 4>{}, false, std::true_type{});
-          int st = s;
-          const uint32_t* last_meta = meta;
-          bool on = __all_sync(0xFFFFFFFFu, chain_on);
-          while (on) {
-            ++j, ++it;
-            const int s2 = it % P::kStages;
-            mbarrier_wait_uniform(&full[s2], uint32_t(it / P::kStages) & 1u);
-            __syncwarp();
-            const uint8_t* a2 = tiles + s2 * P::kTileBytes + tb * 64 * fp8::kSliceK;
-            const uint8_t* b2 = tiles + s2 * P::kTileBytes + P::kABytes + wb * WN * fp8::kSliceK;
-            const uint64_t da2 = smem_desc_sw128(a2), db2 = smem_desc_sw128(b2);
-            const uint32_t* meta2 = metas + s2 * P::kMetaWords;
-            const uint32_t* rec2 = meta2 + 2 * P::kScaleWords;
-            // A chained slice is narrow (the previous break bytes say so); whether it chains on:
-            uint32_t brk = rec2[4 * tb + 1];
-#pragma unroll
-            for (int t = 0; t < WN / 64; ++t) brk |= rec2[4 * (P::kBM / 64 + wb * (WN / 64) + t) + 1];
-            const bool on2 = __all_sync(0xFFFFFFFFu, brk == 0u && j + 1 < j1);
-            issue(da2, db2, 0, std::integral_constant<int, 4>{}, true, std::false_type{});
-            wgmma_wait<kGroups>();  // the previous slice's groups
-            release_at(st);
-            st = s2, last_meta = meta2, on = on2;
-          }
-          finish(false, narrow_scales(last_meta));  // the chain ends at slice j (stage st)
-          release_at(st);
-        } else if (!wide) {
+        if (!wide) {
           // Narrow tile: the four k32 steps of each 64-column block chain in the tensor core
           // (integer sums are exact), onto the previous slice's sums when the chain goes on.
-          issue(da, db, 0, std::integral_constant<int, 4>{}, chained, std::true_type{});
+          issue(0, std::integral_constant<int, 4>{}, chained);
           if (chain_on) {
             wgmma_wait<0>();
             release_stage();
           } else {  // the chain ends: promote once with its scales (those of every slice in it)
-            finish(true, narrow_scales(meta));
+            // One scale per row and column (the scales array, fp8_layout.hpp).
+            finish(true, [&](int jn, float& a0, float& a1, float (&b)[2]) {
+              const float* sc = reinterpret_cast<const float*>(meta);
+              a0 = sc[row0], a1 = sc[row0 + 8];
+              const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
+              b[0] = v.x, b[1] = v.y;
+            });
           }
         } else {
           // Wide tile (never inside a chain: a wide group breaks the chain before and after
@@ -488,7 +395,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           // the exponent words).
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
-            issue(da, db, kk, std::integral_constant<int, 1>{}, false, std::true_type{});
+            issue(kk, std::integral_constant<int, 1>{}, false);
             finish(kk == 3, [&](int jn, float& a0, float& a1, float (&b)[2]) {
               const uint32_t* ew = meta + P::kScaleWords;
               a0 = exp2_byte(ew[row0], kk), a1 = exp2_byte(ew[row0 + 8], kk);
