@@ -21,8 +21,8 @@
 //   exponents  S * Rp 32-bit words after the scales: [j][row] holds the image exponents
 //              e_0 .. e_3 of the group's blocks as E8M0 bytes (byte b = e_b + 127): element
 //              value = code * 2^e_b, and byte << 23 is 2^e_b as fp32 bits. A narrow group
-//              (block exponents span <= 3 binades) has e_b = R for every b (plan_group picks R
-//              so that consecutive slices of a row share it where they can); a wide group has
+//              (block exponents span <= 3 binades) has e_b = R for every b (choose_exponent picks R
+//              so that the slices of a row's chain chunk share it where they can); a wide group has
 //              e_b = s_b - 1 per nonzero block and R for zero blocks. Every e_b of a group on
 //              the path lies in [-kMaxAbsR, kMaxAbsR]. Padding rows: e = 0 (byte 127); flagged
 //              groups: byte 0 (kFlaggedExponent, read as +0.0).
@@ -61,10 +61,9 @@ inline constexpr int kWideRecordBytes = 16;  ///< per (slice, atom): wide and br
 inline constexpr int kBreakByte = 4;
 /// Slices per chain chunk: a chain (slices of a row sharing R, summed in s32) never crosses a
 /// multiple of kChainSlices, so its integer sum stays below kChainSlices * 128 * 96 * 96 < 2^24
-/// and converts to fp32 exactly; and an image-kernel CTA plans one chunk of slices in order.
+/// and converts to fp32 exactly.
 inline constexpr int kChainSlices = 8;
 static_assert(int64_t{kChainSlices} * 128 * 96 * 96 < (int64_t{1} << 24), "a chain's s32 sum converts to fp32 exactly");
-static_assert(kChainSlices <= 32, "the image kernel keeps a chunk's per-slice bits in 32-bit masks");
 /// The flags of a slice fill whole 16-byte units, so the image ends on the last flag byte.
 static_assert(kRowPad / kFlagRows % 16 == 0, "the flags of a slice fill whole 16-byte units");
 /// e2m1 * 2^d is an s8 integer for d in [kMinShift, kMaxShift]: 0.5 * 2 = 1 and 6 * 2^4 = 96 <= 127.
@@ -117,9 +116,10 @@ enum class GroupKind : uint8_t {
 };
 
 /// A group's kind and the image exponents R that can hold it: any R in [bottom, top] encodes
-/// it exactly; `canon` is the one it takes without a previous R to keep (group_range).
+/// it exactly; `canon` is the one it takes without an anchor to keep (group_range).
 struct GroupRange {
   GroupKind kind;
+  bool nonzero;  ///< the group has a nonzero code
   int bottom, top, canon;
 };
 
@@ -128,34 +128,34 @@ struct GroupRange {
 /// such a block exists, `nan` whether a block has scale 0xFF.
 /// - narrow (span hi - lo <= 3): R in [max(hi - kMaxShift, -kMaxAbsR), lo - 1] (shifts s - R in
 ///   [kMinShift, kMaxShift], |R| <= kMaxAbsR); canon = hi - kMaxShift + 1 within that range,
-///   the R that leaves one binade of room on both sides for the next slices of a row of steady
-///   magnitude;
+///   the R that leaves one binade of room on both sides for the other slices of a row of
+///   steady magnitude;
 /// - without nonzero blocks: narrow, any R in [-kMaxAbsR, kMaxAbsR], canon 0;
 /// - wide and flagged groups: R = lo - 1 only (0 for a flagged group without nonzero blocks).
 MXFP4_HD GroupRange group_range(int lo, int hi, bool any, bool nan) {
   const int low = any ? lo - 1 : 0;
-  if (nan) return {GroupKind::flagged, low, low, low};
-  if (!any) return {GroupKind::narrow, -kMaxAbsR, kMaxAbsR, 0};
-  if (lo - 1 < -kMaxAbsR || hi - 1 > kMaxAbsR) return {GroupKind::flagged, low, low, low};
-  if (hi - lo > kNarrowSpan) return {GroupKind::wide, low, low, low};
+  if (nan) return {GroupKind::flagged, any, low, low, low};
+  if (!any) return {GroupKind::narrow, false, -kMaxAbsR, kMaxAbsR, 0};
+  if (lo - 1 < -kMaxAbsR || hi - 1 > kMaxAbsR) return {GroupKind::flagged, true, low, low, low};
+  if (hi - lo > kNarrowSpan) return {GroupKind::wide, true, low, low, low};
   const int bottom = hi - kMaxShift > -kMaxAbsR ? hi - kMaxShift : -kMaxAbsR, top = lo - 1;
   const int canon = hi - kMaxShift + 1 < bottom ? bottom : (hi - kMaxShift + 1 > top ? top : hi - kMaxShift + 1);
-  return {GroupKind::narrow, bottom, top, canon};
+  return {GroupKind::narrow, true, bottom, top, canon};
 }
 
-/// The image exponent of a group of range `g` that follows a narrow group of exponent `prev`
-/// in the same chain chunk (`has_prev`; false at a chunk's first slice or after a wide or
-/// flagged group): prev where g admits it (the chain goes on), else g.canon.
-MXFP4_HD int choose_exponent(const GroupRange& g, bool has_prev, int prev) {
-  return has_prev && prev >= g.bottom && prev <= g.top ? prev : g.canon;
+/// The anchor of a row's chain chunk: the canon of the row's group in the chunk's first slice,
+/// when that group is narrow with a nonzero code (else none: `has` false). Every group of the
+/// chunk whose range admits the anchor takes it, so the row's slices share one R wherever
+/// they can, and each slice's R depends on two slices only (its own and the chunk's first).
+MXFP4_HD int chunk_anchor(const GroupRange& first, bool& has) {
+  has = first.kind == GroupKind::narrow && first.nonzero;
+  return first.canon;
 }
 
-/// Kind and group exponent R of one (row, slice) group (group_range, then choose_exponent):
-/// R is the image exponent of a narrow group and of a wide group's zero blocks.
-MXFP4_HD GroupKind plan_group(int lo, int hi, bool any, bool nan, bool has_prev, int prev, int& R) {
-  const GroupRange g = group_range(lo, hi, any, nan);
-  R = choose_exponent(g, has_prev, prev);
-  return g.kind;
+/// The image exponent of a group of range `g` in a chunk with anchor `anchor` (`has_anchor`):
+/// the anchor where g admits it (the chain goes on), else g.canon.
+MXFP4_HD int choose_exponent(const GroupRange& g, bool has_anchor, int anchor) {
+  return has_anchor && anchor >= g.bottom && anchor <= g.top ? anchor : g.canon;
 }
 
 /// Whether a row's group of slice j (kind `kind`, exponent R) continues its chain into the
@@ -169,7 +169,7 @@ MXFP4_HD bool chain_continues(GroupKind kind, int R, GroupKind next, int next_R,
 MXFP4_HD bool chunk_ends(int64_t j, int64_t slices) { return j % kChainSlices == kChainSlices - 1 || j == slices - 1; }
 
 /// Image exponent of a block with exponent s (scale byte - 127) and nonzero codes `nonzero` in
-/// a group of kind `kind` and group exponent R (plan_group).
+/// a group of kind `kind` and group exponent R (choose_exponent).
 MXFP4_HD int block_image_exponent(GroupKind kind, int R, int s, bool nonzero) {
   return kind == GroupKind::wide && nonzero ? s - 1 : R;
 }

@@ -3,6 +3,7 @@
 #include "cpu/fp8_plan.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -35,12 +36,13 @@ GroupPlan plan_groups(const MxMatrix& m) {
   p.cont.assign(groups, 0);
   p.e.assign(4 * groups, 0);
   const int64_t kblocks = m.K / 32;
+  std::vector<GroupRange> range(size_t(p.slices));
+  std::vector<std::array<bool, 4>> nonzero(size_t(p.slices));
   for (int64_t r = 0; r < m.rows; ++r) {
-    GroupKind prev_kind = GroupKind::flagged;  // the row's previous slice in the chunk
-    int prev_R = 0;
     for (int64_t s = 0; s < p.slices; ++s) {
       int lo = std::numeric_limits<int>::max(), hi = std::numeric_limits<int>::min();
-      bool nan = false, nonzero[4] = {};
+      bool nan = false;
+      nonzero[size_t(s)] = {};
       for (int64_t b = 4 * s; b < std::min(kblocks, 4 * s + 4); ++b) {
         const uint8_t sb = m.scales[r * kblocks + b];
         if (sb == kScaleNaN) {
@@ -48,25 +50,31 @@ GroupPlan plan_groups(const MxMatrix& m) {
           continue;
         }
         if (block_is_zero(m, r, b)) continue;
-        nonzero[b - 4 * s] = true;
+        nonzero[size_t(s)][size_t(b - 4 * s)] = true;
         lo = std::min(lo, int(sb) - 127);
         hi = std::max(hi, int(sb) - 127);
       }
-      const size_t i = size_t(r * p.slices + s);
-      const bool in_chunk = s % kChainSlices != 0;
-      int R = 0;
-      const GroupKind kind = plan_group(lo, hi, hi != std::numeric_limits<int>::min(), nan,
-                                        in_chunk && prev_kind == GroupKind::narrow, prev_R, R);
-      if (s > 0) p.cont[i - 1] = chain_continues(prev_kind, prev_R, kind, R, in_chunk);
-      prev_kind = kind, prev_R = R;
-      p.R[i] = int16_t(R);
-      p.exact[i] = kind != GroupKind::flagged;
-      p.wide[i] = kind == GroupKind::wide;
-      for (int64_t b = 0; b < 4; ++b) {
-        const int64_t blk = 4 * s + b;
-        const int sb = blk < kblocks ? int(m.scales[r * kblocks + blk]) - 127 : 0;
-        p.e[4 * i + size_t(b)] =
-            int16_t(kind == GroupKind::flagged ? kFlaggedExponent : block_image_exponent(kind, R, sb, nonzero[b]));
+      range[size_t(s)] = group_range(lo, hi, hi != std::numeric_limits<int>::min(), nan);
+    }
+    for (int64_t c = 0; c < p.slices; c += kChainSlices) {  // one chain chunk
+      bool has_anchor = false;
+      const int anchor = chunk_anchor(range[size_t(c)], has_anchor);
+      const int64_t end = std::min(p.slices, c + kChainSlices);
+      for (int64_t s = c; s < end; ++s) {
+        const size_t i = size_t(r * p.slices + s);
+        const GroupRange& g = range[size_t(s)];
+        const int R = choose_exponent(g, has_anchor, anchor);
+        p.R[i] = int16_t(R);
+        p.exact[i] = g.kind != GroupKind::flagged;
+        p.wide[i] = g.kind == GroupKind::wide;
+        if (s > c) p.cont[i - 1] = chain_continues(range[size_t(s - 1)].kind, p.R[i - 1], g.kind, R, true);
+        for (int64_t b = 0; b < 4; ++b) {
+          const int64_t blk = 4 * s + b;
+          const int sb = blk < kblocks ? int(m.scales[r * kblocks + blk]) - 127 : 0;
+          p.e[4 * i + size_t(b)] = int16_t(g.kind == GroupKind::flagged
+                                               ? kFlaggedExponent
+                                               : block_image_exponent(g.kind, R, sb, nonzero[size_t(s)][size_t(b)]));
+        }
       }
     }
   }

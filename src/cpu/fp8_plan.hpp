@@ -2,9 +2,9 @@
 // image's scaling groups, the image builder (the oracle of the GPU builders) and a CPU model of
 // the path's sums. An MXFP4 operand is split into groups of one row x one 128-wide K slice (4
 // blocks). A group whose nonzero blocks' exponents s_b (scale byte - 127) span at most 3
-// binades is narrow: one R with 1 <= s_b - R <= 4 for every block (so |code| <= 96), kept from
-// the row's previous slice where possible (plan_group), and each element becomes the s8
-// integer e2m1 * 2^(s_b - R). A wider group keeps one exponent per block: e2m1 * 2,
+// binades is narrow: one R with 1 <= s_b - R <= 4 for every block (so |code| <= 96), the
+// anchor of the row's chain chunk where possible (chunk_anchor, choose_exponent), and each
+// element becomes the s8 integer e2m1 * 2^(s_b - R). A wider group keeps one exponent per block: e2m1 * 2,
 // exponent s_b - 1. A NaN scale, or an exponent out of [-48, 48], flags the group: it must be
 // computed another way (the fix-up).
 #pragma once
@@ -21,14 +21,15 @@ namespace mxfp4::fp8 {
 /// slices = ceil(K / 128)): its kind, group exponent and the image exponents of its 4 blocks.
 struct GroupPlan {
   int64_t rows = 0, slices = 0;
-  std::vector<int16_t> R;        ///< group exponent (plan_group; without nonzero codes the chain's R, or 0)
+  std::vector<int16_t> R;        ///< group exponent (choose_exponent; without nonzero codes the anchor, or 0)
   std::vector<uint8_t> exact;    ///< 1: the group stays on the path (narrow or wide)
   std::vector<uint8_t> wide;     ///< 1: a wide group
   std::vector<uint8_t> cont;     ///< 1: the group's chain goes on into the row's next slice (chain_continues)
   std::vector<int16_t> e;        ///< image exponents, 4 per group (kFlaggedExponent when flagged)
 };
 
-/// Plans the groups of `m` (plain code and scale layouts; K % 32 == 0) with fp8::plan_group.
+/// Plans the groups of `m` (plain code and scale layouts; K % 32 == 0): fp8::group_range per
+/// group, then fp8::choose_exponent with the anchor of each chain chunk (fp8::chunk_anchor).
 /// Blocks whose codes are all +-0 never affect R, and blocks past K count as such blocks.
 GroupPlan plan_groups(const MxMatrix& m);
 

@@ -11,13 +11,19 @@
 
 namespace mxfp4::cuda {
 
+/// Which image kernel runs (src/cuda/fp8_image.cu): both write the same bytes. `automatic`
+/// picks per_chunk when it has enough CTAs to fill the GPU, else per_slice; tests and probes
+/// force one.
+enum class ImageKernel { automatic, per_slice, per_chunk };
+
 /// 8-bit image (core/fp8_layout.hpp) of bf16 activations A [M, K] (row stride lda) quantized
 /// under `rule` (spec §2), into `out` (ImageGeometry::of(M, K).total_bytes() bytes).
 void fp8_image_from_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule rule, uint8_t* out,
-                         cudaStream_t stream);
+                         cudaStream_t stream, ImageKernel kernel = ImageKernel::automatic);
 
 /// 8-bit image of packed weights B (layout v3) into `out` (ImageGeometry::of(B.N, B.K).total_bytes()).
-void fp8_image_from_packed(const PackedWeights& B, uint8_t* out, cudaStream_t stream);
+void fp8_image_from_packed(const PackedWeights& B, uint8_t* out, cudaStream_t stream,
+                           ImageKernel kernel = ImageKernel::automatic);
 
 /// C [M, N] = A * B^T on s8 wgmma from the two 8-bit images (a_img: activations, B.fp8:
 /// weights); tile cfg.block_m x cfg.block_n (64 or 128 each, or the 256 x 128 cluster pair),

@@ -1,5 +1,5 @@
 // The exact fix-up of path "fp8" (docs/fp8-path.md): rows of C whose activation row has a
-// flagged scaling group (fp8::plan_group: a NaN scale or a block exponent out of [-47, 49]) and
+// flagged scaling group (fp8::group_range: a NaN scale or a block exponent out of [-47, 49]) and
 // columns whose weight row has one are recomputed on CUDA cores from the MXFP4 operands:
 // each 32-element block's sum of e2m1 products is exact in fp32 (multiples of 1/4, at most
 // 32 * 36), scaled by 2^(sa + sb) with one scalbnf (exponents added first, spec §3), and the

@@ -113,24 +113,25 @@ TEST(Fp8Plan, SpanZeroAndNaNBlocksDecideTheGroupKind) {
   EXPECT_FALSE(p.exact[at(6, 1)]);
 }
 
-/// Consecutive narrow slices of a row keep one R while it encodes them (plan_group), so their
-/// integer sums can chain; a slice that needs another R, a wide or flagged slice, or a chain
-/// chunk's end (kChainSlices) breaks the chain (GroupPlan::cont).
-TEST(Fp8Plan, NarrowSlicesKeepTheirRowsExponentWithinAChunk) {
+/// The narrow slices of a row's chain chunk take the chunk's anchor (the canonical R of its
+/// first slice) wherever it encodes them, so their integer sums can chain; a slice that needs
+/// another R, a wide or flagged slice, or a chunk's end (kChainSlices) breaks the chain
+/// (GroupPlan::cont).
+TEST(Fp8Plan, NarrowSlicesTakeTheirChunksAnchor) {
   HostMx m;
   m.rows = 2, m.K = 128 * 12;
   m.codes.assign(size_t(m.rows * m.K / 2), 0x77);  // every element 6
   m.scales.assign(size_t(m.rows * m.K / 32), 127);
   // Row 0, block exponents per slice (4 blocks each):
-  //  0: 0 0 0 0   -> R = -3 (hi - 3)
+  //  0: 0 0 0 0   -> R = -3 (hi - 3): the anchor of chunk 0
   //  1: 1 1 0 0   -> [-3, -1] holds -3: kept, the top block's code is 6 * 2^4 = 96
   //  2: -1 0 0 0  -> [-4, -2] holds -3: kept
   //  3: -2 -2 -2 -2 -> [-6, -3]: kept
-  //  4: -3 -2 -2 -2 -> [-6, -4]: -3 out, R = hi - 3 = -5 (break after 3)
-  //  5: zero slice -> keeps -5
+  //  4: -3 -2 -2 -2 -> [-6, -4]: -3 out, R = hi - 3 = -5 (break after 3 and after 4)
+  //  5: zero slice -> any R: the anchor
   //  6: 0 -5 0 0  -> span 5: wide (breaks after 5 and after 6)
-  //  7: 0 0 0 0   -> R = -3 (a new chain), chunk end (break)
-  //  8: 0 0 0 0   -> chunk start: R = -3 without a previous R, not continued from 7
+  //  7: 0 0 0 0   -> the anchor, chunk end (break)
+  //  8: 0 0 0 0   -> chunk 1's anchor -3, not continued from 7
   //  9: NaN block -> flagged (breaks after 8 and after 9)
   // 10, 11: 0    -> R = -3; 11 is the last slice
   const int ex[12][4] = {{0, 0, 0, 0}, {1, 1, 0, 0}, {-1, 0, 0, 0}, {-2, -2, -2, -2}, {-3, -2, -2, -2}, {0, 0, 0, 0},
@@ -140,8 +141,8 @@ TEST(Fp8Plan, NarrowSlicesKeepTheirRowsExponentWithinAChunk) {
   for (int b = 0; b < 4; ++b) fill_block(m, 0, 4 * 5 + b, 0x0, 127);
   fill_block(m, 0, 4 * 9 + 2, 0x7, 0xFF);
   const fp8::GroupPlan p = fp8::plan_groups(m.view());
-  const int R[12] = {-3, -3, -3, -3, -5, -5, -1, -3, -3, -1, -3, -3};
-  const bool cont[12] = {true, true, true, false, true, false, false, false, false, false, true, false};
+  const int R[12] = {-3, -3, -3, -3, -5, -3, -1, -3, -3, -1, -3, -3};
+  const bool cont[12] = {true, true, true, false, false, false, false, false, false, false, true, false};
   for (int j = 0; j < 12; ++j) {
     if (j != 6 && j != 9) EXPECT_EQ(p.R[size_t(j)], R[j]) << "slice " << j;
     EXPECT_EQ(bool(p.cont[size_t(j)]), cont[j]) << "slice " << j;

@@ -76,6 +76,14 @@ TEST(GpuFp8, WeightImageIsByteIdenticalToTheCpuOracle) {
     fp8::build_image(b.view(), cpu.data());
     ASSERT_EQ(gpu.size(), cpu.size());
     for (size_t i = 0; i < cpu.size(); ++i) ASSERT_EQ(gpu[i], cpu[i]) << N << "x" << K << " byte " << i;
+    // Each image kernel, forced, into poison: the same bytes.
+    for (const auto kernel : {cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk}) {
+      DeviceBuf img(random_bytes(cpu.size(), 910101 + N));
+      cuda::fp8_image_from_packed(pk.pw, img.get(), nullptr, kernel);
+      const std::vector<uint8_t> forced = img.download<uint8_t>();
+      for (size_t i = 0; i < cpu.size(); ++i)
+        ASSERT_EQ(forced[i], cpu[i]) << N << "x" << K << " kernel " << int(kernel) << " byte " << i;
+    }
     // The public CPU prepack_fp8 writes the same bytes from the packed layout.
     std::vector<uint8_t> packed(size_t(packed_bytes(N, K))), cpu2(cpu.size(), 0xA5);
     const PackedWeights hp = prepack(b.view(), packed.data());
@@ -119,12 +127,15 @@ TEST(GpuFp8, ActivationImageIsByteIdenticalToTheCpuOracle) {
     const int64_t bytes = fp8::ImageGeometry::of(M, K).total_bytes();
     for (ScaleRule rule : {ScaleRule::aiter, ScaleRule::floor, ScaleRule::rceil}) {
       const HostMx aq = quantize_bf16(a, M, K, rule);
-      DeviceBuf img(size_t(bytes), 0x77);
-      cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, K, rule, img.get(), nullptr);
-      const std::vector<uint8_t> gpu = img.download<uint8_t>();
       std::vector<uint8_t> cpu(static_cast<size_t>(bytes));
       fp8::build_image(aq.view(), cpu.data());
-      for (size_t i = 0; i < cpu.size(); ++i) ASSERT_EQ(gpu[i], cpu[i]) << "rule " << int(rule) << " byte " << i;
+      for (const auto kernel : {cuda::ImageKernel::automatic, cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk}) {
+        DeviceBuf img(random_bytes(size_t(bytes), 920101 + K));
+        cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, K, rule, img.get(), nullptr, kernel);
+        const std::vector<uint8_t> gpu = img.download<uint8_t>();
+        for (size_t i = 0; i < cpu.size(); ++i)
+          ASSERT_EQ(gpu[i], cpu[i]) << "rule " << int(rule) << " kernel " << int(kernel) << " byte " << i;
+      }
       const fp8::GroupPlan plan = fp8::plan_groups(aq.view());
       auto at = [&](int64_t r, int64_t j) { return size_t(r * plan.slices + j); };
       EXPECT_TRUE(plan.exact[at(5, 0)] && plan.wide[at(5, 0)]);

@@ -14,6 +14,8 @@
 #if defined(MXFP4_WITH_CUDA)
 #include <cmath>
 
+#include "cpu/fp8_plan.hpp"
+#include "cuda/fp8_kernels.hpp"
 #include "gpu/gpu_cases.hpp"
 
 namespace mxfp4::test {
@@ -113,6 +115,14 @@ TEST(GpuSanitize, Fp8ChainsOverSeveralChunks) {
   for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(64, 64), fp8_cfg(128, 64, false, 2)}) {
     const ContractReport rep = gemm_within_contract(*da, M, K, K, pw, N, &cfg, aq, b);
     EXPECT_TRUE(rep.ok()) << describe(cfg) << ": " << rep.str();
+  }
+  // Both image kernels, forced (the GEMMs above ran the automatic choice), against the oracle.
+  std::vector<uint8_t> cpu(size_t(fp8::ImageGeometry::of(M, K).total_bytes()));
+  fp8::build_image(aq.view(), cpu.data());
+  for (const auto kernel : {cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk}) {
+    DeviceBuf img(cpu.size(), NoInit{});
+    cuda::fp8_image_from_bf16(da->get<uint16_t>(), M, K, K, ScaleRule::aiter, img.get(), nullptr, kernel);
+    EXPECT_EQ(img.download<uint8_t>(), cpu) << "image kernel " << int(kernel);
   }
 }
 

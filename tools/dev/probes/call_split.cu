@@ -95,6 +95,9 @@ void fp8_split(cudaStream_t s, int sms, int64_t M, int64_t N, int64_t K, const G
   uint8_t* img;
   CK(cudaMalloc(&img, size_t(fp8::ImageGeometry::of(M, K).total_bytes())));
   auto image = [&](int) { cuda::fp8_image_from_bf16(A, M, K, K, ScaleRule::aiter, img, s); };
+  auto image_by = [&](cuda::ImageKernel k) {
+    return [&, k](int) { cuda::fp8_image_from_bf16(A, M, K, K, ScaleRule::aiter, img, s, k); };
+  };
   auto gemm = [&](int i) { cuda::gemm_fp8(img, M, K, b.weights(i), C, false, N, cfg, sms, s); };
   auto fixup = [&](int i) {
     cuda::fp8_fixup(A, M, K, K, ScaleRule::aiter, img, b.weights(i), C, false, N, s);
@@ -107,8 +110,12 @@ void fp8_split(cudaStream_t s, int sms, int64_t M, int64_t N, int64_t K, const G
   const double t_f = time_graph(s, calls, fixup);
   const double t_ig = time_graph(s, calls, [&](int i) { image(i), gemm(i); });
   const double t_all = time_graph(s, calls, [&](int i) { image(i), gemm(i), fixup(i); });
-  printf("%lldx%lldx%lld (%s): empty %.2f  image %.2f  gemm %.2f  fixup %.2f  image+gemm %.2f  all %.2f us per call\n",
-         (long long)M, (long long)N, (long long)K, describe(cfg).c_str(), t_empty, t_i, t_g, t_f, t_ig, t_all);
+  const double t_slice = time_graph(s, calls, image_by(cuda::ImageKernel::per_slice));
+  const double t_chunk = time_graph(s, calls, image_by(cuda::ImageKernel::per_chunk));
+  printf("%lldx%lldx%lld (%s): empty %.2f  image %.2f (per slice %.2f, per chunk %.2f)  gemm %.2f  fixup %.2f  "
+         "image+gemm %.2f  all %.2f us per call\n",
+         (long long)M, (long long)N, (long long)K, describe(cfg).c_str(), t_empty, t_i, t_slice, t_chunk, t_g, t_f,
+         t_ig, t_all);
   cudaFree(img);
 }
 
