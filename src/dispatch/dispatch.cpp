@@ -17,12 +17,14 @@ int64_t fp8_split_grid_limit(int split, int64_t sms) { return split == 2 ? sms -
 
 /// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048 unless the small-M kernel runs one
 /// full wave: choose_gemm_config), persistent (one CTA per SM walks the tiles): 128 x 128
-/// tiles as four 64 x 64 consumer warpgroups (20 warps) when they give at least half the SMs
+/// tiles as two 64 x 128 consumer warpgroups (12 warps) when they give at least half the SMs
 /// a tile; else, for M > 128, 128 x 64 tiles (two consumer warpgroups, 12 warps). H200 tunes
 /// (bench/results/logs/fp8-v2-tune-large-m-h200.log, fp8-v5-tune-h200.log,
-/// tune-fp8-large-session13-h200.log):
-///   - 128 x 128 won 256x7168x2048 (112 tiles) and every M >= 1024 shape; four warpgroups
-///     beat two 64 x 128 ones by 2-4% (1024x7168x2048 79.5 against 81.1 us);
+/// tune-fp8-large-session13-h200.log, tune-fp8-large-session19-h200.log):
+///   - 128 x 128 won 256x7168x2048 (112 tiles) and every M >= 1024 shape. Until session 18
+///     four 64 x 64 warpgroups (20 warps) beat two 64 x 128 ones by 2-4% (1024x7168x2048 79.5
+///     against 81.1 us); with chains (session 19) two win by 7-15%: 1024x7168x2048 62.6
+///     against 66.9 us, 4096x7168x2048 201.1 against 223.8, 8192^3 1540 against 1764;
 ///   - 128 x 64 won 256x3072x1536 (13.9 us, 128 x 128 18.8) and 256x2880x512 (8.4, 10.2 split 2).
 /// M <= 128 with fewer tiles: split-K clusters (2 or 4 CTAs per tile), whichever tile (128 x
 /// 64 or 128 x 128) reaches the larger split, 128 x 64 on a tie (twice the CTAs for the same K
@@ -49,7 +51,7 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     return mt >= sms || nt >= sms ? sms : mt * nt;
   };
   const int64_t tiles = tiles_of(128);
-  if (2 * tiles >= sms) return GemmConfig{GemmPath::fp8, 128, 128, 1, 20};
+  if (2 * tiles >= sms) return GemmConfig{GemmPath::fp8, 128, 128, 1, 12};
   if (M > 128) return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};
   auto split_for = [&](int64_t t) {
     int split = 1;

@@ -199,11 +199,12 @@ TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
   EXPECT_EQ(gemm_workspace_bytes(256, 7168, 2048, fp8), gemm_workspace_bytes(256, 2048, fp8));
 }
 
-// Path fp8: 128 x 128 tiles, 128 x 64 when fewer than half the SMs would get a 128 x 128 tile
-// (the session 3 tune winners of every M > 128 workload shape).
+// Path fp8: 128 x 128 tiles (two 64 x 128 consumer warpgroups, session 19), 128 x 64 when
+// fewer than half the SMs would get a 128 x 128 tile (the tune winners of every M > 128
+// workload shape).
 TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   const DeviceInfo dev = h200();
-  const std::string wide = "path=fp8 block_n=128 block_m=128 split_k=1 warps=20";
+  const std::string wide = "path=fp8 block_n=128 block_m=128 split_k=1 warps=12";
   const std::string narrow = "path=fp8 block_n=64 block_m=128 split_k=1 warps=12";
   EXPECT_EQ(describe(choose_gemm_config(1024, 7168, 2048, dev)), wide);
   EXPECT_EQ(describe(choose_gemm_config(8192, 8192, 8192, dev)), wide);
@@ -470,9 +471,9 @@ TEST(Dispatch, DescribeNamesEveryField) {
 TEST(Dispatch, HugeSizesAndBadArgumentsAreHandled) {
   const DeviceInfo dev = h200();
   const int64_t big = int64_t(1) << 40;
-  EXPECT_EQ(describe(choose_gemm_config(big, big, 4096, dev)), "path=fp8 block_n=128 block_m=128 split_k=1 warps=20");
+  EXPECT_EQ(describe(choose_gemm_config(big, big, 4096, dev)), "path=fp8 block_n=128 block_m=128 split_k=1 warps=12");
   EXPECT_EQ(describe(choose_gemm_config(int64_t(1) << 36, int64_t(1) << 36, 1 << 20, dev)),
-            "path=fp8 block_n=128 block_m=128 split_k=1 warps=20");
+            "path=fp8 block_n=128 block_m=128 split_k=1 warps=12");
   GemmConfig fused;
   fused.path = GemmPath::fused;
   EXPECT_THROW(gemm_workspace_bytes(-5, -5, fused), InvalidArgument);
