@@ -88,6 +88,17 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
   return d;
 }
 
+/// bf16 pair {lo, hi} (lo in the low half) of two fp32 values rounded to nearest even: one
+/// cvt.rn.bf16x2.f32 (PTX ISA; subnormals kept). For non-NaN inputs these are the bits of
+/// fmt::f32_to_bf16; a NaN becomes the canonical NaN 0x7FFF, not f32_to_bf16's quiet NaN with
+/// sign and payload kept, so callers route NaN inputs to f32_to_bf16 (every kernel writes the
+/// same bits).
+__device__ __forceinline__ uint32_t bf16_pair_rn(float lo, float hi) {
+  uint32_t d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+
 /// bf16x2 with both halves equal to 2^e (e in [-133, 127]; 2^-127.. subnormal), or NaN for
 /// E8M0 byte 0xFF when called through scale_bf16x2.
 __device__ __forceinline__ uint32_t pow2_bf16x2(int e) {

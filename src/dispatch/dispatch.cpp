@@ -36,8 +36,9 @@ int64_t fp8_split_grid_limit(int split, int64_t sms) { return split == 2 ? sms -
 /// (tune-mid-m-session13-h200.log, --paths fp8; session 12's choice first):
 ///   - 96x4096x4096: 128 x 128 s4 (128 CTAs in 4s) 31.7 us -> 128 x 64 s2 (128 CTAs) 19.4;
 ///   - 128x1024x8192: 128 x 128 s4 (32 CTAs) 27.0 (session 12) -> 128 x 64 s4 (64) 20.6;
-///   - 128x2176x7168 (like 128x2112x7168, whose small-M grid fits): 128 x 128 s4 (68 CTAs)
-///     25.4 stays (128 x 64 s2 26.6, s4 in 132 CTAs 30.1);
+///   - 128x2176x7168 (like 128x2112x7168): 128 x 128 s4 (68 CTAs) 25.4 stays (128 x 64 s2
+///     26.6, s4 in 132 CTAs 30.1); session 19, 128x2112x7168: 128 x 128 s4 with 12 warps 22.05
+///     against 20 warps 22.67 (s2 30.3 against 32.3);
 ///   - 128x2880x512: the small-M kernel 6.2 us (session 12), the best fp8 tile 7.1: short K
 ///     stays on the small-M kernel (kFp8MinK).
 /// 64-row tiles and the 2-CTA pair (block_m 256) never won.
@@ -62,7 +63,7 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     return split;
   };
   const int split64 = split_for(tiles_of(64)), split128 = split_for(tiles);
-  if (split128 > split64) return GemmConfig{GemmPath::fp8, 128, 128, split128, 20};
+  if (split128 > split64) return GemmConfig{GemmPath::fp8, 128, 128, split128, 12};
   return GemmConfig{GemmPath::fp8, 64, 128, split64, 12};
 }
 
@@ -182,26 +183,21 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
 }  // namespace
 
 /// M <= 16 where A's quantization in every CTA stays small: path gemv (gemv_config). M <= 64, and 64 < M <= 128
-/// with K < 2048: the small-M kernel (small_m_config above); else
-/// the FP8 wgmma path (fp8_config; gemm() runs config_without_fp8 instead when the weights
-/// have no FP8 image), except at 64 < M <= 128 where the small-M kernel's grid (64-row CTAs
-/// along N x M x split_k) is one full wave (90-100% of the SMs; its split rule doubles until
-/// the grid reaches the SM count, so this holds only in bands of N, e.g. N 2049-2112 at M = 128
-/// on 132 SMs: the one configuration measured). Session 12 tune (bench/results/logs/
-/// tune-m128-session12-h200.log, --paths splitk,fp8): 128x2112x7168 (132 CTAs) small-M kernel
-/// 23.5 us against path fp8's choice 26.3 (bench 25.2 -> 23.5); where the grid spills into a
-/// second wave, path fp8's choice is ahead of the small-M kernel's: 128x1024x8192 (256
-/// CTAs) 20.6 us (session 13's fp8 rule; 27.0 before) against 28.6, 96x4096x4096 (256) 19.4
-/// (25.5) against 27.9; the best small-M configurations there were 20.8 and 19.9.
+/// with K < 2048: the small-M kernel (small_m_config above); else the FP8 wgmma path
+/// (fp8_config; gemm() runs config_without_fp8 instead when the weights have no FP8 image).
+/// Until session 18 the small-M kernel kept 64 < M <= 128 where its grid was one full wave
+/// (session 12: 128x2112x7168, 132 CTAs, 23.5 us against path fp8's 26.3); with chains and
+/// 12-warp 128 x 128 tiles path fp8 wins there too (session 19 tune, bench/results/logs/
+/// tune-fp8-mid-session19-h200.log: 22.05 us against the small-M kernel's 23.2), as it did
+/// where the small-M grid spills into a second wave: 128x1024x8192 (256 CTAs) 20.6 us against
+/// 28.6, 96x4096x4096 (256) 19.4 against 27.9 (session 13).
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   check_shape(M, N, K, "choose_gemm_config");
   if (M > 128) return fp8_config(M, N, K, dev);
   if (const auto gemv = gemv_config(M, N, K, dev)) return *gemv;
   const GemmConfig small = small_m_config(M, N, K, dev);
   if (M <= 64 || K < kFp8MinK) return small;
-  const int64_t grid = ceil_div(N, small.block_n) * ceil_div(M, 64) * small.split_k;
-  const int64_t sms = std::max(dev.sm_count, 1);
-  return grid <= sms && 10 * grid >= 9 * sms ? small : fp8_config(M, N, K, dev);
+  return fp8_config(M, N, K, dev);
 }
 
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {

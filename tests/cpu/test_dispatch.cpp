@@ -58,10 +58,9 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   // 64 < M <= 128 with short K stays on the small-M kernel (128x2880x512: 9.4 us against 9.6).
   EXPECT_EQ(choose_gemm_config(128, 2880, 512, dev).path, GemmPath::splitk);
   EXPECT_EQ(choose_gemm_config(129, 2880, 512, dev).path, GemmPath::fp8);
-  // ... and so does long K while the small-M kernel's grid fits one wave (session 12 tune:
-  // 128x2112x7168, 132 CTAs, 23.5 us against path fp8's 26.3); one 64-wide tile more, or a
-  // split that spills into a second wave (128x1024x8192: split 8, 256 CTAs), and it does not.
-  EXPECT_EQ(describe(choose_gemm_config(128, 2112, 7168, dev)), "path=splitk block_n=64 block_m=64 split_k=2 warps=16");
+  // Long K goes to path fp8, also where the small-M kernel's grid would fit one wave (session
+  // 19 tune: 128x2112x7168, 132 CTAs, 23.2 us against path fp8's 22.05).
+  EXPECT_EQ(describe(choose_gemm_config(128, 2112, 7168, dev)), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
   EXPECT_EQ(choose_gemm_config(128, 2176, 7168, dev).path, GemmPath::fp8);
   EXPECT_EQ(choose_gemm_config(128, 1024, 8192, dev).path, GemmPath::fp8);
   EXPECT_EQ(choose_gemm_config(96, 4096, 4096, dev).path, GemmPath::fp8);
@@ -94,7 +93,7 @@ TEST(Dispatch, WithoutFp8ImageSmallMRuleThenTiled) {
 TEST(Dispatch, Fp8SplitsKWhenTilesLeaveSmsIdle) {
   const DeviceInfo dev = h200();
   // Session 13 tune: 128 x 128 split 4 (68 CTAs) 25.4 us, 128 x 64 split 2 26.6, split 4 30.1.
-  EXPECT_EQ(describe(choose_gemm_config(128, 2176, 7168, dev)), "path=fp8 block_n=128 block_m=128 split_k=4 warps=20");
+  EXPECT_EQ(describe(choose_gemm_config(128, 2176, 7168, dev)), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
   // 128 x 64 split 2 (128 CTAs) 19.4 us against 128 x 128 split 4 (128 CTAs in clusters of 4) 31.7.
   EXPECT_EQ(describe(choose_gemm_config(96, 4096, 4096, dev)), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
   // A tie at split 4: 128 x 64 (64 CTAs) 20.6 us against 128 x 128 (32 CTAs) 27.0.
@@ -104,7 +103,7 @@ TEST(Dispatch, Fp8SplitsKWhenTilesLeaveSmsIdle) {
   EXPECT_EQ(choose_gemm_config(100, 4096, 8192, dev).split_k, 2);  // 64 tiles of 128 x 64: split 4 would be 2 waves
   // 65 tiles of 128 x 64 in pairs would be 130 CTAs, past the 128 measured in one wave: 128 x 128
   // (33 tiles) split 2 instead.
-  EXPECT_EQ(describe(choose_gemm_config(96, 4160, 4096, dev)), "path=fp8 block_n=128 block_m=128 split_k=2 warps=20");
+  EXPECT_EQ(describe(choose_gemm_config(96, 4160, 4096, dev)), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");
   EXPECT_EQ(choose_gemm_config(100, 256, 8192, dev).split_k, 4);   // 4 tiles: split 8 never won a tune
   EXPECT_EQ(choose_gemm_config(1024, 7168, 2048, dev).split_k, 1);
   for (int64_t M : {65, 96, 128, 256, 1024})
