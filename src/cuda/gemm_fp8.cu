@@ -81,6 +81,7 @@ void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B
   p.c_f32 = c_f32;
   const int elem = c_f32 ? 4 : 2;
   p.vec_store = ldc % 2 == 0 && reinterpret_cast<uintptr_t>(C) % (2 * elem) == 0;
+  p.row16_store = !c_f32 && ldc % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
   p.split = cfg.split_k;
   // The explicit list of instantiations (gemm_config_problem admits exactly these configs):
   // warps = 4 x (consumer warpgroups + 1); 20 warps on 128 x 128 and 12 on 64 x 128 select the

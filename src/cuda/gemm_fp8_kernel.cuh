@@ -50,6 +50,7 @@ struct Fp8Params {
   int64_t ldc;
   bool c_f32;
   bool vec_store;  ///< C and ldc allow 2-element vector stores
+  bool row16_store;  ///< bf16 C, and C and ldc allow 16-byte stores (8 elements)
   int split;       ///< split-K: a cluster of `split` CTAs per tile, each a contiguous share of the slices
 };
 
@@ -103,6 +104,29 @@ __device__ __forceinline__ void store_pair(const Fp8Params& p, int64_t m, int64_
     } else {
       if (n < p.N) c[0] = fmt::f32_to_bf16(v0);
       if (n + 1 < p.N) c[1] = fmt::f32_to_bf16(v1);
+    }
+  }
+}
+
+/// Transposes a 4 x 4 matrix of words over the 4 lanes of a quad (lanes 4k .. 4k+3; all 32
+/// lanes call this together): lane q's x[t] becomes lane t's x[q]. Two butterfly stages,
+/// each exchanging the half of the words whose index differs from the lane in that bit.
+__device__ __forceinline__ void quad_transpose(uint32_t (&x)[4], int lane) {
+#pragma unroll
+  for (int bit = 2; bit >= 1; bit >>= 1) {
+    const bool hi = (lane & bit) != 0;
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      if (t & bit) continue;  // pair (t, t + bit)
+      // Lane l keeps x[t] if its bit is clear (x[t + bit] if set) and takes the other one
+      // from lane l ^ bit: that lane's x[t + bit] (x[t]).
+      const uint32_t send = hi ? x[t] : x[t + bit];
+      const uint32_t got = __shfl_xor_sync(0xFFFFFFFFu, send, bit);
+      if (hi) {
+        x[t] = got;
+      } else {
+        x[t + bit] = got;
+      }
     }
   }
 }
@@ -427,18 +451,25 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       bool nan = false;
 #pragma unroll
       for (int e = 0; e < WN / 2; ++e) nan |= acc[e] != acc[e];
-      if (p.vec_store && !p.c_f32 && !nan && m_base + 8 < p.M && n_base - 2 * (lane % 4) + WN <= p.N) {
+      // Warp-uniform (quad_transpose shuffles over the whole warp): rows differ per lane.
+      if (__all_sync(0xFFFFFFFFu, p.row16_store && !nan && m_base + 8 < p.M && n_base - 2 * (lane % 4) + WN <= p.N)) {
         // Both rows and all WN columns inside C and no NaN (almost every tile): one conversion
-        // per pair (bf16_pair_rn, the bits of fmt::f32_to_bf16) and no checks between the
-        // stores (session 19: the checked form below took a quarter of the kernel's stall
-        // samples at 1024x7168x2048, waiting to reuse a store's register).
-        uint16_t* c = static_cast<uint16_t*>(p.C) + m_base * p.ldc + n_base;
+        // per pair (bf16_pair_rn, the bits of fmt::f32_to_bf16), then per 32 columns a
+        // transpose over the quad, so that lane q holds 8 adjacent columns (8 jn + 0..7, jn =
+        // 4 g + q) and writes them with one 16-byte store: whole 32-byte sectors, a quarter of
+        // the store instructions (session 19, ncu at 1024x7168x2048: the checked 2-element
+        // stores below took a quarter of the stall samples, then a sixth unchecked).
+        uint16_t* c = static_cast<uint16_t*>(p.C) + m_base * p.ldc + (n_base - 2 * (lane % 4)) + 8 * (lane % 4);
 #pragma unroll
         for (int i = 0; i < 2; ++i)
 #pragma unroll
-          for (int jn = 0; jn < WN / 8; ++jn)
-            *reinterpret_cast<uint32_t*>(c + 8 * i * p.ldc + 8 * jn) =
-                bf16_pair_rn(acc[4 * jn + 2 * i], acc[4 * jn + 2 * i + 1]);
+          for (int g = 0; g < WN / 32; ++g) {
+            uint32_t x[4];
+#pragma unroll
+            for (int t = 0; t < 4; ++t) x[t] = bf16_pair_rn(acc[4 * (4 * g + t) + 2 * i], acc[4 * (4 * g + t) + 2 * i + 1]);
+            quad_transpose(x, lane);
+            *reinterpret_cast<uint4*>(c + 8 * i * p.ldc + 32 * g) = make_uint4(x[0], x[1], x[2], x[3]);
+          }
         continue;
       }
 #pragma unroll
