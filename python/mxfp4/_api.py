@@ -346,11 +346,12 @@ def prepack_fp8(packed: PackedTensor) -> PackedTensor:
     """Builds the FP8 image of packed weights B [N, K] (docs/fp8-path.md).
 
     The image re-encodes every (row, 128-K slice) group of B as exact s8 codes e2m1 * 2^(s - e):
-    one exponent e = min s - 1 per group when its block exponents span at most 3 binades, else
-    e = s - 1 per block; groups with a NaN scale or a block exponent outside [-47, 49] are
-    flagged and computed exactly by the GEMM's fix-up instead. The CUDA GEMM reads it on
-    path fp8, which the dispatcher picks for M > 128 and for some M > 64 with K >= 2048
-    (:func:`explain` tells); the CPU GEMM ignores it (identical results with and without).
+    one exponent e per group when its block exponents span at most 3 binades (the anchor of
+    the row's chain chunk where it fits, else max s - 3 capped at min s - 1), else e = s - 1
+    per block; groups with a NaN scale or a block exponent outside [-47, 49] are flagged and
+    computed exactly by the GEMM's fix-up instead. The CUDA GEMM reads it on path fp8, which
+    the dispatcher picks for M > 128 and for 64 < M <= 128 with K >= 2048 (:func:`explain`
+    tells); the CPU GEMM ignores it (identical results with and without).
 
     Args:
         packed: a :class:`PackedTensor` (numpy or torch, CPU or CUDA). An image it already

@@ -312,11 +312,16 @@ template <class Source>
 void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cudaStream_t stream, ImageKernel kernel,
                   const char* name) {
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
-  if (g.slices > 65535)  // slices run along grid.y
-    throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 slices of 128");
   const int64_t tiles = g.rows_padded / kImageRows, chunks = (g.slices + fp8::kChainSlices - 1) / fp8::kChainSlices;
-  if (kernel == ImageKernel::automatic)
-    kernel = tiles * chunks >= kChunkKernelMinCtas ? ImageKernel::per_chunk : ImageKernel::per_slice;
+  if (kernel == ImageKernel::automatic)  // past 65535 slices only chunks fit grid.y
+    kernel = tiles * chunks >= kChunkKernelMinCtas || g.slices > 65535 ? ImageKernel::per_chunk : ImageKernel::per_slice;
+  // Chunks (per-chunk kernel) or slices (per-slice kernel) run along grid.y.
+  if (kernel == ImageKernel::per_chunk && chunks > 65535)
+    throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 chain chunks of " +
+                          std::to_string(fp8::kChainSlices * fp8::kSliceK));
+  if (kernel == ImageKernel::per_slice && g.slices > 65535)
+    throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 slices of " +
+                          std::to_string(fp8::kSliceK) + " for the per-slice kernel");
   if (kernel == ImageKernel::per_chunk)
     launch_pdl(fp8_image_chunk_kernel<Source>, dim3(unsigned(tiles), unsigned(chunks)), dim3(kChunkThreads), stream,
                name, src, rows, K, out);

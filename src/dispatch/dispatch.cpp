@@ -15,8 +15,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// ~200 KB shared memory each (fp8_config's comment has the measurements).
 int64_t fp8_split_grid_limit(int split, int64_t sms) { return split == 2 ? sms - sms / 32 : sms * 3 / 4; }
 
-/// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048 unless the small-M kernel runs one
-/// full wave: choose_gemm_config), persistent (one CTA per SM walks the tiles): 128 x 128
+/// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048: choose_gemm_config), persistent (one CTA per SM walks the tiles): 128 x 128
 /// tiles as two 64 x 128 consumer warpgroups (12 warps) when they give at least half the SMs
 /// a tile; else, for M > 128, 128 x 64 tiles (two consumer warpgroups, 12 warps). H200 tunes
 /// (bench/results/logs/fp8-v2-tune-large-m-h200.log, fp8-v5-tune-h200.log,
