@@ -110,6 +110,31 @@ TEST(Qdq, E2m1RoundValueMatchesTheThresholdsForEveryBf16AndScale) {
   EXPECT_EQ(bad, 0) << "first mismatch at " << first_bad;
 }
 
+// A block has a nonzero code exactly when its largest magnitude amax rounds to a nonzero
+// e2m1 value at the block's scale: e2m1_round_value(amax * 2^-s) != 0 (path fp8's image
+// kernel decides a block's "nonzero" this way for the slices whose exponents alone it needs,
+// tools/dev/pending/fp8-image-range-only.patch). Every finite bf16 amax, every scale rule,
+// with the block's other elements at amax * 2^-i of both signs, and zeros.
+TEST(Qdq, ABlockHasANonzeroCodeExactlyWhenItsMaximumRoundsToNonzero) {
+  int64_t bad = 0, zero_blocks = 0;
+  for (uint32_t h = 1; h < 0x7F80u; ++h) {  // finite positive bf16
+    const float amax = fmt::bf16_to_f32(uint16_t(h));
+    float x[32];
+    for (int i = 0; i < 32; ++i)
+      x[i] = i == 7 ? amax : i % 5 == 0 ? 0.0f : fmt::bf16_to_f32(fmt::f32_to_bf16(std::ldexp(i % 2 ? -amax : amax, -i)));
+    for (ScaleRule rule : {ScaleRule::aiter, ScaleRule::floor, ScaleRule::rceil}) {
+      uint8_t codes[32];
+      const int s = int(fmt::quantize_block(x, 32, codes, rule)) - 127;
+      bool any = false;
+      for (uint8_t c : codes) any |= (c & 7) != 0;
+      zero_blocks += !any;
+      bad += any != (fmt::e2m1_round_value(amax * fmt::exp2i(-s)) != 0.0f);
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_GT(zero_blocks, 0);  // the rule's clamp at s = -127 leaves tiny blocks all zero
+}
+
 // The GPU quantizers' element result fmt::e2m1_quantize_dequantize_bf16 against the
 // composition it replaces, f32_to_bf16(dequant_f32(e2m1_encode(v * 2^-s), s + 127)), bit for
 // bit: every finite bf16 v of both signs and every s in [-127, 127] (so the subnormal 2^-127,
