@@ -158,11 +158,11 @@ MXFP4_HD int choose_exponent(const GroupRange& g, bool has_anchor, int anchor) {
   return has_anchor && anchor >= g.bottom && anchor <= g.top ? anchor : g.canon;
 }
 
-/// Whether a row's group of slice j (kind `kind`, exponent R) continues its chain into the
-/// next slice, whose group has kind `next` and exponent `next_R`: both narrow, the same R, and
-/// the next slice in the same chain chunk (`next_in_chunk`). Flagged and wide groups break.
-MXFP4_HD bool chain_continues(GroupKind kind, int R, GroupKind next, int next_R, bool next_in_chunk) {
-  return next_in_chunk && kind == GroupKind::narrow && next == GroupKind::narrow && R == next_R;
+/// Whether a row's group of slice j (kind `kind`, exponent R) continues its chain into slice
+/// j + 1 of the same chain chunk, whose group has kind `next` and exponent `next_R`: both
+/// narrow with the same R. Flagged and wide groups break; so does a chunk's end (chunk_ends).
+MXFP4_HD bool chain_continues(GroupKind kind, int R, GroupKind next, int next_R) {
+  return kind == GroupKind::narrow && next == GroupKind::narrow && R == next_R;
 }
 
 /// Whether slice j is the last of its chain chunk or of the matrix's S slices.

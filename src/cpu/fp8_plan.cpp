@@ -67,7 +67,7 @@ GroupPlan plan_groups(const MxMatrix& m) {
         p.R[i] = int16_t(R);
         p.exact[i] = g.kind != GroupKind::flagged;
         p.wide[i] = g.kind == GroupKind::wide;
-        if (s > c) p.cont[i - 1] = chain_continues(range[size_t(s - 1)].kind, p.R[i - 1], g.kind, R, true);
+        if (s > c) p.cont[i - 1] = chain_continues(range[size_t(s - 1)].kind, p.R[i - 1], g.kind, R);
         for (int64_t b = 0; b < 4; ++b) {
           const int64_t blk = 4 * s + b;
           const int sb = blk < kblocks ? int(m.scales[r * kblocks + blk]) - 127 : 0;

@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_slice_kernel(Source
   bool breaks = true;  // the row's chain ends after this slice
   if (has_next) {
     const fp8::GroupRange next = slice_range(src, raw_next, scratch, s_other, bnz_other);
-    breaks = !fp8::chain_continues(range.kind, R, next.kind, fp8::choose_exponent(next, has_anchor, anchor), true);
+    breaks = !fp8::chain_continues(range.kind, R, next.kind, fp8::choose_exponent(next, has_anchor, anchor));
   }
   write_group(g, rows, r, j, i, range.kind, R, vals, s, block_nonzero != 0, out);
   // The tile's bytes. Padding rows (zero codes) are never flagged or wide and never break a
@@ -280,7 +280,7 @@ __global__ void __launch_bounds__(kChunkThreads) fp8_image_chunk_kernel(Source s
       bool breaks = true;
       if (jj + 1 < slices) {
         const fp8::GroupRange next = range[row][jj + 1];
-        breaks = !fp8::chain_continues(gr.kind, R, next.kind, fp8::choose_exponent(next, has_anchor, anchor), true);
+        breaks = !fp8::chain_continues(gr.kind, R, next.kind, fp8::choose_exponent(next, has_anchor, anchor));
       }
       bits = int(real && gr.kind == fp8::GroupKind::flagged) | (int(real && gr.kind == fp8::GroupKind::wide) << 1) |
              (int((real && breaks) || fp8::chunk_ends(j0 + jj, g.slices)) << 2);
