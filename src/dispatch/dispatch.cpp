@@ -194,9 +194,7 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
   check_shape(M, N, K, "choose_gemm_config");
   if (M > 128) return fp8_config(M, N, K, dev);
   if (const auto gemv = gemv_config(M, N, K, dev)) return *gemv;
-  const GemmConfig small = small_m_config(M, N, K, dev);
-  if (M <= 64 || K < kFp8MinK) return small;
-  return fp8_config(M, N, K, dev);
+  return M <= 64 || K < kFp8MinK ? small_m_config(M, N, K, dev) : fp8_config(M, N, K, dev);
 }
 
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
