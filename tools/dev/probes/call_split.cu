@@ -94,10 +94,10 @@ void fp8_split(cudaStream_t s, int sms, int64_t M, int64_t N, int64_t K, const G
   uint16_t *A = b.A, *C = b.C;
   uint8_t* img;
   CK(cudaMalloc(&img, size_t(fp8::ImageGeometry::of(M, K).total_bytes())));
-  auto image = [&](int) { cuda::fp8_image_from_bf16(A, M, K, K, ScaleRule::aiter, img, s); };
   auto image_by = [&](cuda::ImageKernel k) {
     return [&, k](int) { cuda::fp8_image_from_bf16(A, M, K, K, ScaleRule::aiter, img, s, k); };
   };
+  const auto image = image_by(cuda::ImageKernel::automatic);
   auto gemm = [&](int i) { cuda::gemm_fp8(img, M, K, b.weights(i), C, false, N, cfg, sms, s); };
   auto fixup = [&](int i) {
     cuda::fp8_fixup(A, M, K, K, ScaleRule::aiter, img, b.weights(i), C, false, N, s);
