@@ -57,6 +57,22 @@ struct Bf16Source {
     }
     return uint8_t(s + 127);
   }
+  /// The scale byte of the loaded elements' block and whether the block has a nonzero code,
+  /// without the codes (the 4 lanes of the block call this together): the block's largest
+  /// magnitude rounds to a nonzero e2m1 value exactly when some element does (the rounding
+  /// is monotonic, and quarter() rounds that element's |v| * 2^-s the same way).
+  __device__ uint8_t block_exponent(const Raw& raw, bool& nonzero) const {
+    float v[8];
+    bf16_pairs_to_f32(raw.w, v);
+    int s;
+    float amax;
+    if (!quarter_block_exponent(v, rule, s, amax)) {
+      nonzero = false;
+      return kScaleNaN;
+    }
+    nonzero = fmt::e2m1_round_value(amax * fmt::exp2i(-s)) != 0.f;
+    return uint8_t(s + 127);
+  }
 };
 
 /// Block source: packed weights (layout v3, docs/packed-layout.md) B [N, K].
@@ -87,6 +103,17 @@ struct PackedSource {
     }
     return raw.scale;
   }
+  /// The block's scale byte and whether it has a nonzero code (code & 7: -0 is zero), without
+  /// the values (the 4 lanes of the block call this together).
+  __device__ uint8_t block_exponent(const Raw& raw, bool& nonzero) const {
+    uint32_t any = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) any |= raw.pairs[i] & 0x77u;
+#pragma unroll
+    for (int d = 1; d < 4; d <<= 1) any |= __shfl_xor_sync(0xFFFFFFFFu, any, d);
+    nonzero = any != 0;
+    return raw.scale;
+  }
 };
 
 /// Rows per image CTA (16 threads per row and slice).
@@ -113,6 +140,26 @@ __device__ fp8::GroupRange slice_range(const Source& src, const typename Source:
     hi = max(hi, __shfl_xor_sync(0xFFFFFFFFu, hi, d));
     nan |= __shfl_xor_sync(0xFFFFFFFFu, nan, d);
     if (d < 4) block_nonzero |= __shfl_xor_sync(0xFFFFFFFFu, block_nonzero, d);  // the block's 4 lanes
+  }
+  return fp8::group_range(lo, hi, hi > -kNone, nan != 0);
+}
+
+/// slice_range without the codes: the group's range only (Source::block_exponent), for the
+/// slices whose exponents alone a CTA needs. The same range: a block counts exactly when
+/// some lane of it has a nonzero code, and its 4 lanes agree, so the reduction runs over
+/// blocks (lanes 4 apart).
+template <class Source>
+__device__ fp8::GroupRange slice_range_only(const Source& src, const typename Source::Raw& raw) {
+  bool nonzero;
+  const uint8_t sb = src.block_exponent(raw, nonzero);
+  constexpr int kNone = 1 << 20;
+  const bool counts = nonzero && sb != kScaleNaN;
+  int lo = counts ? int(sb) - 127 : kNone, hi = counts ? int(sb) - 127 : -kNone, nan = sb == kScaleNaN;
+#pragma unroll
+  for (int d = 4; d < 16; d <<= 1) {  // the row's 4 blocks
+    lo = min(lo, __shfl_xor_sync(0xFFFFFFFFu, lo, d));
+    hi = max(hi, __shfl_xor_sync(0xFFFFFFFFu, hi, d));
+    nan |= __shfl_xor_sync(0xFFFFFFFFu, nan, d);
   }
   return fp8::group_range(lo, hi, hi > -kNone, nan != 0);
 }
@@ -188,16 +235,16 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_slice_kernel(Source
   typename Source::Raw raw_first{}, raw_next{};
   if (has_first) raw_first = src.load(r, c * fp8::kSliceK + 8 * i);
   if (has_next) raw_next = src.load(r, k0 + fp8::kSliceK);
-  float vals[8], scratch[8];
-  int s, block_nonzero, s_other, bnz_other;
+  float vals[8];
+  int s, block_nonzero;
   const fp8::GroupRange range = slice_range(src, raw, vals, s, block_nonzero);
-  const fp8::GroupRange first = has_first ? slice_range(src, raw_first, scratch, s_other, bnz_other) : range;
+  const fp8::GroupRange first = has_first ? slice_range_only(src, raw_first) : range;
   bool has_anchor = false;
   const int anchor = fp8::chunk_anchor(first, has_anchor);
   const int R = fp8::choose_exponent(range, has_anchor, anchor);
   bool breaks = true;  // the row's chain ends after this slice
   if (has_next) {
-    const fp8::GroupRange next = slice_range(src, raw_next, scratch, s_other, bnz_other);
+    const fp8::GroupRange next = slice_range_only(src, raw_next);
     breaks = !fp8::chain_continues(range.kind, R, next.kind, fp8::choose_exponent(next, has_anchor, anchor));
   }
   write_group(g, rows, r, j, i, range.kind, R, vals, s, block_nonzero != 0, out);

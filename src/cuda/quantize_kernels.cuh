@@ -76,11 +76,11 @@ __device__ __forceinline__ int64_t a_fragment_index(int64_t j, int64_t i, int64_
 /// Shared exponent s (spec §2, fmt::shared_exponent under `rule`) of the 32-element block whose
 /// 8 consecutive elements `v` this lane holds, the other 24 being held by the 3 neighbouring
 /// lanes (lanes 4i..4i+3 hold one block, in element order). Returns false, leaving s unset,
-/// when the block has a non-finite element (its scale is then the NaN byte). Same block rule
-/// as fmt::quantize_block (max and the non-finite flag are order-free). All 32 lanes of the
-/// warp must call this together.
-__device__ __forceinline__ bool quarter_block_exponent(const float (&v)[8], ScaleRule rule, int& s) {
-  float amax = 0.f;
+/// when the block has a non-finite element (its scale is then the NaN byte); `amax`: the
+/// block's largest finite magnitude. Same block rule as fmt::quantize_block (max and the
+/// non-finite flag are order-free). All 32 lanes of the warp must call this together.
+__device__ __forceinline__ bool quarter_block_exponent(const float (&v)[8], ScaleRule rule, int& s, float& amax) {
+  amax = 0.f;
   uint32_t nonfinite = 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -96,6 +96,12 @@ __device__ __forceinline__ bool quarter_block_exponent(const float (&v)[8], Scal
   if (nonfinite) return false;
   s = fmt::shared_exponent(amax, rule);
   return true;
+}
+
+/// quarter_block_exponent without the block's largest finite magnitude.
+__device__ __forceinline__ bool quarter_block_exponent(const float (&v)[8], ScaleRule rule, int& s) {
+  float amax;
+  return quarter_block_exponent(v, rule, s, amax);
 }
 
 /// The 8 bf16 values held as 4 pairs `w` (element 2i in the low half of w[i]) in fp32, exactly.
