@@ -8,8 +8,9 @@
 // exponents per block): the weights' from prepack_fp8, the activations' built per call. One CTA
 // computes a BM x BN tile of C (BM = 64 tokens per consumer warpgroup, BN = 64 or 128 weight
 // rows):
-//   - one producer thread streams, per 128-K slice, the A and B atoms and their metadata
-//     (scales, exponent words, records: 8 bulk copies per stage) into a ring of
+//   - four producer threads (B's atoms, B's metadata, A's atoms, A's metadata) stream, per
+//     128-K slice, the A and B atoms and their metadata (scales, exponent words, records:
+//     8 bulk copies per stage) into a ring of
 //     shared-memory stages with 1-D bulk copies (TMA engine), signalling
 //     `full` mbarriers by transaction bytes; consumers release a stage on its `empty` mbarrier.
 //     The kernel is launched with PDL after the A image kernel: B's first stages are requested
@@ -145,6 +146,16 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
+#ifndef MXFP4_EXP_FP8_INFLIGHT
+#define MXFP4_EXP_FP8_INFLIGHT 0
+#endif
+/// -DMXFP4_EXP_FP8_INFLIGHT=1: inside a chain, a consumer warpgroup does not wait for a slice's
+/// wgmmas before it issues the next slice's (same s32 sums); it waits for the previous slice's
+/// (wgmma.wait_group with this slice's groups pending) and releases that stage instead, so the
+/// tensor core never drains between the slices of a chain. Session 20's timeline: 0.50 us of
+/// consumer time per 128 x 128 x 128 stage against ~0.29 us of s8 MMA.
+constexpr bool kExpInflight = MXFP4_EXP_FP8_INFLIGHT != 0;
+
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
 
@@ -154,6 +165,76 @@ __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2
 __device__ __forceinline__ void wait_then_release_dependents() {
   if constexpr (!kExpNoWait) grid_dependency_wait();
   grid_dependents_launch();
+}
+
+/// The four parts of a stage, one per producer thread (lane 0 of producer warp `part`).
+enum Part : int { kBAtoms = 0, kBMeta = 1, kAAtoms = 2, kAMeta = 3 };
+constexpr int kProducerThreads = 4;
+
+/// Producer thread for one Part of every stage: walks the CTA's (tile, slice) sequence, waits
+/// for the stage's slot, arrives on its full barrier with the part's bytes and issues the
+/// part's bulk copies (atoms: one copy; metadata: scales, exponent words and records,
+/// fp8_layout.hpp). Four threads in four warps instead of one for all 8 copies: session 20's
+/// timeline (bench/results/logs/fp8-timeline-session20-h200.log) had the lone thread at ~0.6 us
+/// per stage, longer than the consumers' ~0.5, and four took 1024x7168x2048's GEMM from 43.0
+/// to 39.9 us (two: 42.4). The weight parts issue their first kStages stages before the PDL
+/// wait (the weights never depend on the previous kernel); the activation parts wait first.
+template <int BM, int BN, int WN, bool PAIR>
+__device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles, uint32_t* metas, uint64_t* full,
+                                             uint64_t* empty, uint32_t rank, int first, int clusters, int j0, int j1,
+                                             int tiles_total, Part part) {
+  using P = Plan<BM, BN, WN>;
+  constexpr int kCtas = PAIR ? 2 : 1;
+  constexpr int kBMetaBytes = 8 * BN + (BN / 64) * fp8::kWideRecordBytes;
+  constexpr int kAMetaBytes = 8 * P::kBM + (P::kBM / 64) * fp8::kWideRecordBytes;
+  static_assert(P::kTileBytes + 4 * P::kMetaWords == P::kABytes + P::kBBytes + kAMetaBytes + kBMetaBytes,
+                "the four parts make up the stage");
+  const bool weights = part == kBAtoms || part == kBMeta;
+  const uint32_t bytes = part == kBAtoms ? P::kBBytes : part == kBMeta ? kBMetaBytes : part == kAAtoms ? P::kABytes : kAMetaBytes;
+  // Metadata of the part's image: its rows and where this CTA's rows start in them.
+  const uint8_t* img = weights ? p.b_img : p.a_img;
+  const fp8::ImageGeometry g{weights ? p.b_rows : p.a_rows, p.slices};
+  int id = j0 < j1 ? first : tiles_total, j = j0;  // a split-K rank without slices (slices < split) has nothing
+  int64_t r0 = 0;  // the CTA tile's first row of the part's image
+  auto locate = [&] {
+    int mt, nt;
+    raster(id, p.m_tiles, p.n_tiles, mt, nt);
+    r0 = weights ? int64_t(nt) * BN : (int64_t(mt) * kCtas + rank) * P::kBM;
+  };
+  if (id < tiles_total) locate();
+  bool waited = !weights;
+  if (waited) wait_then_release_dependents();
+  for (int it = 0; id < tiles_total; ++it) {
+    if (!waited && it == P::kStages) wait_then_release_dependents(), waited = true;
+    const int s = it % P::kStages;
+    if (it >= P::kStages) mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);
+    mbarrier_arrive_expect_tx(&full[s], bytes);
+    uint8_t* tile = tiles + s * P::kTileBytes;
+    uint32_t* meta = metas + s * P::kMetaWords;
+    if (part == kBAtoms) {
+      const uint8_t* src = p.b_img + (j * (p.b_rows / 64) + r0 / 64) * fp8::kAtomBytes;
+      if constexpr (PAIR) {  // this CTA's half of B, to both CTAs
+        constexpr int kHalf = P::kBBytes / 2;
+        bulk_copy_g2s_multicast(tile + P::kABytes + rank * kHalf, src + rank * kHalf, kHalf, &full[s], 0x3);
+      } else {
+        bulk_copy_g2s(tile + P::kABytes, src, P::kBBytes, &full[s]);
+      }
+    } else if (part == kAAtoms) {
+      bulk_copy_g2s(tile, p.a_img + (j * (p.a_rows / 64) + r0 / 64) * fp8::kAtomBytes, P::kABytes, &full[s]);
+    } else {  // metadata: A's rows first in each array, then B's
+      const int rows = weights ? BN : P::kBM, at = weights ? P::kBM : 0;
+      const int64_t group = 4 * g.group_index(r0, j);
+      bulk_copy_g2s(meta + at, img + g.scale_offset() + group, rows * 4, &full[s]);
+      bulk_copy_g2s(meta + P::kScaleWords + at, img + g.exponent_offset() + group, rows * 4, &full[s]);
+      bulk_copy_g2s(meta + 2 * P::kScaleWords + 4 * (at / 64), img + g.wide_offset() + g.wide_index(r0 / 64, j),
+                    (rows / 64) * fp8::kWideRecordBytes, &full[s]);
+    }
+    if (++j == j1) {
+      j = j0, id += clusters;
+      if (id < tiles_total) locate();
+    }
+  }
+  if (!waited) wait_then_release_dependents();
 }
 
 /// Persistent kernel: CTAs (PAIR: clusters of 2 CTAs) take tiles id = cluster, cluster +
@@ -181,7 +262,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   const uint32_t rank = PAIR ? cluster_rank() : 0;
   if (threadIdx.x == 0) {
     for (int s = 0; s < P::kStages; ++s) {
-      mbarrier_init(&full[s], 1);
+      mbarrier_init(&full[s], kProducerThreads);  // one arrival (with its part's bytes) per producer thread
       mbarrier_init(&empty[s], kCtas * kCons * 128);  // one arrival per consumer thread of the cluster
     }
     fence_mbarrier_init();
@@ -207,77 +288,11 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   constexpr int kConsumerRegs = WN == 128 ? 232 : 112, kProducerRegs = WN == 128 ? 40 : 32;
   static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
                 "register rebalance exceeds the CTA's pool");
-  if (wg == kCons) {  // producer warpgroup: one thread issues every copy
+  if (wg == kCons) {  // producer warpgroup: lane 0 of each warp issues one part of every stage
     if constexpr (kRebalance) setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x == kCons * 128) {
-      // Metadata of (image, its rows, slice j, row r0): the scales, exponent words and wide
-      // records (fp8_layout.hpp), recomputed per stage (the producer thread has few registers).
-      auto metadata = [&](const uint8_t* img, int64_t rows, int j, int64_t r0, const uint8_t*& sc, const uint8_t*& ex,
-                          const uint8_t*& wd) {
-        const fp8::ImageGeometry g{rows, p.slices};
-        sc = img + g.scale_offset() + 4 * g.group_index(r0, j);
-        ex = img + g.exponent_offset() + 4 * g.group_index(r0, j);
-        wd = img + g.wide_offset() + g.wide_index(r0 / 64, j);
-      };
-      // A cursor walks this CTA's (tile, slice) sequence; the tile origin is recomputed only
-      // when the tile changes (the lone producer thread must stay ahead of the consumers).
-      struct Cursor {
-        int id, j;
-        int64_t m0, n0;
-      };
-      auto locate = [&](Cursor& c) {
-        int mt, nt;
-        raster(c.id, p.m_tiles, p.n_tiles, mt, nt);
-        c.m0 = (int64_t(mt) * kCtas + rank) * P::kBM, c.n0 = int64_t(nt) * BN;
-      };
-      auto advance = [&](Cursor& c) {
-        if (++c.j < j1) return;
-        c.j = j0, c.id += clusters;
-        if (c.id < tiles_total) locate(c);
-      };
-      auto issue_b = [&](int s, const Cursor& c) {  // expects the whole stage, loads B's part (weights)
-        uint8_t* dst = tiles + s * P::kTileBytes + P::kABytes;
-        mbarrier_arrive_expect_tx(&full[s], P::kTileBytes + P::kMetaWords * 4);
-        const uint8_t* b_src = p.b_img + (c.j * (p.b_rows / 64) + c.n0 / 64) * fp8::kAtomBytes;
-        if constexpr (PAIR) {  // this CTA's half of B, to both CTAs
-          constexpr int kHalf = P::kBBytes / 2;
-          bulk_copy_g2s_multicast(dst + rank * kHalf, b_src + rank * kHalf, kHalf, &full[s], 0x3);
-        } else {
-          bulk_copy_g2s(dst, b_src, P::kBBytes, &full[s]);
-        }
-        uint32_t* meta = metas + s * P::kMetaWords;
-        const uint8_t *sc, *ex, *wd;
-        metadata(p.b_img, p.b_rows, c.j, c.n0, sc, ex, wd);
-        bulk_copy_g2s(meta + P::kBM, sc, BN * 4, &full[s]);
-        bulk_copy_g2s(meta + P::kScaleWords + P::kBM, ex, BN * 4, &full[s]);
-        bulk_copy_g2s(meta + 2 * P::kScaleWords + 4 * (P::kBM / 64), wd, (BN / 64) * fp8::kWideRecordBytes, &full[s]);
-      };
-      auto issue_a = [&](int s, const Cursor& c) {  // A's part of the stage (the activations' image)
-        bulk_copy_g2s(tiles + s * P::kTileBytes, p.a_img + (c.j * (p.a_rows / 64) + c.m0 / 64) * fp8::kAtomBytes,
-                      P::kABytes, &full[s]);
-        uint32_t* meta = metas + s * P::kMetaWords;
-        const uint8_t *sc, *ex, *wd;
-        metadata(p.a_img, p.a_rows, c.j, c.m0, sc, ex, wd);
-        bulk_copy_g2s(meta, sc, P::kBM * 4, &full[s]);
-        bulk_copy_g2s(meta + P::kScaleWords, ex, P::kBM * 4, &full[s]);
-        bulk_copy_g2s(meta + 2 * P::kScaleWords, wd, (P::kBM / 64) * fp8::kWideRecordBytes, &full[s]);
-      };
-      Cursor c{first, j0, 0, 0};
-      if (first < tiles_total && j0 < j1) locate(c);
-      if (j0 >= j1) c.id = tiles_total;  // split-K rank without slices (slices < split)
-      // The weights never depend on the previous kernel: B's part of the first stages is
-      // requested before A's image is known to be complete, A's part after the wait.
-      Cursor c0 = c;
-      int pre = 0;
-      for (; pre < P::kStages && c.id < tiles_total; ++pre, advance(c)) issue_b(pre, c);
-      wait_then_release_dependents();
-      for (int it = 0; it < pre; ++it, advance(c0)) issue_a(it, c0);
-      for (int it = pre; c.id < tiles_total; ++it, advance(c)) {
-        const int s = it % P::kStages;
-        mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);
-        issue_b(s, c);
-        issue_a(s, c);
-      }
+    if (threadIdx.x % 32 == 0) {
+      produce_part<BM, BN, WN, PAIR>(p, tiles, metas, full, empty, rank, first, clusters, j0, j1, tiles_total,
+                                     Part(int(threadIdx.x) / 32 - 4 * kCons));
     } else {
       wait_then_release_dependents();
     }
@@ -302,6 +317,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
 #pragma unroll
       for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
       bool chained = false;  // the previous slice left its sums for this one to add to
+      int held_s = -1, held_it = 0;  // kExpInflight: a stage of the chain whose wgmmas may still run
       for (int j = j0; j < j1; ++j, ++it) {
         const int s = it % P::kStages;
         mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
@@ -325,25 +341,27 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           const uint2 b = *reinterpret_cast<const uint2*>(rec + 4 * (P::kBM / 64 + wb * (WN / 64) + t));
           bits.x |= b.x, bits.y |= b.y;
         }
-        const bool wide = bits.x != 0u;
+        // (Votes: the values are the same in every lane, but ptxas must see uniform branches,
+        // or kExpInflight's wgmmas, in flight across them, are serialized: C7518.)
+        const bool wide = kExpInflight ? __any_sync(0xFFFFFFFFu, bits.x != 0u) : bits.x != 0u;
         // A narrow slice whose chain goes on: the next slice of this tile adds into the sums.
-        const bool chain_on = !wide && bits.y == 0u && j + 1 < j1;
+        const bool chain_on = !wide && (kExpInflight ? __all_sync(0xFFFFFFFFu, bits.y == 0u) : bits.y == 0u) && j + 1 < j1;
         // The stage (tiles and metadata) is no longer read by this thread. Every thread
         // arrives: an arrival releases only its own thread's reads (PTX memory model), and
         // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
         // warp after __syncwarp (session 9).
-        auto release_stage = [&] {
+        auto release_stage = [&](int rs, [[maybe_unused]] int rit) {  // stage rs of stage iteration rit
 #pragma unroll
           for (int c = 0; c < kCtas; ++c) {
             if constexpr (PAIR) {
-              mbarrier_arrive_cluster(&empty[s], uint32_t(c));
+              mbarrier_arrive_cluster(&empty[rs], uint32_t(c));
             } else {
-              mbarrier_arrive(&empty[s]);
+              mbarrier_arrive(&empty[rs]);
             }
           }
         };
         if constexpr (kExpDataOnly) {
-          release_stage();
+          release_stage(s, it);
           continue;
         }
         // Issues k32 steps kk0 .. kk0 + kSteps - 1 of the slice for the warpgroup's WN columns:
@@ -385,9 +403,15 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         // The wait for the wgmma groups just issued and the promotion of their sums (WN = 128:
         // block 0's promotion runs while block 1's MMAs do), then, if `last`, the stage's
         // release: every wgmma and every metadata read of the stage is done.
-        auto finish = [&](bool last, auto&& scales) {
+        // kExpInflight, at a chain's end (`drain`): one wait for both blocks (with wgmma_wait<1>
+        // after a chain with groups in flight, ptxas serialized every wgmma: C7514).
+        auto finish = [&](bool last, auto drain, auto&& scales) {
           if constexpr (WN == 128) {
-            wgmma_wait<1>();
+            if constexpr (decltype(drain)::value) {
+              wgmma_wait<0>();
+            } else {
+              wgmma_wait<1>();
+            }
             promote(sum0, 0, scales);
             wgmma_wait<0>();
             promote(sum1, 1, scales);
@@ -395,18 +419,27 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             wgmma_wait<0>();
             promote(sum0, 0, scales);
           }
-          if (last) release_stage();
+          if (kExpInflight && held_s >= 0) release_stage(held_s, held_it), held_s = -1;  // its groups are done too
+          if (last) release_stage(s, it);
         };
         if (!wide) {
           // Narrow tile: the four k32 steps of each 64-column block chain in the tensor core
           // (integer sums are exact), onto the previous slice's sums when the chain goes on.
           issue(0, std::integral_constant<int, 4>{}, chained);
           if (chain_on) {
-            wgmma_wait<0>();
-            release_stage();
+            if constexpr (kExpInflight) {
+              if (held_s >= 0) {  // the previous slice's groups are done once only this slice's may run
+                wgmma_wait<WN / 64>();
+                release_stage(held_s, held_it);
+              }
+              held_s = s, held_it = it;
+            } else {
+              wgmma_wait<0>();
+              release_stage(s, it);
+            }
           } else {  // the chain ends: promote once with its scales (those of every slice in it)
             // One scale per row and column (the scales array, fp8_layout.hpp).
-            finish(true, [&](int jn, float& a0, float& a1, float (&b)[2]) {
+            finish(true, std::bool_constant<kExpInflight>{}, [&](int jn, float& a0, float& a1, float (&b)[2]) {
               const float* sc = reinterpret_cast<const float*>(meta);
               a0 = sc[row0], a1 = sc[row0 + 8];
               const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
@@ -417,10 +450,13 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           // Wide tile (never inside a chain: a wide group breaks the chain before and after
           // it): one round per k32 step, promoted with its block's exponents (E8M0 bytes kk of
           // the exponent words).
+          // (kExpInflight: no group is in flight here, as no chain goes on into a wide slice;
+          // said explicitly so that ptxas can follow the waits below: else C7514.)
+          if constexpr (kExpInflight) wgmma_wait<0>();
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
             issue(kk, std::integral_constant<int, 1>{}, false);
-            finish(kk == 3, [&](int jn, float& a0, float& a1, float (&b)[2]) {
+            finish(kk == 3, std::false_type{}, [&](int jn, float& a0, float& a1, float (&b)[2]) {
               const uint32_t* ew = meta + P::kScaleWords;
               a0 = exp2_byte(ew[row0], kk), a1 = exp2_byte(ew[row0 + 8], kk);
               const uint2 w = *reinterpret_cast<const uint2*>(ew + col + 8 * jn);
@@ -430,6 +466,10 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         }
         chained = chain_on;
       }
+      // (Every group is complete here: a tile's last slice ends its chain. Said explicitly, so
+      // that ptxas need not inject the wait into every slice for the registers the epilogue
+      // reuses: C7517.)
+      if constexpr (kExpInflight) wgmma_wait<0>();
 
       // Epilogue: straight from the accumulators to C (bf16 rounded to nearest even, or fp32),
       // or, split-K, into this CTA's partial tile in shared memory.

@@ -4,11 +4,11 @@ read-back functions to its launcher src/cuda/gemm_fp8.cu (a measurement aid, nev
 instrumented): who waits for whom in the stage ring. For the CTAs blockIdx.x < kTraceCtas and
 their stage iterations it < kTraceIters (`it` counts the CTA's stage iterations across its
 tiles, the same number on the producer and the consumer side), four stamps per iteration:
-  [0] producer thread: its empty-wait for the slot returned; in the prologue (the first
-      min(kStages, iterations) iterations, no wait) the time it started to issue B's copies
-      (before griddepcontrol.wait)
-  [1] producer thread: the stage's 8 bulk copies are all issued (prologue: A's part is
-      issued only after griddepcontrol.wait, so [1] - [0] there includes the PDL wait)
+  [0] producer thread of part --part (Part in the kernel: 0 B's atoms, 1 B's metadata, 2 A's
+      atoms, 3 A's metadata; default 3): its empty-wait for the slot returned; in the prologue
+      (the first min(kStages, iterations) iterations, no wait) the time it started to issue
+      (weight parts: before griddepcontrol.wait; activation parts: after it)
+  [1] the same thread: its part's bulk copies are all issued
   [2] consumer warpgroup 0, thread 0: its full-wait for the stage returned
   [3] consumer warpgroup 0, thread 0: just before it arrives on the stage's empty barrier
       (release_stage(), after its wgmma wait and the promotion); the slot is free only when
@@ -18,7 +18,7 @@ each in %globaltimer ns (g_fp8_trace[kTraceCtas][kTraceIters][4]) and in %clock6
 (g_fp8_clock, same shape: the SM's cycle counter, meaningful only as differences within one
 CTA; globaltimer ticked in 0.256 us steps on the H200 in sessions 5 and 10, docs/perf-notes.md,
 too coarse for ~1 us stages). Per CTA (g_fp8_cta[kTraceCtas][12]): 0 start (thread 0, kernel
-entry, globaltimer), 1 %smid, 2 the producer's griddepcontrol.wait return, 3 consumer
+entry, globaltimer), 1 %smid, 2 the griddepcontrol.wait return of A's atoms thread, 3 consumer
 warpgroup 0 thread 0 past its last tile (globaltimer), 4 the CTA's stage iterations, 5 / 6 / 7
 the clock64 twins of 0 / 3 / 2, 8 P::kStages, 9 stage iterations per tile (j1 - j0), 10 kCons,
 11 1 for a PAIR instantiation. A stamp is three special-register reads (%ctaid.x, %clock64,
@@ -28,7 +28,7 @@ fp8_trace.cu reads them back through debug_fp8_trace_shape / debug_read_fp8_trac
 debug_clear_fp8_trace, added to gemm_fp8.cu.
 
 Usage (fp8_run.sh does all of it in a scratch copy; the repository itself is never modified):
-    python3 tools/dev/timeline/fp8_instrument.py [--ctas 8] [--iters 512] \\
+    python3 tools/dev/timeline/fp8_instrument.py [--ctas 8] [--iters 512] [--part 3] \\
         src/cuda/gemm_fp8_kernel.cuh src/cuda/gemm_fp8.cu
 Each anchor must match exactly once over the files given; the script fails loudly when the
 kernel changed.
@@ -84,28 +84,24 @@ EDITS = [
      "    g_fp8_cta[blockIdx.x][5] = fp8_clock();\n    g_fp8_cta[blockIdx.x][0] = fp8_gtime();\n"
      "    g_fp8_cta[blockIdx.x][1] = smid;\n  }\n"
      "  const int wg = int(threadIdx.x) / 128;\n  const uint32_t rank = PAIR ? cluster_rank() : 0;\n"),
-    # Producer prologue: B's part of the first stages, before the PDL wait ([0] = issue start).
-    ("      for (; pre < P::kStages && c.id < tiles_total; ++pre, advance(c)) issue_b(pre, c);\n",
-     "      for (; pre < P::kStages && c.id < tiles_total; ++pre, advance(c)) {\n"
-     "        fp8_stamp(pre, 0);\n        issue_b(pre, c);\n      }\n"),
-    # Producer prologue: the PDL wait's return, then A's part ([1] = the stage's copies all issued).
-    ("      wait_then_release_dependents();\n      for (int it = 0; it < pre; ++it, advance(c0)) issue_a(it, c0);\n",
-     "      wait_then_release_dependents();\n"
-     "      if (fp8_traced()) {\n        g_fp8_cta[blockIdx.x][7] = fp8_clock();\n"
-     "        g_fp8_cta[blockIdx.x][2] = fp8_gtime();\n      }\n"
-     "      for (int it = 0; it < pre; ++it, advance(c0)) {\n        issue_a(it, c0);\n        fp8_stamp(it, 1);\n      }\n"),
-    # Producer steady loop: [0] after the empty-wait, [1] after the stage's copies.
-    ("        mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);\n        issue_b(s, c);\n"
-     "        issue_a(s, c);\n",
-     "        mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);\n        fp8_stamp(it, 0);\n"
-     "        issue_b(s, c);\n        issue_a(s, c);\n        fp8_stamp(it, 1);\n"),
+    # Producer part @PART@ ([0], [1]) and the PDL wait's return (A's atoms thread).
+    ("  bool waited = !weights;\n  if (waited) wait_then_release_dependents();\n",
+     "  bool waited = !weights;\n  if (waited) wait_then_release_dependents();\n"
+     "  if (part == kAAtoms && fp8_traced()) {\n    g_fp8_cta[blockIdx.x][7] = fp8_clock();\n"
+     "    g_fp8_cta[blockIdx.x][2] = fp8_gtime();\n  }\n"),
+    ("    if (it >= P::kStages) mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);\n",
+     "    if (it >= P::kStages) mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);\n"
+     "    if (part == @PART@) fp8_stamp(it, 0);\n"),
+    ("    if (++j == j1) {\n      j = j0, id += clusters;\n",
+     "    if (part == @PART@) fp8_stamp(it, 1);\n    if (++j == j1) {\n      j = j0, id += clusters;\n"),
     # Consumer: [2] after the full-wait (before the __syncwarp that reconverges for wgmma).
     ("        mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);\n",
      "        mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);\n"
      "        if (wg == 0 && threadIdx.x == 0) fp8_stamp(it, 2);\n"),
     # Consumer: [3] at the top of release_stage (every caller: data-only, chain goes on, finish).
-    ("        auto release_stage = [&] {\n",
-     "        auto release_stage = [&] {\n          if (wg == 0 && threadIdx.x == 0) fp8_stamp(it, 3);\n"),
+    ("        auto release_stage = [&](int rs, [[maybe_unused]] int rit) {  // stage rs of stage iteration rit\n",
+     "        auto release_stage = [&](int rs, [[maybe_unused]] int rit) {  // stage rs of stage iteration rit\n"
+     "          if (wg == 0 && threadIdx.x == 0) fp8_stamp(rit, 3);\n"),
     # Consumer warpgroup 0 thread 0 past its last tile: end time, iterations and the plan.
     ("    }\n  }\n  if (split) {\n",
      "    }\n"
@@ -144,6 +140,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ctas", type=int, default=8, help="traced CTAs: blockIdx.x < CTAS (default 8)")
     ap.add_argument("--iters", type=int, default=512, help="traced stage iterations per CTA (default 512)")
+    ap.add_argument("--part", type=int, default=3, choices=range(4),
+                    help="the producer part whose thread stamps [0] and [1] (default 3, A's metadata)")
     ap.add_argument("files", nargs="+", help="gemm_fp8_kernel.cuh and gemm_fp8.cu (a scratch copy)")
     args = ap.parse_args()
     if args.ctas < 1 or args.iters < 1 or args.ctas * args.iters > (1 << 22):
@@ -158,7 +156,7 @@ def main() -> int:
         if n != 1:
             sys.exit(f"fp8_instrument.py: anchor found {n} times (kernel changed?): {anchor!r}")
         path = next(p for p, src in srcs.items() if anchor in src)
-        srcs[path] = srcs[path].replace(anchor, replacement.replace("@HEADER@", header))
+        srcs[path] = srcs[path].replace(anchor, replacement.replace("@HEADER@", header).replace("@PART@", str(args.part)))
     for path, src in srcs.items():
         open(path, "w").write(src)
     return 0

@@ -37,8 +37,9 @@
 //            smallest nonzero step seen in this call's stamps is printed.
 // Metrics (t0..t3 = stamps [0]..[3] of iteration it, t3' = [3] of it - 1; "consumer" is always
 // warpgroup 0's thread 0: the other consumer warpgroups are not stamped):
-//   producer issue         t1 - t0 for it >= kStages: the producer thread's time to issue one
-//                          stage's 8 bulk copies (address arithmetic included)
+//   producer issue         t1 - t0 for it >= kStages: the stamping producer thread's time to
+//                          issue its part of one stage (fp8_instrument.py --part; address
+//                          arithmetic included)
 //   producer slot wait     t0 - t1(it-1), it >= kStages: how long the producer sat at the
 //                          empty-wait for a free slot (the ring is full: consumers are the
 //                          bottleneck when this is large)
