@@ -20,11 +20,13 @@
 //     slice is narrow (the wide bytes of its atoms' records are zero) the slice's four k32
 //     steps chain in the tensor core. While the records' break bytes are zero too (every row
 //     keeps its R into the next slice, within a chain chunk of fp8::kChainSlices slices), the
-//     next slice adds into the same integer sums; at a chain's end they are promoted once:
+//     next slice adds into the same integer sums (issued while the previous slice's wgmmas
+//     still run; that stage is released when they are done); at a chain's end they are
+//     promoted once:
 //     acc += float(S) * 2^Ra * 2^Rb, one FFMA per element (S < 2^24 converts exactly; the add
 //     rounds). Otherwise (a wide group: one exponent per block) each k32 step is promoted with
-//     its block's exponents. WN = 128: the first block's promotion runs while the second
-//     block's MMAs do.
+//     its block's exponents; there, WN = 128, the first block's promotion runs while the
+//     second block's MMAs do.
 // Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the
 // rows and columns of C they touch afterwards. (Sessions 3-16 used e4m3 codes, whose MMA adds
 // with a truncating 13-fraction-bit accumulator and so needed one promotion per k32 step
@@ -145,16 +147,6 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// -DMXFP4_EXP_FP8_DATA_ONLY=1: the consumers wait for each stage and release it at once, with
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
-
-#ifndef MXFP4_EXP_FP8_INFLIGHT
-#define MXFP4_EXP_FP8_INFLIGHT 0
-#endif
-/// -DMXFP4_EXP_FP8_INFLIGHT=1: inside a chain, a consumer warpgroup does not wait for a slice's
-/// wgmmas before it issues the next slice's (same s32 sums); it waits for the previous slice's
-/// (wgmma.wait_group with this slice's groups pending) and releases that stage instead, so the
-/// tensor core never drains between the slices of a chain. Session 20's timeline: 0.50 us of
-/// consumer time per 128 x 128 x 128 stage against ~0.29 us of s8 MMA.
-constexpr bool kExpInflight = MXFP4_EXP_FP8_INFLIGHT != 0;
 
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
@@ -317,7 +309,12 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
 #pragma unroll
       for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
       bool chained = false;  // the previous slice left its sums for this one to add to
-      int held_s = -1, held_it = 0;  // kExpInflight: a stage of the chain whose wgmmas may still run
+      // Inside a chain the tensor core does not drain between slices: a slice's wgmmas are
+      // issued before the previous slice's have finished, and that previous stage (held_s, of
+      // stage iteration held_it) is released once they have. Session 20: 1024x7168x2048's
+      // GEMM 39.9 -> 36.6 us (one slice at a time: 0.47 us of consumer time per 128 x 128 x
+      // 128 stage against ~0.29 us of s8 MMA).
+      int held_s = -1, held_it = 0;
       for (int j = j0; j < j1; ++j, ++it) {
         const int s = it % P::kStages;
         mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
@@ -342,10 +339,10 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           bits.x |= b.x, bits.y |= b.y;
         }
         // (Votes: the values are the same in every lane, but ptxas must see uniform branches,
-        // or kExpInflight's wgmmas, in flight across them, are serialized: C7518.)
-        const bool wide = kExpInflight ? __any_sync(0xFFFFFFFFu, bits.x != 0u) : bits.x != 0u;
+        // or it serializes every wgmma, as groups are in flight across them: C7518.)
+        const bool wide = __any_sync(0xFFFFFFFFu, bits.x != 0u);
         // A narrow slice whose chain goes on: the next slice of this tile adds into the sums.
-        const bool chain_on = !wide && (kExpInflight ? __all_sync(0xFFFFFFFFu, bits.y == 0u) : bits.y == 0u) && j + 1 < j1;
+        const bool chain_on = !wide && __all_sync(0xFFFFFFFFu, bits.y == 0u) && j + 1 < j1;
         // The stage (tiles and metadata) is no longer read by this thread. Every thread
         // arrives: an arrival releases only its own thread's reads (PTX memory model), and
         // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
@@ -403,8 +400,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         // The wait for the wgmma groups just issued and the promotion of their sums (WN = 128:
         // block 0's promotion runs while block 1's MMAs do), then, if `last`, the stage's
         // release: every wgmma and every metadata read of the stage is done.
-        // kExpInflight, at a chain's end (`drain`): one wait for both blocks (with wgmma_wait<1>
-        // after a chain with groups in flight, ptxas serialized every wgmma: C7514).
+        // At a chain's end (`drain`): one wait for both blocks (with wgmma_wait<1> after a
+        // chain with groups in flight, ptxas serialized every wgmma: C7514).
         auto finish = [&](bool last, auto drain, auto&& scales) {
           if constexpr (WN == 128) {
             if constexpr (decltype(drain)::value) {
@@ -419,7 +416,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             wgmma_wait<0>();
             promote(sum0, 0, scales);
           }
-          if (kExpInflight && held_s >= 0) release_stage(held_s, held_it), held_s = -1;  // its groups are done too
+          if (held_s >= 0) release_stage(held_s, held_it), held_s = -1;  // its groups are done too
           if (last) release_stage(s, it);
         };
         if (!wide) {
@@ -427,19 +424,14 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           // (integer sums are exact), onto the previous slice's sums when the chain goes on.
           issue(0, std::integral_constant<int, 4>{}, chained);
           if (chain_on) {
-            if constexpr (kExpInflight) {
-              if (held_s >= 0) {  // the previous slice's groups are done once only this slice's may run
-                wgmma_wait<WN / 64>();
-                release_stage(held_s, held_it);
-              }
-              held_s = s, held_it = it;
-            } else {
-              wgmma_wait<0>();
-              release_stage(s, it);
+            if (held_s >= 0) {  // the previous slice's groups are done once only this slice's may run
+              wgmma_wait<WN / 64>();
+              release_stage(held_s, held_it);
             }
+            held_s = s, held_it = it;
           } else {  // the chain ends: promote once with its scales (those of every slice in it)
             // One scale per row and column (the scales array, fp8_layout.hpp).
-            finish(true, std::bool_constant<kExpInflight>{}, [&](int jn, float& a0, float& a1, float (&b)[2]) {
+            finish(true, std::true_type{}, [&](int jn, float& a0, float& a1, float (&b)[2]) {
               const float* sc = reinterpret_cast<const float*>(meta);
               a0 = sc[row0], a1 = sc[row0 + 8];
               const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
@@ -450,9 +442,9 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           // Wide tile (never inside a chain: a wide group breaks the chain before and after
           // it): one round per k32 step, promoted with its block's exponents (E8M0 bytes kk of
           // the exponent words).
-          // (kExpInflight: no group is in flight here, as no chain goes on into a wide slice;
-          // said explicitly so that ptxas can follow the waits below: else C7514.)
-          if constexpr (kExpInflight) wgmma_wait<0>();
+          // (No group is in flight here, as no chain goes on into a wide slice; said
+          // explicitly so that ptxas can follow the waits below: else C7514.)
+          wgmma_wait<0>();
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
             issue(kk, std::integral_constant<int, 1>{}, false);
@@ -469,7 +461,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       // (Every group is complete here: a tile's last slice ends its chain. Said explicitly, so
       // that ptxas need not inject the wait into every slice for the registers the epilogue
       // reuses: C7517.)
-      if constexpr (kExpInflight) wgmma_wait<0>();
+      wgmma_wait<0>();
 
       // Epilogue: straight from the accumulators to C (bf16 rounded to nearest even, or fp32),
       // or, split-K, into this CTA's partial tile in shared memory.
