@@ -15,8 +15,8 @@
 //     `full` mbarriers by transaction bytes; consumers release a stage on its `empty` mbarrier.
 //     The kernel is launched with PDL after the A image kernel: B's first stages are requested
 //     before griddepcontrol.wait, A's after it;
-//   - each consumer warpgroup (64 rows x WN columns, as m64n64 blocks) runs s8 x s8 -> s32
-//     wgmma, whose integer sums are exact. When every group of its rows and columns in the
+//   - each consumer warpgroup (64 rows x WN columns: one m64n64k32 or m64n128k32 per k32
+//     step) runs s8 x s8 -> s32 wgmma, whose integer sums are exact. When every group of its rows and columns in the
 //     slice is narrow (the wide bytes of its atoms' records are zero) the slice's four k32
 //     steps chain in the tensor core. While the records' break bytes are zero too (every row
 //     keeps its R into the next slice, within a chain chunk of fp8::kChainSlices slices), the
@@ -25,8 +25,7 @@
 //     promoted once:
 //     acc += float(S) * 2^Ra * 2^Rb, one FFMA per element (S < 2^24 converts exactly; the add
 //     rounds). Otherwise (a wide group: one exponent per block) each k32 step is promoted with
-//     its block's exponents; there, WN = 128, the first block's promotion runs while the
-//     second block's MMAs do.
+//     its block's exponents.
 // Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the
 // rows and columns of C they touch afterwards. (Sessions 3-16 used e4m3 codes, whose MMA adds
 // with a truncating 13-fraction-bit accumulator and so needed one promotion per k32 step
@@ -361,22 +360,29 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           release_stage(s, it);
           continue;
         }
-        // Issues k32 steps kk0 .. kk0 + kSteps - 1 of the slice for the warpgroup's WN columns:
-        // one wgmma group per 64-column block; the first step adds to the sums when `add`, else
-        // overwrites them.
+        // Issues k32 steps kk0 .. kk0 + kSteps - 1 of the slice for the warpgroup's WN columns as
+        // one wgmma group (WN = 128: one m64n128k32 per step, so that A's 64 x 32 bytes are read
+        // from shared memory once, not twice; session 20: -7% at 1024x7168x2048, when shared
+        // memory moves the wgmma operands and the bulk copies' bytes at ~128 B per clock); the
+        // first step adds to the sums when `add`, else overwrites them.
         auto issue = [&](int kk0, auto steps, bool add) {
           constexpr int kSteps = decltype(steps)::value;
-          auto block = [&](uint32_t(&sum)[32], uint64_t desc_b) {
 #pragma unroll
-            for (int i = 0; i < 32; ++i) fence_operand(sum[i]);
-            wgmma_fence();
+          for (int i = 0; i < 32; ++i) fence_operand(sum0[i]);
+          if constexpr (WN == 128) {
 #pragma unroll
-            for (int kk = 0; kk < kSteps; ++kk)
-              wgmma_m64n64k32_s8(sum, da + 2 * (kk0 + kk), desc_b + 2 * (kk0 + kk), int(kk > 0 || add));
-            wgmma_commit();
-          };
-          block(sum0, db);
-          if constexpr (WN == 128) block(sum1, db + (uint64_t(fp8::kAtomBytes) >> 4));  // B rows 64-127
+            for (int i = 0; i < 32; ++i) fence_operand(sum1[i]);
+          }
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < kSteps; ++kk) {
+            if constexpr (WN == 128) {
+              wgmma_m64n128k32_s8(sum0, sum1, da + 2 * (kk0 + kk), db + 2 * (kk0 + kk), int(kk > 0 || add));
+            } else {
+              wgmma_m64n64k32_s8(sum0, da + 2 * (kk0 + kk), db + 2 * (kk0 + kk), int(kk > 0 || add));
+            }
+          }
+          wgmma_commit();
         };
         // acc += float(sum) * 2^(ea + eb) for one 64-column block h: the s32 sum is below 2^24
         // (a chain of at most kChainSlices slices: kChainSlices * 128 * 96 * 96), so the
@@ -397,25 +403,13 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             a[3] = fmaf(float(int(sum[4 * jn + 3])), a1 * b[1], a[3]);
           }
         };
-        // The wait for the wgmma groups just issued and the promotion of their sums (WN = 128:
-        // block 0's promotion runs while block 1's MMAs do), then, if `last`, the stage's
-        // release: every wgmma and every metadata read of the stage is done.
-        // At a chain's end (`drain`): one wait for both blocks (with wgmma_wait<1> after a
-        // chain with groups in flight, ptxas serialized every wgmma: C7514).
-        auto finish = [&](bool last, auto drain, auto&& scales) {
-          if constexpr (WN == 128) {
-            if constexpr (decltype(drain)::value) {
-              wgmma_wait<0>();
-            } else {
-              wgmma_wait<1>();
-            }
-            promote(sum0, 0, scales);
-            wgmma_wait<0>();
-            promote(sum1, 1, scales);
-          } else {
-            wgmma_wait<0>();
-            promote(sum0, 0, scales);
-          }
+        // The wait for the wgmma group just issued (and any before it) and the promotion of
+        // its sums, then, if `last`, the stage's release: every wgmma and every metadata read
+        // of the stage is done.
+        auto finish = [&](bool last, auto&& scales) {
+          wgmma_wait<0>();
+          promote(sum0, 0, scales);
+          if constexpr (WN == 128) promote(sum1, 1, scales);
           if (held_s >= 0) release_stage(held_s, held_it), held_s = -1;  // its groups are done too
           if (last) release_stage(s, it);
         };
@@ -424,14 +418,14 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           // (integer sums are exact), onto the previous slice's sums when the chain goes on.
           issue(0, std::integral_constant<int, 4>{}, chained);
           if (chain_on) {
-            if (held_s >= 0) {  // the previous slice's groups are done once only this slice's may run
-              wgmma_wait<WN / 64>();
+            if (held_s >= 0) {  // the previous slice's group is done once only this slice's may run
+              wgmma_wait<1>();
               release_stage(held_s, held_it);
             }
             held_s = s, held_it = it;
           } else {  // the chain ends: promote once with its scales (those of every slice in it)
             // One scale per row and column (the scales array, fp8_layout.hpp).
-            finish(true, std::true_type{}, [&](int jn, float& a0, float& a1, float (&b)[2]) {
+            finish(true, [&](int jn, float& a0, float& a1, float (&b)[2]) {
               const float* sc = reinterpret_cast<const float*>(meta);
               a0 = sc[row0], a1 = sc[row0 + 8];
               const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
@@ -448,7 +442,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
             issue(kk, std::integral_constant<int, 1>{}, false);
-            finish(kk == 3, std::false_type{}, [&](int jn, float& a0, float& a1, float (&b)[2]) {
+            finish(kk == 3, [&](int jn, float& a0, float& a1, float (&b)[2]) {
               const uint32_t* ew = meta + P::kScaleWords;
               a0 = exp2_byte(ew[row0], kk), a1 = exp2_byte(ew[row0 + 8], kk);
               const uint2 w = *reinterpret_cast<const uint2*>(ew + col + 8 * jn);

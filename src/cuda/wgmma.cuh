@@ -67,6 +67,32 @@ __device__ __forceinline__ void wgmma_m64n64k32_s8(uint32_t (&d)[32], uint64_t d
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+/// D (+)= A * B, m64n128k32, s8 x s8 -> s32, as wgmma_m64n64k32_s8 with B's 128 rows from one
+/// descriptor (two consecutive 64-row swizzled atoms: the 8-row groups go on at the same
+/// 1024-byte stride). The 64 accumulator registers per thread are d0 (columns 0-63) then d1
+/// (columns 64-127): in the m64nN fragment order the first 32 registers of an n128 fragment
+/// are those of an n64 one.
+__device__ __forceinline__ void wgmma_m64n128k32_s8(uint32_t (&d0)[32], uint32_t (&d1)[32], uint64_t desc_a,
+                                                    uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
+      "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "
+      "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p;\n}\n"
+      : "+r"(d0[0]), "+r"(d0[1]), "+r"(d0[2]), "+r"(d0[3]), "+r"(d0[4]), "+r"(d0[5]), "+r"(d0[6]), "+r"(d0[7]),
+        "+r"(d0[8]), "+r"(d0[9]), "+r"(d0[10]), "+r"(d0[11]), "+r"(d0[12]), "+r"(d0[13]), "+r"(d0[14]), "+r"(d0[15]),
+        "+r"(d0[16]), "+r"(d0[17]), "+r"(d0[18]), "+r"(d0[19]), "+r"(d0[20]), "+r"(d0[21]), "+r"(d0[22]), "+r"(d0[23]),
+        "+r"(d0[24]), "+r"(d0[25]), "+r"(d0[26]), "+r"(d0[27]), "+r"(d0[28]), "+r"(d0[29]), "+r"(d0[30]), "+r"(d0[31]),
+        "+r"(d1[0]), "+r"(d1[1]), "+r"(d1[2]), "+r"(d1[3]), "+r"(d1[4]), "+r"(d1[5]), "+r"(d1[6]), "+r"(d1[7]),
+        "+r"(d1[8]), "+r"(d1[9]), "+r"(d1[10]), "+r"(d1[11]), "+r"(d1[12]), "+r"(d1[13]), "+r"(d1[14]), "+r"(d1[15]),
+        "+r"(d1[16]), "+r"(d1[17]), "+r"(d1[18]), "+r"(d1[19]), "+r"(d1[20]), "+r"(d1[21]), "+r"(d1[22]), "+r"(d1[23]),
+        "+r"(d1[24]), "+r"(d1[25]), "+r"(d1[26]), "+r"(d1[27]), "+r"(d1[28]), "+r"(d1[29]), "+r"(d1[30]), "+r"(d1[31])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
 /// Descriptor of a K-major operand in shared memory without swizzle: 8 x 16-byte core
 /// matrices (8 rows of 8 bf16 along K), `lbo` bytes between the two core matrices of a K16
 /// step (leading dimension, along K) and `sbo` bytes between 8-row groups (stride dimension).
