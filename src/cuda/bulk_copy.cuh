@@ -48,6 +48,18 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   }
 }
 
+/// True if the phase with parity `parity` of `bar` has completed; never blocks (PTX
+/// "mbarrier.test_wait.parity").
+__device__ __forceinline__ bool mbarrier_test(uint64_t* bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0u;
+}
+
 /// 16-byte asynchronous copy global -> shared by this thread (PTX "cp.async", .cg: cached in
 /// L2 only); both addresses 16-byte aligned.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {

@@ -147,6 +147,15 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
+#ifndef MXFP4_EXP_FP8_EARLY_RELEASE
+#define MXFP4_EXP_FP8_EARLY_RELEASE 0
+#endif
+/// -DMXFP4_EXP_FP8_EARLY_RELEASE=1: a consumer warpgroup that finds the next stage not yet
+/// landed waits for its held stage's wgmma group and releases that stage before it blocks
+/// (session 20's ncu: 12% of the stall samples on the full-barrier spin while the producers
+/// spin on the empty barriers, so the ring is short of free stages while a consumer holds one).
+constexpr bool kExpEarlyRelease = MXFP4_EXP_FP8_EARLY_RELEASE != 0;
+
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
 
@@ -316,6 +325,29 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       int held_s = -1, held_it = 0;
       for (int j = j0; j < j1; ++j, ++it) {
         const int s = it % P::kStages;
+        // Stage rs (tiles and metadata) is no longer read by this thread. Every thread
+        // arrives: an arrival releases only its own thread's reads (PTX memory model), and
+        // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
+        // warp after __syncwarp (session 9).
+        auto release_stage = [&](int rs, [[maybe_unused]] int rit) {  // stage rs of stage iteration rit
+#pragma unroll
+          for (int c = 0; c < kCtas; ++c) {
+            if constexpr (PAIR) {
+              mbarrier_arrive_cluster(&empty[rs], uint32_t(c));
+            } else {
+              mbarrier_arrive(&empty[rs]);
+            }
+          }
+        };
+        if constexpr (kExpEarlyRelease) {
+          // Starved (the stage has not landed): the held stage's group finished long ago, so
+          // give that stage back to the producer before blocking, not after the next issue.
+          if (held_s >= 0 && !__all_sync(0xFFFFFFFFu, mbarrier_test(&full[s], uint32_t(it / P::kStages) & 1u))) {
+            wgmma_wait<0>();
+            release_stage(held_s, held_it);
+            held_s = -1;
+          }
+        }
         mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
         __syncwarp();  // reconverge before the .aligned wgmma instructions
         const uint8_t* a_tile = tiles + s * P::kTileBytes + tb * 64 * fp8::kSliceK;
@@ -342,20 +374,6 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         const bool wide = __any_sync(0xFFFFFFFFu, bits.x != 0u);
         // A narrow slice whose chain goes on: the next slice of this tile adds into the sums.
         const bool chain_on = !wide && __all_sync(0xFFFFFFFFu, bits.y == 0u) && j + 1 < j1;
-        // The stage (tiles and metadata) is no longer read by this thread. Every thread
-        // arrives: an arrival releases only its own thread's reads (PTX memory model), and
-        // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
-        // warp after __syncwarp (session 9).
-        auto release_stage = [&](int rs, [[maybe_unused]] int rit) {  // stage rs of stage iteration rit
-#pragma unroll
-          for (int c = 0; c < kCtas; ++c) {
-            if constexpr (PAIR) {
-              mbarrier_arrive_cluster(&empty[rs], uint32_t(c));
-            } else {
-              mbarrier_arrive(&empty[rs]);
-            }
-          }
-        };
         if constexpr (kExpDataOnly) {
           release_stage(s, it);
           continue;
