@@ -342,7 +342,10 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         if constexpr (kExpEarlyRelease) {
           // Starved (the stage has not landed): the held stage's group finished long ago, so
           // give that stage back to the producer before blocking, not after the next issue.
-          if (held_s >= 0 && !__all_sync(0xFFFFFFFFu, mbarrier_test(&full[s], uint32_t(it / P::kStages) & 1u))) {
+          // One decision per warpgroup (named barrier 2 + wg; 1 is split-K's): the phase may
+          // complete between two warps' tests, and wgmma.wait_group must be uniform over the
+          // warpgroup (PTX ISA: .sync.aligned).
+          if (held_s >= 0 && !warpgroup_all(mbarrier_test(&full[s], uint32_t(it / P::kStages) & 1u), 2u + wg)) {
             wgmma_wait<0>();
             release_stage(held_s, held_it);
             held_s = -1;
