@@ -3,7 +3,7 @@
 read-back functions to its launcher src/cuda/gemm_fp8.cu (a measurement aid, never committed
 instrumented): who waits for whom in the stage ring. For the CTAs blockIdx.x < kTraceCtas and
 their stage iterations it < kTraceIters (`it` counts the CTA's stage iterations across its
-tiles, the same number on the producer and the consumer side), four stamps per iteration:
+tiles, the same number on the producer and the consumer side), five stamps per iteration:
   [0] producer thread of part --part (Part in the kernel: 0 B's atoms, 1 B's metadata, 2 A's
       atoms, 3 A's metadata; default 3): its empty-wait for the slot returned; in the prologue
       (the first min(kStages, iterations) iterations, no wait) the time it started to issue
@@ -13,8 +13,14 @@ tiles, the same number on the producer and the consumer side), four stamps per i
   [3] consumer warpgroup 0, thread 0: just before it arrives on the stage's empty barrier
       (release_stage(), after its wgmma wait and the promotion); the slot is free only when
       every consumer thread of the CTA (PAIR: of both CTAs) has arrived, so this is a lower
-      bound of the slot's release
-each in %globaltimer ns (g_fp8_trace[kTraceCtas][kTraceIters][4]) and in %clock64 cycles
+      bound of the slot's release. A narrow slice whose chain goes on is held: its stage is
+      released in the NEXT iteration, after that one's full-wait and wgmma issue, so [3] of
+      `it` comes after [2] of it + 1 (-DMXFP4_EXP_FP8_EARLY_RELEASE: before that one's
+      full-wait when its stage has not landed yet)
+  [4] consumer warpgroup 0, thread 0: arriving at the full-wait (just before mbarrier_wait;
+      after the -DMXFP4_EXP_FP8_EARLY_RELEASE test and its release, when that is on): with
+      held releases the previous [3] no longer marks the consumer's arrival
+each in %globaltimer ns (g_fp8_trace[kTraceCtas][kTraceIters][5]) and in %clock64 cycles
 (g_fp8_clock, same shape: the SM's cycle counter, meaningful only as differences within one
 CTA; globaltimer ticked in 0.256 us steps on the H200 in sessions 5 and 10, docs/perf-notes.md,
 too coarse for ~1 us stages). Per CTA (g_fp8_cta[kTraceCtas][12]): 0 start (thread 0, kernel
@@ -39,9 +45,10 @@ import sys
 HEADER = r"""// ---- fp8 timeline instrumentation (tools/dev/timeline/fp8_instrument.py) ----
 constexpr int kTraceCtas = @CTAS@, kTraceIters = @ITERS@;
 /// [cta][it]: 0 producer empty-wait return (prologue: issue start), 1 producer issue end,
-/// 2 consumer wg 0 thread 0 full-wait return, 3 consumer wg 0 thread 0 before its release.
-__device__ unsigned long long g_fp8_trace[kTraceCtas][kTraceIters][4];  // %globaltimer ns
-__device__ unsigned long long g_fp8_clock[kTraceCtas][kTraceIters][4];  // %clock64 cycles
+/// 2 consumer wg 0 thread 0 full-wait return, 3 consumer wg 0 thread 0 before its release
+/// (held slices: in iteration it + 1), 4 consumer wg 0 thread 0 arriving at the full-wait.
+__device__ unsigned long long g_fp8_trace[kTraceCtas][kTraceIters][5];  // %globaltimer ns
+__device__ unsigned long long g_fp8_clock[kTraceCtas][kTraceIters][5];  // %clock64 cycles
 /// [cta]: start, smid, depwait, tiles done, iterations, clock64 of start / done / depwait,
 /// kStages, iterations per tile, kCons, PAIR.
 __device__ unsigned long long g_fp8_cta[kTraceCtas][12];
@@ -94,8 +101,10 @@ EDITS = [
      "    if (part == @PART@) fp8_stamp(it, 0);\n"),
     ("    if (++j == j1) {\n      j = j0, id += clusters;\n",
      "    if (part == @PART@) fp8_stamp(it, 1);\n    if (++j == j1) {\n      j = j0, id += clusters;\n"),
-    # Consumer: [2] after the full-wait (before the __syncwarp that reconverges for wgmma).
+    # Consumer: [4] arriving at the full-wait, [2] after it (before the __syncwarp that
+    # reconverges for wgmma).
     ("        mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);\n",
+     "        if (wg == 0 && threadIdx.x == 0) fp8_stamp(it, 4);\n"
      "        mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);\n"
      "        if (wg == 0 && threadIdx.x == 0) fp8_stamp(it, 2);\n"),
     # Consumer: [3] at the top of release_stage (every caller: data-only, chain goes on, finish).
@@ -114,10 +123,10 @@ EDITS = [
     # Host read-back (gemm_fp8.cu, namespace mxfp4::cuda).
     ("void gemm_fp8(const uint8_t* a_img,",
      "void debug_fp8_trace_shape(int* ctas, int* iters) { *ctas = kTraceCtas, *iters = kTraceIters; }\n"
-     "/// host: g_fp8_trace (kTraceCtas * kTraceIters * 4 words), then g_fp8_clock (as many), then\n"
+     "/// host: g_fp8_trace (kTraceCtas * kTraceIters * 5 words), then g_fp8_clock (as many), then\n"
      "/// g_fp8_cta (kTraceCtas * 12).\n"
      "void debug_read_fp8_trace(unsigned long long* host) {\n"
-     "  const size_t n = size_t(kTraceCtas) * kTraceIters * 4;\n"
+     "  const size_t n = size_t(kTraceCtas) * kTraceIters * 5;\n"
      "  check(cudaMemcpyFromSymbol(host, g_fp8_trace, n * 8), \"debug_read_fp8_trace\");\n"
      "  check(cudaMemcpyFromSymbol(host + n, g_fp8_clock, n * 8), \"debug_read_fp8_trace\");\n"
      "  check(cudaMemcpyFromSymbol(host + 2 * n, g_fp8_cta, size_t(kTraceCtas) * 12 * 8), \"debug_read_fp8_trace\");\n"

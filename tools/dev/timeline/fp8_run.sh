@@ -2,8 +2,8 @@
 # Path fp8 stage-ring traces (GPU machine; a measurement aid): copies the work tree to a scratch
 # directory, instruments path fp8's GEMM kernel there (fp8_instrument.py: per stage the
 # empty-wait return and issue end of producer thread PART (default 3, A's metadata), consumer
-# warpgroup 0's full-wait return and release, for the first CTAS CTAs and ITERS stage
-# iterations), builds the library and
+# warpgroup 0's arrival at and return from the full-wait and its release, for the first CTAS
+# CTAs and ITERS stage iterations), builds the library and
 # fp8_trace.cu, then runs /tmp/fp8_trace for every line of CASES ("M N K" for the configuration
 # gemm() picks, or "M N K block_m block_n warps split_k" for a forced path fp8 configuration).
 # fp8_trace.cu's header says what each printed number means. The repository itself is never
