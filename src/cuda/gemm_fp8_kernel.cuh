@@ -10,22 +10,20 @@
 // rows):
 //   - four producer threads (B's atoms, B's metadata, A's atoms, A's metadata) stream, per
 //     128-K slice, the A and B atoms and their metadata (scales, exponent words, records:
-//     8 bulk copies per stage) into a ring of
-//     shared-memory stages with 1-D bulk copies (TMA engine), signalling
-//     `full` mbarriers by transaction bytes; consumers release a stage on its `empty` mbarrier.
-//     The kernel is launched with PDL after the A image kernel: B's first stages are requested
-//     before griddepcontrol.wait, A's after it;
+//     8 bulk copies per stage) into a ring of shared-memory stages with 1-D bulk copies (TMA
+//     engine), signalling `full` mbarriers by transaction bytes; consumers release a stage
+//     on its `empty` mbarrier. The kernel is launched with PDL after the A image kernel: B's
+//     first stages are requested before griddepcontrol.wait, A's after it;
 //   - each consumer warpgroup (64 rows x WN columns: one m64n64k32 or m64n128k32 per k32
-//     step) runs s8 x s8 -> s32 wgmma, whose integer sums are exact. When every group of its rows and columns in the
-//     slice is narrow (the wide bytes of its atoms' records are zero) the slice's four k32
-//     steps chain in the tensor core. While the records' break bytes are zero too (every row
-//     keeps its R into the next slice, within a chain chunk of fp8::kChainSlices slices), the
-//     next slice adds into the same integer sums (issued while the previous slice's wgmmas
-//     still run; that stage is released when they are done); at a chain's end they are
-//     promoted once:
-//     acc += float(S) * 2^Ra * 2^Rb, one FFMA per element (S < 2^24 converts exactly; the add
-//     rounds). Otherwise (a wide group: one exponent per block) each k32 step is promoted with
-//     its block's exponents.
+//     step) runs s8 x s8 -> s32 wgmma, whose integer sums are exact. When every group of its
+//     rows and columns in the slice is narrow (the wide bytes of its atoms' records are zero)
+//     the slice's four k32 steps chain in the tensor core. While the records' break bytes are
+//     zero too (every row keeps its R into the next slice, within a chain chunk of
+//     fp8::kChainSlices slices), the next slice adds into the same integer sums (issued while
+//     the previous slice's wgmmas still run; that stage is released when they are done); at a
+//     chain's end they are promoted once: acc += float(S) * 2^Ra * 2^Rb, one FFMA per element
+//     (S < 2^24 converts exactly; the add rounds). Otherwise (a wide group: one exponent per
+//     block) each k32 step is promoted with its block's exponents.
 // Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the
 // rows and columns of C they touch afterwards. (Sessions 3-16 used e4m3 codes, whose MMA adds
 // with a truncating 13-fraction-bit accumulator and so needed one promotion per k32 step
@@ -190,7 +188,10 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
   static_assert(P::kTileBytes + 4 * P::kMetaWords == P::kABytes + P::kBBytes + kAMetaBytes + kBMetaBytes,
                 "the four parts make up the stage");
   const bool weights = part == kBAtoms || part == kBMeta;
-  const uint32_t bytes = part == kBAtoms ? P::kBBytes : part == kBMeta ? kBMetaBytes : part == kAAtoms ? P::kABytes : kAMetaBytes;
+  const uint32_t bytes = part == kBAtoms   ? P::kBBytes
+                         : part == kBMeta  ? kBMetaBytes
+                         : part == kAAtoms ? P::kABytes
+                                           : kAMetaBytes;
   // Metadata of the part's image: its rows and where this CTA's rows start in them.
   const uint8_t* img = weights ? p.b_img : p.a_img;
   const fp8::ImageGeometry g{weights ? p.b_rows : p.a_rows, p.slices};
