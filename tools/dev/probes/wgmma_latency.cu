@@ -32,12 +32,6 @@ __device__ __forceinline__ void wgmma_m64n64k32_e4m3(float (&d)[32], uint64_t de
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-template <int N>
-__device__ __forceinline__ void wgmma_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  static_assert(N == 64, "the probe times m64n64k32");
-  wgmma_m64n64k32_e4m3(d, desc_a, desc_b, scale_d);
-}
-
 template <int D, int WGS>
 __global__ void __launch_bounds__(128 * WGS, 1) probe(long long* out, int rounds) {
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -60,7 +54,7 @@ __global__ void __launch_bounds__(128 * WGS, 1) probe(long long* out, int rounds
 #pragma unroll
       for (int i = 0; i < 32; ++i) fence_operand(t[d][i]);
       wgmma_fence();
-      wgmma_e4m3<64>(t[d], da + 2 * (d % 4), db + 2 * (d % 4), 0);
+      wgmma_m64n64k32_e4m3(t[d], da + 2 * (d % 4), db + 2 * (d % 4), 0);
       wgmma_commit();
     }
     wgmma_wait<0>();
@@ -117,7 +111,7 @@ __global__ void __launch_bounds__(512, 1) slice_probe(long long* out, int slices
 #pragma unroll
       for (int i = 0; i < 32; ++i) fence_operand(t[i]);
       wgmma_fence();
-      wgmma_e4m3<64>(t, da + 2 * kk, db + 2 * kk, 0);
+      wgmma_m64n64k32_e4m3(t, da + 2 * kk, db + 2 * kk, 0);
       wgmma_commit();
       wgmma_wait<0>();
 #pragma unroll
