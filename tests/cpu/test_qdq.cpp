@@ -111,9 +111,9 @@ TEST(Qdq, E2m1RoundValueMatchesTheThresholdsForEveryBf16AndScale) {
 }
 
 // A block has a nonzero code exactly when its largest magnitude amax rounds to a nonzero
-// e2m1 value at the block's scale: e2m1_round_value(amax * 2^-s) != 0 (path fp8's image
-// kernel decides a block's "nonzero" this way for the slices whose exponents alone it needs,
-// tools/dev/pending/fp8-image-range-only.patch). Every finite bf16 amax, every scale rule,
+// e2m1 value at the block's scale: e2m1_round_value(amax * 2^-s) != 0 (path fp8's per-slice
+// image kernel decides a block's "nonzero" this way for the slices whose exponents alone it
+// needs: Bf16Source::block_exponent in src/cuda/fp8_image.cu). Every finite bf16 amax, every scale rule,
 // with the block's other elements at amax * 2^-i of both signs, and zeros.
 TEST(Qdq, ABlockHasANonzeroCodeExactlyWhenItsMaximumRoundsToNonzero) {
   int64_t bad = 0, zero_blocks = 0;
