@@ -48,31 +48,6 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   }
 }
 
-/// True if the phase with parity `parity` of `bar` has completed; never blocks (PTX
-/// "mbarrier.test_wait.parity").
-__device__ __forceinline__ bool mbarrier_test(uint64_t* bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(smem_addr(bar)), "r"(parity)
-      : "memory");
-  return done != 0u;
-}
-
-/// True in every thread of the 128 threads that meet at named barrier `id` (a warpgroup) iff
-/// `pred` holds in all of them (PTX "bar.red.and.pred"): one decision for a whole warpgroup,
-/// where the warps' own views may differ (e.g. an mbarrier phase that completes between them).
-__device__ __forceinline__ bool warpgroup_all(bool pred, uint32_t id) {
-  uint32_t r;
-  asm volatile(
-      "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.and.pred q, %2, 128, p;\n selp.u32 %0, 1, 0, q;\n}\n"
-      : "=r"(r)
-      : "r"(uint32_t(pred)), "r"(id)
-      : "memory");
-  return r != 0u;
-}
-
 /// 16-byte asynchronous copy global -> shared by this thread (PTX "cp.async", .cg: cached in
 /// L2 only); both addresses 16-byte aligned.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {

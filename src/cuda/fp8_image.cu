@@ -119,41 +119,13 @@ struct PackedSource {
 /// Rows per image CTA (16 threads per row and slice).
 constexpr int kImageRows = 16;
 
-/// The range (fp8::group_range) of row r's group in slice j from the 16 adjacent lanes that
-/// hold it (lane i: elements 8i .. 8i+7; all 32 lanes of the warp call this together); also
-/// this lane's e2m1 values, its block's exponent s and whether the block has a nonzero code.
-template <class Source>
-__device__ fp8::GroupRange slice_range(const Source& src, const typename Source::Raw& raw, float (&vals)[8], int& s,
-                                       int& block_nonzero) {
-  const uint8_t sb = src.quarter(raw, vals);
-  bool nonzero = false;
-#pragma unroll
-  for (int e = 0; e < 8; ++e) nonzero |= vals[e] != 0.f;
-  s = int(sb) - 127;
+/// The range (fp8::group_range) of a row's group from its 4 blocks' scale bytes and whether
+/// each block has a nonzero code, both the same in the 4 lanes of a block (the row's 16
+/// adjacent lanes hold it; all 32 lanes of the warp call this together): a reduction over
+/// blocks, lanes 4 apart.
+__device__ fp8::GroupRange blocks_range(uint8_t sb, bool block_nonzero) {
   constexpr int kNone = 1 << 20;
-  const bool counts = nonzero && sb != kScaleNaN;
-  int lo = counts ? s : kNone, hi = counts ? s : -kNone, nan = sb == kScaleNaN;
-  block_nonzero = nonzero;
-#pragma unroll
-  for (int d = 1; d < 16; d <<= 1) {  // the 16 lanes of one row are adjacent
-    lo = min(lo, __shfl_xor_sync(0xFFFFFFFFu, lo, d));
-    hi = max(hi, __shfl_xor_sync(0xFFFFFFFFu, hi, d));
-    nan |= __shfl_xor_sync(0xFFFFFFFFu, nan, d);
-    if (d < 4) block_nonzero |= __shfl_xor_sync(0xFFFFFFFFu, block_nonzero, d);  // the block's 4 lanes
-  }
-  return fp8::group_range(lo, hi, hi > -kNone, nan != 0);
-}
-
-/// slice_range without the codes: the group's range only (Source::block_exponent), for the
-/// slices whose exponents alone a CTA needs. The same range: a block counts exactly when
-/// some lane of it has a nonzero code, and its 4 lanes agree, so the reduction runs over
-/// blocks (lanes 4 apart).
-template <class Source>
-__device__ fp8::GroupRange slice_range_only(const Source& src, const typename Source::Raw& raw) {
-  bool nonzero;
-  const uint8_t sb = src.block_exponent(raw, nonzero);
-  constexpr int kNone = 1 << 20;
-  const bool counts = nonzero && sb != kScaleNaN;
+  const bool counts = block_nonzero && sb != kScaleNaN;
   int lo = counts ? int(sb) - 127 : kNone, hi = counts ? int(sb) - 127 : -kNone, nan = sb == kScaleNaN;
 #pragma unroll
   for (int d = 4; d < 16; d <<= 1) {  // the row's 4 blocks
@@ -162,6 +134,33 @@ __device__ fp8::GroupRange slice_range_only(const Source& src, const typename So
     nan |= __shfl_xor_sync(0xFFFFFFFFu, nan, d);
   }
   return fp8::group_range(lo, hi, hi > -kNone, nan != 0);
+}
+
+/// The range of row r's group in slice j from the 16 adjacent lanes that hold it (lane i:
+/// elements 8i .. 8i+7; all 32 lanes of the warp call this together); also this lane's e2m1
+/// values, its block's exponent s and whether the block has a nonzero code.
+template <class Source>
+__device__ fp8::GroupRange slice_range(const Source& src, const typename Source::Raw& raw, float (&vals)[8], int& s,
+                                       int& block_nonzero) {
+  const uint8_t sb = src.quarter(raw, vals);
+  bool nonzero = false;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) nonzero |= vals[e] != 0.f;
+  s = int(sb) - 127;
+  block_nonzero = nonzero;
+#pragma unroll
+  for (int d = 1; d < 4; d <<= 1) block_nonzero |= __shfl_xor_sync(0xFFFFFFFFu, block_nonzero, d);  // the block's 4 lanes
+  return blocks_range(sb, block_nonzero != 0);
+}
+
+/// slice_range without the codes (Source::block_exponent), for the slices whose exponents
+/// alone a CTA needs: the same range, as a block counts exactly when some lane of it has a
+/// nonzero code.
+template <class Source>
+__device__ fp8::GroupRange slice_range_only(const Source& src, const typename Source::Raw& raw) {
+  bool nonzero;
+  const uint8_t sb = src.block_exponent(raw, nonzero);
+  return blocks_range(sb, nonzero);
 }
 
 /// Writes lane i's 8 codes of row r's group in slice j (kind `kind`, exponent R; its e2m1

@@ -145,15 +145,6 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
-#ifndef MXFP4_EXP_FP8_EARLY_RELEASE
-#define MXFP4_EXP_FP8_EARLY_RELEASE 0
-#endif
-/// -DMXFP4_EXP_FP8_EARLY_RELEASE=1: a consumer warpgroup that finds the next stage not yet
-/// landed waits for its held stage's wgmma group and releases that stage before it blocks
-/// (session 20's ncu: 12% of the stall samples on the full-barrier spin while the producers
-/// spin on the empty barriers, so the ring is short of free stages while a consumer holds one).
-constexpr bool kExpEarlyRelease = MXFP4_EXP_FP8_EARLY_RELEASE != 0;
-
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
 
@@ -319,18 +310,19 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
       bool chained = false;  // the previous slice left its sums for this one to add to
       // Inside a chain the tensor core does not drain between slices: a slice's wgmmas are
-      // issued before the previous slice's have finished, and that previous stage (held_s, of
-      // stage iteration held_it) is released once they have. Session 20: 1024x7168x2048's
+      // issued before the previous slice's have finished, and the previous stage iteration's
+      // stage (`held`) is released once they have. Session 20: 1024x7168x2048's
       // GEMM 39.9 -> 36.6 us (one slice at a time: 0.47 us of consumer time per 128 x 128 x
       // 128 stage against ~0.29 us of s8 MMA).
-      int held_s = -1, held_it = 0;
+      bool held = false;
       for (int j = j0; j < j1; ++j, ++it) {
         const int s = it % P::kStages;
-        // Stage rs (tiles and metadata) is no longer read by this thread. Every thread
-        // arrives: an arrival releases only its own thread's reads (PTX memory model), and
-        // compute-sanitizer's racecheck flagged the ring's reuse when one lane arrived for its
-        // warp after __syncwarp (session 9).
-        auto release_stage = [&](int rs, [[maybe_unused]] int rit) {  // stage rs of stage iteration rit
+        // The stage of stage iteration rit (tiles and metadata) is no longer read by this
+        // thread. Every thread arrives: an arrival releases only its own thread's reads (PTX
+        // memory model), and compute-sanitizer's racecheck flagged the ring's reuse when one
+        // lane arrived for its warp after __syncwarp (session 9).
+        auto release_stage = [&](int rit) {
+          const int rs = rit % P::kStages;
 #pragma unroll
           for (int c = 0; c < kCtas; ++c) {
             if constexpr (PAIR) {
@@ -340,18 +332,6 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             }
           }
         };
-        if constexpr (kExpEarlyRelease) {
-          // Starved (the stage has not landed): the held stage's group finished long ago, so
-          // give that stage back to the producer before blocking, not after the next issue.
-          // One decision per warpgroup (named barrier 2 + wg; 1 is split-K's): the phase may
-          // complete between two warps' tests, and wgmma.wait_group must be uniform over the
-          // warpgroup (PTX ISA: .sync.aligned).
-          if (held_s >= 0 && !warpgroup_all(mbarrier_test(&full[s], uint32_t(it / P::kStages) & 1u), 2u + wg)) {
-            wgmma_wait<0>();
-            release_stage(held_s, held_it);
-            held_s = -1;
-          }
-        }
         mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
         __syncwarp();  // reconverge before the .aligned wgmma instructions
         const uint8_t* a_tile = tiles + s * P::kTileBytes + tb * 64 * fp8::kSliceK;
@@ -379,7 +359,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         // A narrow slice whose chain goes on: the next slice of this tile adds into the sums.
         const bool chain_on = !wide && __all_sync(0xFFFFFFFFu, bits.y == 0u) && j + 1 < j1;
         if constexpr (kExpDataOnly) {
-          release_stage(s, it);
+          release_stage(it);
           continue;
         }
         // Issues k32 steps kk0 .. kk0 + kSteps - 1 of the slice for the warpgroup's WN columns as
@@ -432,19 +412,19 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           wgmma_wait<0>();
           promote(sum0, 0, scales);
           if constexpr (WN == 128) promote(sum1, 1, scales);
-          if (held_s >= 0) release_stage(held_s, held_it), held_s = -1;  // its groups are done too
-          if (last) release_stage(s, it);
+          if (held) release_stage(it - 1), held = false;  // its groups are done too
+          if (last) release_stage(it);
         };
         if (!wide) {
           // Narrow tile: the four k32 steps of each 64-column block chain in the tensor core
           // (integer sums are exact), onto the previous slice's sums when the chain goes on.
           issue(0, std::integral_constant<int, 4>{}, chained);
           if (chain_on) {
-            if (held_s >= 0) {  // the previous slice's group is done once only this slice's may run
+            if (held) {  // the previous slice's group is done once only this slice's may run
               wgmma_wait<1>();
-              release_stage(held_s, held_it);
+              release_stage(it - 1);
             }
-            held_s = s, held_it = it;
+            held = true;
           } else {  // the chain ends: promote once with its scales (those of every slice in it)
             // One scale per row and column (the scales array, fp8_layout.hpp).
             finish(true, [&](int jn, float& a0, float& a1, float (&b)[2]) {

@@ -15,10 +15,8 @@ tiles, the same number on the producer and the consumer side), five stamps per i
       every consumer thread of the CTA (PAIR: of both CTAs) has arrived, so this is a lower
       bound of the slot's release. A narrow slice whose chain goes on is held: its stage is
       released in the NEXT iteration, after that one's full-wait and wgmma issue, so [3] of
-      `it` comes after [2] of it + 1 (-DMXFP4_EXP_FP8_EARLY_RELEASE: before that one's
-      full-wait when its stage has not landed yet)
-  [4] consumer warpgroup 0, thread 0: arriving at the full-wait (just before mbarrier_wait;
-      after the -DMXFP4_EXP_FP8_EARLY_RELEASE test and its release, when that is on): with
+      `it` comes after [2] of it + 1
+  [4] consumer warpgroup 0, thread 0: arriving at the full-wait (just before mbarrier_wait): with
       held releases the previous [3] no longer marks the consumer's arrival
 each in %globaltimer ns (g_fp8_trace[kTraceCtas][kTraceIters][5]) and in %clock64 cycles
 (g_fp8_clock, same shape: the SM's cycle counter, meaningful only as differences within one
@@ -108,8 +106,8 @@ EDITS = [
      "        mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);\n"
      "        if (wg == 0 && threadIdx.x == 0) fp8_stamp(it, 2);\n"),
     # Consumer: [3] at the top of release_stage (every caller: data-only, chain goes on, finish).
-    ("        auto release_stage = [&](int rs, [[maybe_unused]] int rit) {  // stage rs of stage iteration rit\n",
-     "        auto release_stage = [&](int rs, [[maybe_unused]] int rit) {  // stage rs of stage iteration rit\n"
+    ("        auto release_stage = [&](int rit) {\n",
+     "        auto release_stage = [&](int rit) {\n"
      "          if (wg == 0 && threadIdx.x == 0) fp8_stamp(rit, 3);\n"),
     # Consumer warpgroup 0 thread 0 past its last tile: end time, iterations and the plan.
     ("    }\n  }\n  if (split) {\n",

@@ -83,9 +83,7 @@
 // new spills, but timing changes a little); the prologue's [0] is the issue start (there is no
 // wait) and its [1] comes after griddepcontrol.wait (the A image kernel's end), so prologue
 // iterations are left out of the producer metrics; CTAs start before the A image kernel ends
-// (PDL), so "depwait" in the CTA header is when the producer could issue A's copies. With
-// -DMXFP4_EXP_FP8_EARLY_RELEASE a held stage may be released before t4 (a starved consumer
-// gives it back before it waits; t4 is taken after that).
+// (PDL), so "depwait" in the CTA header is when the producer could issue A's copies.
 #include <cuda_runtime.h>
 
 #include <algorithm>
