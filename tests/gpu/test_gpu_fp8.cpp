@@ -450,6 +450,114 @@ TEST(GpuFp8, ChainsAcrossPersistentTilesStayWithinContract) {
   }
 }
 
+/// The tail split's unit walk (cuda::Fp8TailWalk, the experiment -DMXFP4_EXP_FP8_TAIL_SPLIT=1;
+/// host code, no GPU needed): whenever plan() splits, every tile is covered exactly once, whole
+/// by one CTA or as the two halves [0, S/2) + [S/2, S) by the two CTAs of one cluster; every CTA
+/// has F whole tiles, the two CTAs of a cluster agree on having a tail unit (their cluster
+/// barriers), and the tail unit is each CTA's last (the ring holds its partial tile).
+TEST(GpuFp8, TailSplitWalkCoversEveryTileOnce) {
+  using cuda::Fp8TailWalk;
+  // 1024x7168x2048 on 128 x 128 tiles: 448 tiles, 3 rounds and a split half round on 128 or 132
+  // CTAs; 4096x7168x2048 (1792 = 14 x 128) has no partial round on 128.
+  EXPECT_EQ(Fp8TailWalk::plan(448, 128, 16).tail_from, 384);
+  EXPECT_EQ(Fp8TailWalk::plan(448, 132, 16).tail_from, 396);
+  EXPECT_FALSE(Fp8TailWalk::plan(1792, 128, 16).on());
+  EXPECT_FALSE(Fp8TailWalk::plan(448, 128, 1).on());   // a slice cannot be halved
+  EXPECT_FALSE(Fp8TailWalk::plan(100, 132, 16).on());  // less than one round
+  EXPECT_FALSE(Fp8TailWalk::plan(132 + 67, 132, 16).on());  // the last round more than half busy
+  int64_t split_cases = 0;
+  for (const int ctas : {2, 4, 6, 128, 130, 132}) {
+    for (int64_t tiles = 1; tiles <= 4 * ctas + 3; ++tiles) {
+      for (const int slices : {1, 2, 3, 5, 16}) {
+        const Fp8TailWalk w = Fp8TailWalk::plan(tiles, ctas, slices);
+        const int64_t f = tiles / ctas, r = tiles - f * ctas;
+        ASSERT_EQ(w.on(), f >= 1 && r > 0 && r <= ctas / 2 && slices >= 2) << tiles << " on " << ctas;
+        if (!w.on()) continue;
+        ++split_cases;
+        ASSERT_EQ(w.tail_from, f * ctas);
+        // covered[t]: bit 0 whole, bit 1 first half, bit 2 second half; the halves' cluster.
+        std::vector<int> covered(size_t(tiles), 0), half_cluster(size_t(tiles), -1), units(size_t(ctas), 0);
+        std::vector<int> tail_of(size_t(ctas), -1);
+        for (int b = 0; b < ctas; ++b) {
+          int id = b, j0 = 0, j1 = slices;
+          bool tail_seen = false;
+          while (id < tiles) {
+            ASSERT_FALSE(tail_seen) << "a unit after the tail unit, CTA " << b;
+            if (id < w.tail_from) {
+              ASSERT_EQ(id % ctas, b);
+              ASSERT_TRUE(j0 == 0 && j1 == slices);
+              ASSERT_EQ(covered[size_t(id)], 0) << "tile " << id << " twice";
+              covered[size_t(id)] = 1;
+            } else {
+              tail_seen = true;
+              tail_of[size_t(b)] = id;
+              const int rank = b % 2, bit = 2 << rank;
+              ASSERT_TRUE(j0 == slices * rank / 2 && j1 == slices * (rank + 1) / 2 && j0 < j1);
+              ASSERT_EQ(covered[size_t(id)] & (1 | bit), 0) << "tile " << id << " half " << rank << " twice";
+              covered[size_t(id)] |= bit;
+              ASSERT_TRUE(half_cluster[size_t(id)] < 0 || half_cluster[size_t(id)] == b / 2);
+              half_cluster[size_t(id)] = b / 2;
+            }
+            ++units[size_t(b)];
+            id = w.next(id, b / 2);
+            if (id < tiles) w.range(id, b % 2, j0, j1);
+          }
+          ASSERT_EQ(units[size_t(b)], f + (tail_seen ? 1 : 0)) << "CTA " << b;
+        }
+        for (int b = 0; b < ctas; b += 2)
+          ASSERT_EQ(tail_of[size_t(b)], tail_of[size_t(b + 1)]) << "cluster " << b / 2 << ", " << tiles << " on " << ctas;
+        for (int64_t t = 0; t < tiles; ++t)
+          ASSERT_EQ(covered[size_t(t)], t < w.tail_from ? 1 : 6) << "tile " << t << " of " << tiles << " on " << ctas;
+      }
+    }
+  }
+  EXPECT_GT(split_cases, 0);
+}
+
+/// Shapes whose last persistent round is at most half busy on a 132-SM GPU (R = 128, 130 or
+/// 132 resident CTAs in clusters of 2) for every non-PAIR unsplit tile shape: with
+/// -DMXFP4_EXP_FP8_TAIL_SPLIT=1 their tail tiles are split along K over a cluster pair (the
+/// default build runs them as today). M = 520 and N = 3720 end in partial tiles (the tail tiles
+/// are the last ids: the partial N tile is among them). K = 384 (3 slices: halves of 1 and 2)
+/// with random operands within the contract and reproducible; K = 640 with cancelling slices
+/// (48 a1 per slice, exact), every element equal.
+TEST(GpuFp8, TailSplitShapesStayWithinContract) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t M = 520, N = 3720;
+  const std::vector<GemmConfig> cfgs = {fp8_cfg(128, 128), fp8_cfg(128, 128, true), fp8_cfg(64, 128),
+                                        fp8_cfg(64, 128, true), fp8_cfg(128, 64), fp8_cfg(64, 64)};
+  for (const GemmConfig& cfg : cfgs) {
+    const int64_t tiles = ((M + cfg.block_m - 1) / cfg.block_m) * ((N + cfg.block_n - 1) / cfg.block_n);
+    for (const int ctas : {128, 130, 132})
+      EXPECT_TRUE(cuda::Fp8TailWalk::plan(tiles, ctas, 3).on()) << describe(cfg) << ": " << tiles << " tiles on " << ctas;
+  }
+  {
+    constexpr int64_t K = 384;
+    const std::vector<uint16_t> a = randn_bf16(size_t(M * K), 970001);
+    const HostMx aq = quantize_bf16(a, M, K), b = random_mx(N, K, 970002);
+    const DeviceBuf da(a);
+    const DevicePacked pk(b);
+    const Reference r(aq, b);
+    for (const GemmConfig& cfg : cfgs) {
+      const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
+      const ContractReport rep = check_gemm_contract(C.data(), M, N, N, r.sum.data(), r.abs_sum.data());
+      EXPECT_TRUE(rep.ok()) << describe(cfg) << ": " << rep.str();
+      EXPECT_EQ(run_gemm(da, M, K, pk.pw, &cfg), C) << describe(cfg) << ": not reproducible";
+    }
+  }
+  constexpr int64_t K = 640;  // 5 slices: halves of 2 and 3
+  for (const float a1 : {0.75f, 0.375f}) {  // narrow groups (chains), wide groups
+    const auto [a, b] = cancelling_slices(M, N, K, a1);
+    const DeviceBuf da(a);
+    const DevicePacked pk(quantize_bf16(b, N, K));
+    for (const GemmConfig& cfg : cfgs) {
+      const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
+      for (size_t i = 0; i < C.size(); ++i)
+        ASSERT_EQ(fmt::bf16_to_f32(C[i]), 5 * 48 * a1) << describe(cfg) << " a1 " << a1 << " element " << i;
+    }
+  }
+}
+
 TEST(GpuFp8, ForcedFp8WithoutImageThrowsAndTheDispatcherFallsBack) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t M = 512, N = 64, K = 256;
