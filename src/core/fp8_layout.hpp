@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/qdq_bf16x2.hpp"
 #include "mxfp4/format.hpp"
 
 namespace mxfp4::fp8 {
@@ -181,6 +182,18 @@ MXFP4_HD uint8_t e2m1_to_s8(uint8_t code, int d) {
   constexpr int kTwice[8] = {0, 1, 2, 3, 4, 6, 8, 12};
   const int v = kTwice[code & 7u] << (d - 1);
   return uint8_t((code & 8u) ? -v : v);
+}
+
+/// e2m1_to_s8 of four e2m1 codes at once: code i in bits 4i .. 4i+3 of `codes` (the low 16
+/// bits; the packed layout's nibble order), each times 2^d, d in [kMinShift, kMaxShift], as
+/// byte i. The magnitudes come from a byte_permute table of {0, 1, 2, 3, 4, 6, 8, 12} << (d - 1)
+/// (at most 96, so the shift moves no bit across a byte), the signs (bit 3 of each code) from
+/// the sign-replicating selectors over the codes moved so that each sign is a byte's bit 7.
+MXFP4_HD uint32_t e2m1_to_s8_quad(uint32_t codes, int d) {
+  const uint32_t lo = 0x03020100u << (d - 1), hi = 0x0C080604u << (d - 1);
+  const uint32_t mag = qdq::byte_permute(lo, hi, codes & 0x7777u);
+  const uint32_t neg = qdq::byte_permute(codes << 4, codes, 0xD9C8u);  // codes 0..3's bit 3
+  return qdq::apply_signs(mag, neg);
 }
 
 /// The E8M0 byte of image exponent e in [-127, 127].

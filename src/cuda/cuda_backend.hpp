@@ -15,6 +15,9 @@ namespace mxfp4::cuda {
 int device_count();
 /// Properties of device `index`.
 DeviceInfo device_info(int index);
+/// Properties of `device`, read once per device and process (thread-safe; the reference stays
+/// valid).
+const DeviceInfo& cached_device_info(int device);
 /// The calling thread's current device.
 int current_device();
 

@@ -1,4 +1,7 @@
 // Device queries for the CUDA backend.
+#include <map>
+#include <mutex>
+
 #include "cuda/common.cuh"
 #include "cuda/cuda_backend.hpp"
 
@@ -23,6 +26,15 @@ DeviceInfo device_info(int index) {
   d.sm_count = prop.multiProcessorCount;
   d.smem_optin_bytes = int64_t(prop.sharedMemPerBlockOptin);
   return d;
+}
+
+const DeviceInfo& cached_device_info(int device) {
+  static std::mutex mutex;
+  static std::map<int, DeviceInfo> infos;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = infos.find(device);
+  if (it == infos.end()) it = infos.emplace(device, device_info(device)).first;
+  return it->second;
 }
 
 int current_device() {

@@ -3,7 +3,7 @@
 // image is bit-identical to fp8::build_image of the CPU-quantized matrix) and from packed
 // weights (layout v3). Two kernels write the same bytes: per slice (a CTA of 256 threads per
 // (16-row tile, 128-K slice), which also reads the exponents of two more slices of the chain
-// chunk; for few rows) and per chain chunk (1024 threads per (16-row tile, 8 slices), each
+// chunk; for few rows) and per chain chunk (256 threads per (16-row tile, 8 slices), each
 // element read once; for many rows). 8 elements (one 16-byte load of bf16) per thread and slice.
 #include <cuda_fp8.h>
 
@@ -19,13 +19,13 @@ namespace {
 
 /// Block source: bf16 activations A [M, K] (row stride lda), quantized under `rule`. A quarter
 /// (8 elements) is loaded first (load: one 16-byte load, so a thread can have all of its chunk's
-/// loads in flight) and quantized later (quarter).
+/// loads in flight) and encoded later (codes).
 struct Bf16Source {
   const uint16_t* A;
   int64_t M, K, lda;
   ScaleRule rule;
   struct Raw {
-    uint32_t w[4];
+    uint32_t w[4];  ///< bf16 pairs: element 2i in the low half of w[i]
   };
   /// bf16 elements k0 .. k0+7 of row r (k0 % 8 == 0); zeros outside [M, K].
   __device__ Raw load(int64_t r, int64_t k0) const {
@@ -33,45 +33,33 @@ struct Bf16Source {
     load_quarter_bf16(A, M, K, lda, r, k0 / 32, int(k0 % 32) / 8, raw.w);
     return raw;
   }
-  /// e2m1 values (signed grid values in {0, 0.5, ..., 6}, -0 kept) of the loaded elements
-  /// k0 .. k0+7 of row r and the scale byte of their 32-element block, quantized together with
-  /// the 3 adjacent lanes holding the block's other quarters (all lanes of the warp call this
-  /// together). The same primitives and block rule as fmt::quantize_block (max and the
-  /// non-finite flag are order-free), and e2m1_round_value, which equals the value of
-  /// e2m1_encode's code (checked exhaustively on the CPU): bit-identical to it. Zeros outside
-  /// [M, K]; zeros and the NaN scale byte for a block with a non-finite element.
-  __device__ uint8_t quarter(const Raw& raw, float (&vals)[8]) const {
-    float v[8];
-    bf16_pairs_to_f32(raw.w, v);
-    int s;
-    if (!quarter_block_exponent(v, rule, s)) {
-#pragma unroll
-      for (int i = 0; i < 8; ++i) vals[i] = 0.f;
-      return kScaleNaN;
-    }
-    const float inv = fmt::exp2i(-s);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const float q = fmt::e2m1_round_value(fabsf(v[i]) * inv);
-      vals[i] = fmt::f32_from_bits(fmt::f32_bits(q) | (fmt::f32_bits(v[i]) & 0x80000000u));
-    }
-    return uint8_t(s + 127);
-  }
-  /// The scale byte of the loaded elements' block and whether the block has a nonzero code,
-  /// without the codes (the 4 lanes of the block call this together): the block's largest
-  /// magnitude rounds to a nonzero e2m1 value exactly when some element does (the rounding
-  /// is monotonic, and quarter() rounds that element's |v| * 2^-s the same way).
+  /// The scale byte of the loaded elements' block and whether the block has a nonzero code
+  /// (the 4 lanes of the block call this together), without the codes. The block's maximum
+  /// magnitude is the largest bf16 pattern with the sign cleared (integer order is value
+  /// order; >= 0x7F80: Inf or NaN, the NaN scale byte), as in quantize_quarter_words; the
+  /// shared exponent by fmt::shared_exponent, as fmt::quantize_block. The largest magnitude
+  /// rounds to a nonzero e2m1 value exactly when some element does (the rounding is monotonic).
   __device__ uint8_t block_exponent(const Raw& raw, bool& nonzero) const {
-    float v[8];
-    bf16_pairs_to_f32(raw.w, v);
-    int s;
-    float amax;
-    if (!quarter_block_exponent(v, rule, s, amax)) {
+    uint32_t m = max_u16x2(max_u16x2(raw.w[0] & 0x7FFF7FFFu, raw.w[1] & 0x7FFF7FFFu),
+                           max_u16x2(raw.w[2] & 0x7FFF7FFFu, raw.w[3] & 0x7FFF7FFFu));
+#pragma unroll
+    for (int d = 1; d < 4; d <<= 1) m = max_u16x2(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
+    const uint32_t amax = max(m & 0xFFFFu, m >> 16);
+    if (amax >= 0x7F80u) {
       nonzero = false;
       return kScaleNaN;
     }
-    nonzero = fmt::e2m1_round_value(amax * fmt::exp2i(-s)) != 0.f;
+    const float a = fmt::f32_from_bits(amax << 16);
+    const int s = fmt::shared_exponent(a, rule);
+    nonzero = fmt::e2m1_round_value(a * fmt::exp2i(-s)) != 0.f;
     return uint8_t(s + 127);
+  }
+  /// The 8 s8 image bytes (fp8::e2m1_to_s8 of each element's code, shift d in [1, 4]) of the
+  /// loaded elements of a finite block with shared exponent s: qdq::e2m1_s8_quad, bit-identical
+  /// to encoding with fmt::quantize_block (tests/cpu/test_qdq.cpp, every bf16 and s).
+  __device__ uint2 codes(const Raw& raw, int s, int d) const {
+    const uint32_t inv2 = qdq::pow2_pair(-s), shift2 = qdq::pow2_pair(d);
+    return make_uint2(qdq::e2m1_s8_quad(raw.w[0], raw.w[1], inv2, shift2), qdq::e2m1_s8_quad(raw.w[2], raw.w[3], inv2, shift2));
   }
 };
 
@@ -80,39 +68,32 @@ struct PackedSource {
   const uint8_t* data;
   int64_t N, K;
   struct Raw {
-    uint8_t pairs[4];  ///< code bytes of elements (k0 + 2i, k0 + 2i + 1)
-    uint8_t scale;     ///< the block's scale byte
+    uint32_t codes;  ///< e2m1 codes of elements k0 .. k0+7, element i in bits 4i .. 4i+3
+    uint8_t scale;   ///< the block's scale byte
   };
   /// The codes of elements k0 .. k0+7 of row r and their block's scale byte; zero codes and
   /// scale byte 127 outside [N, K].
   __device__ Raw load(int64_t r, int64_t k0) const {
-    Raw raw{{0, 0, 0, 0}, 127};
+    Raw raw{0u, 127};
     if (r >= N || k0 >= K) return raw;
     const PackedGeometry g = PackedGeometry::of(N, K);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) raw.pairs[i] = packed::read_code_pair(data, r, k0 + 2 * i, g.k_padded);
+    for (int i = 0; i < 4; ++i) raw.codes |= uint32_t(packed::read_code_pair(data, r, k0 + 2 * i, g.k_padded)) << (8 * i);
     raw.scale = data[packed::scale_offset(r, k0 / 32, g.rows_padded, g.k_padded)];
     return raw;
-  }
-  /// e2m1 values (fmt::e2m1_to_f32, -0 kept) of the loaded elements and their scale byte.
-  __device__ uint8_t quarter(const Raw& raw, float (&vals)[8]) const {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      vals[2 * i] = fmt::e2m1_to_f32(raw.pairs[i] & 0xF);
-      vals[2 * i + 1] = fmt::e2m1_to_f32(raw.pairs[i] >> 4);
-    }
-    return raw.scale;
   }
   /// The block's scale byte and whether it has a nonzero code (code & 7: -0 is zero), without
   /// the values (the 4 lanes of the block call this together).
   __device__ uint8_t block_exponent(const Raw& raw, bool& nonzero) const {
-    uint32_t any = 0;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) any |= raw.pairs[i] & 0x77u;
+    uint32_t any = raw.codes & 0x77777777u;
 #pragma unroll
     for (int d = 1; d < 4; d <<= 1) any |= __shfl_xor_sync(0xFFFFFFFFu, any, d);
     nonzero = any != 0;
     return raw.scale;
+  }
+  /// The 8 s8 image bytes (fp8::e2m1_to_s8, shift d in [1, 4]) of the loaded codes.
+  __device__ uint2 codes(const Raw& raw, int /*s*/, int d) const {
+    return make_uint2(fp8::e2m1_to_s8_quad(raw.codes, d), fp8::e2m1_to_s8_quad(raw.codes >> 16, d));
   }
 };
 
@@ -136,62 +117,64 @@ __device__ fp8::GroupRange blocks_range(uint8_t sb, bool block_nonzero) {
   return fp8::group_range(lo, hi, hi > -kNone, nan != 0);
 }
 
-/// The range of row r's group in slice j from the 16 adjacent lanes that hold it (lane i:
-/// elements 8i .. 8i+7; all 32 lanes of the warp call this together); also this lane's e2m1
-/// values, its block's exponent s and whether the block has a nonzero code.
+/// The range of a row's group in a slice from the 16 adjacent lanes that hold it (lane i:
+/// elements 8i .. 8i+7; all 32 lanes of the warp call this together); also this lane's block
+/// exponent s (scale byte - 127) and whether its block has a nonzero code.
 template <class Source>
-__device__ fp8::GroupRange slice_range(const Source& src, const typename Source::Raw& raw, float (&vals)[8], int& s,
-                                       int& block_nonzero) {
-  const uint8_t sb = src.quarter(raw, vals);
-  bool nonzero = false;
-#pragma unroll
-  for (int e = 0; e < 8; ++e) nonzero |= vals[e] != 0.f;
+__device__ fp8::GroupRange slice_range(const Source& src, const typename Source::Raw& raw, int& s, bool& block_nonzero) {
+  const uint8_t sb = src.block_exponent(raw, block_nonzero);
   s = int(sb) - 127;
-  block_nonzero = nonzero;
-#pragma unroll
-  for (int d = 1; d < 4; d <<= 1) block_nonzero |= __shfl_xor_sync(0xFFFFFFFFu, block_nonzero, d);  // the block's 4 lanes
-  return blocks_range(sb, block_nonzero != 0);
+  return blocks_range(sb, block_nonzero);
 }
 
-/// slice_range without the codes (Source::block_exponent), for the slices whose exponents
-/// alone a CTA needs: the same range, as a block counts exactly when some lane of it has a
-/// nonzero code.
+/// slice_range without the lane's block exponent, for the slices whose ranges alone a CTA needs.
 template <class Source>
 __device__ fp8::GroupRange slice_range_only(const Source& src, const typename Source::Raw& raw) {
+  int s;
   bool nonzero;
-  const uint8_t sb = src.block_exponent(raw, nonzero);
-  return blocks_range(sb, nonzero);
+  return slice_range(src, raw, s, nonzero);
 }
 
-/// Writes lane i's 8 codes of row r's group in slice j (kind `kind`, exponent R; its e2m1
-/// values `vals` and block exponent s) and, from lane 0 of the row's 16 adjacent lanes (all
-/// 32 lanes of the warp call this together), the group's exponent word and scale.
-__device__ void write_group(const fp8::ImageGeometry& g, int64_t rows, int64_t r, int64_t j, int i, fp8::GroupKind kind,
-                            int R, const float (&vals)[8], int s, bool block_nonzero, uint8_t* __restrict__ out) {
-  const bool flagged = r < rows && kind == fp8::GroupKind::flagged;
-  // This block's image exponent and the s8 codes value * 2^(s - e) (fp8::e2m1_to_s8 on the
-  // CPU): for a block with nonzero codes on the path s - e lies in [kMinShift, kMaxShift], so
-  // the fp32 product is an exact integer of at most 96 in magnitude and the truncating
-  // conversion returns it; zeros (of either sign) give 0. Flagged groups are zero.
-  const int e = flagged ? fp8::kFlaggedExponent : fp8::block_image_exponent(kind, R, s, block_nonzero);
-  const float f = fmt::exp2i(min(max(s - e, fp8::kMinShift), fp8::kMaxShift));
-  uint32_t words[2];
-#pragma unroll
-  for (int w = 0; w < 2; ++w) {
-    uint32_t word = 0;
-#pragma unroll
-    for (int q = 0; q < 4; ++q) word |= (uint32_t(__float2int_rz(vals[4 * w + q] * f)) & 0xFFu) << (8 * q);
-    words[w] = flagged ? 0u : word;
+/// Where row r's group in slice j goes in the image: lane i's 8 codes, the group's exponent
+/// word and its scale. Moving to slice j + 1 adds `Step` to each (every array is slice-major).
+struct GroupSlot {
+  uint8_t* codes;
+  uint32_t* exponent;
+  float* scale;
+  __device__ static GroupSlot of(const fp8::ImageGeometry& g, int64_t r, int64_t j, int i, uint8_t* out) {
+    return {out + g.code_offset(r, j * fp8::kSliceK + 8 * i),
+            reinterpret_cast<uint32_t*>(out + g.exponent_offset()) + g.group_index(r, j),
+            reinterpret_cast<float*>(out + g.scale_offset()) + g.group_index(r, j)};
   }
-  *reinterpret_cast<uint2*>(out + g.code_offset(r, j * fp8::kSliceK + 8 * i)) = make_uint2(words[0], words[1]);
+  /// The same slot one slice later: codes move by a slice of atoms, the per-group arrays by
+  /// rows_padded entries.
+  __device__ void next_slice(const fp8::ImageGeometry& g) {
+    codes += g.rows_padded * fp8::kSliceK, exponent += g.rows_padded, scale += g.rows_padded;
+  }
+};
+
+/// Writes lane i's 8 codes of a row's group (kind `kind`, exponent R; its loaded elements
+/// `raw`, block exponent s) into `slot` and, from lane 0 of the row's 16 adjacent lanes (all
+/// 32 lanes of the warp call this together), the group's exponent word and scale. `real`: the
+/// row is inside the matrix (padding rows: scale 1).
+template <class Source>
+__device__ void write_group(const Source& src, const typename Source::Raw& raw, const GroupSlot& slot, bool real, int i,
+                            fp8::GroupKind kind, int R, int s, bool block_nonzero) {
+  const bool flagged = real && kind == fp8::GroupKind::flagged;
+  // This block's image exponent and the s8 codes value * 2^(s - e) (fp8::e2m1_to_s8 on the
+  // CPU): for a block with nonzero codes on the path s - e lies in [kMinShift, kMaxShift]
+  // (elsewhere every code is zero, and any shift in range gives 0). Flagged groups (their
+  // blocks may hold Inf or NaN) are zero.
+  const int e = flagged ? fp8::kFlaggedExponent : fp8::block_image_exponent(kind, R, s, block_nonzero);
+  const uint2 words = flagged ? make_uint2(0u, 0u) : src.codes(raw, s, min(max(s - e, fp8::kMinShift), fp8::kMaxShift));
+  *reinterpret_cast<uint2*>(slot.codes) = words;
   // The row's exponent word: block b's E8M0 byte from its first lane (4 b of the row's 16).
   uint32_t word = 0;
 #pragma unroll
   for (int b = 0; b < 4; ++b) word |= uint32_t(fp8::exponent_byte(__shfl_sync(0xFFFFFFFFu, e, 4 * b, 16))) << (8 * b);
   if (i == 0) {
-    reinterpret_cast<uint32_t*>(out + g.exponent_offset())[g.group_index(r, j)] = word;
-    reinterpret_cast<float*>(out + g.scale_offset())[g.group_index(r, j)] =
-        r >= rows ? 1.f : flagged ? 0.f : fmt::exp2i(R);
+    *slot.exponent = word;
+    *slot.scale = !real ? 1.f : flagged ? 0.f : fmt::exp2i(R);
   }
 }
 
@@ -234,9 +217,9 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_slice_kernel(Source
   typename Source::Raw raw_first{}, raw_next{};
   if (has_first) raw_first = src.load(r, c * fp8::kSliceK + 8 * i);
   if (has_next) raw_next = src.load(r, k0 + fp8::kSliceK);
-  float vals[8];
-  int s, block_nonzero;
-  const fp8::GroupRange range = slice_range(src, raw, vals, s, block_nonzero);
+  int s;
+  bool block_nonzero;
+  const fp8::GroupRange range = slice_range(src, raw, s, block_nonzero);
   const fp8::GroupRange first = has_first ? slice_range_only(src, raw_first) : range;
   bool has_anchor = false;
   const int anchor = fp8::chunk_anchor(first, has_anchor);
@@ -246,7 +229,7 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_slice_kernel(Source
     const fp8::GroupRange next = slice_range_only(src, raw_next);
     breaks = !fp8::chain_continues(range.kind, R, next.kind, fp8::choose_exponent(next, has_anchor, anchor));
   }
-  write_group(g, rows, r, j, i, range.kind, R, vals, s, block_nonzero != 0, out);
+  write_group(src, raw, GroupSlot::of(g, r, j, i, out), r < rows, i, range.kind, R, s, block_nonzero);
   // The tile's bytes. Padding rows (zero codes) are never flagged or wide and never break a
   // chain; a chunk's last slice breaks every chain.
   const bool real = r < rows;
@@ -267,110 +250,191 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_slice_kernel(Source
   // of the image has been written.
 }
 
-/// Slice groups of the per-chunk kernel: thread group sg quantizes slices sg, sg + 4, ... of
-/// the chunk (two per thread: 1024 threads, both loads in flight).
-constexpr int kSliceGroups = 4;
-constexpr int kSlicesPerThread = fp8::kChainSlices / kSliceGroups;
-constexpr int kChunkThreads = kImageRows * 16 * kSliceGroups;
-static_assert(fp8::kChainSlices % kSliceGroups == 0, "slices split evenly over the slice groups");
-static_assert(kImageRows * fp8::kChainSlices <= kChunkThreads, "one thread per (row, slice) plans the chunk");
+/// Per-chunk kernel (many rows: every element is read once). One CTA of 1024 threads per
+/// (16-row tile t, chain chunk of kChainSlices slices from j0): thread group sg (of kGroups)
+/// takes slices sg * kPer .. sg * kPer + kPer - 1 of the chunk (kPer = kChainSlices / kGroups),
+/// and its thread 16 rr + i elements 8i .. 8i+7 of row 16 t + rr in each (quarter i % 4 of
+/// block i / 4). Two phases:
+/// 1. every thread issues its kPer loads, then per slice the 16 lanes of a row reduce the
+///    group's range (fp8::group_range) with shuffles; lane 0 of the row puts it in shared
+///    memory;
+/// 2. after one CTA barrier each thread takes the row's anchor (the chunk's first slice,
+///    fp8::chunk_anchor) and, per own slice, R (choose_exponent) and the break bit (from the
+///    next slice's R), writes its codes and the group's exponent word and scale, and votes the
+///    tile bits (flagged, wide, break over the warp's two rows) into shared memory; after a
+///    second barrier one thread per slice writes the tile bytes.
+/// The same bytes as the other image kernels (all follow fp8::plan_groups). Session 21 (with
+/// qdq::e2m1_s8_quad): 1024 x 2048 5.9 -> 5.5 us, 128 x 7168 5.9 -> 5.0.
+constexpr int kGroups = 4, kChunkThreads = kImageRows * 16 * kGroups;
 
-/// Per-chunk kernel (many rows: reads every element once). One CTA per (16-row tile t, chain
-/// chunk of kChainSlices slices from j0), in three phases:
-/// 1. thread (sg, rr, i) quantizes elements 8i .. 8i+7 of slices sg + kSliceGroups u of row
-///    16 t + rr (quarter i % 4 of block i / 4); the 16 lanes of a row and slice reduce the
-///    block exponents to the group's range (fp8::group_range) in shared memory;
-/// 2. thread 16 jj + row picks the R of (row, jj) and of (row, jj + 1) from the row's anchor
-///    (fp8::chunk_anchor, choose_exponent), and the 16 lanes of slice jj reduce the tile's
-///    flagged, wide and break bits and write its tile bytes;
-/// 3. the threads of phase 1 write their codes and the groups' exponent words and scales.
-/// The same bytes as the per-slice kernel (both follow fp8::plan_groups).
 template <class Source>
 __global__ void __launch_bounds__(kChunkThreads) fp8_image_chunk_kernel(Source src, int64_t rows, int64_t K,
                                                                         uint8_t* __restrict__ out) {
+  constexpr int kPer = fp8::kChainSlices / kGroups;
+  static_assert(fp8::kChainSlices % kGroups == 0, "slices split evenly over the thread groups");
   grid_dependency_wait();  // PDL: as in fp8_image_slice_kernel
   grid_dependents_launch();
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const int64_t t = blockIdx.x, j0 = int64_t(blockIdx.y) * fp8::kChainSlices;
   const int sg = int(threadIdx.x) / (kImageRows * 16), rr = int(threadIdx.x) / 16 % kImageRows, i = int(threadIdx.x) % 16;
+  const int warp = int(threadIdx.x) / 32 % (kImageRows / 2), u0 = sg * kPer;  // warp within the group; first slice
   const int64_t r = t * kImageRows + rr;
-  const int slices = g.slices - j0 < fp8::kChainSlices ? int(g.slices - j0) : fp8::kChainSlices;  // in this chunk
+  const bool real = r < rows;
+  const int slices = g.slices - j0 < fp8::kChainSlices ? int(g.slices - j0) : fp8::kChainSlices;  // CTA-uniform
   __shared__ fp8::GroupRange range[kImageRows][fp8::kChainSlices];
-  __shared__ int exponent[kImageRows][fp8::kChainSlices];
+  // Per block: scale byte | (nonzero << 8), so that phase 2 keeps only the loaded elements in
+  // registers.
+  __shared__ uint16_t block[kImageRows][fp8::kChainSlices][4];
+  __shared__ int warp_bits[fp8::kChainSlices][kImageRows / 2];
 
-  // Phase 1. Both loads first (zeros past K), then the quantization and the groups' ranges.
-  typename Source::Raw raw[kSlicesPerThread];
+  // Phase 1.
+  typename Source::Raw raw[kPer];
 #pragma unroll
-  for (int u = 0; u < kSlicesPerThread; ++u) raw[u] = src.load(r, (j0 + sg + kSliceGroups * u) * fp8::kSliceK + 8 * i);
-  float vals[kSlicesPerThread][8];
-  int s[kSlicesPerThread], block_nonzero[kSlicesPerThread];
+  for (int u = 0; u < kPer; ++u)
+    if (u0 + u < slices) raw[u] = src.load(r, (j0 + u0 + u) * fp8::kSliceK + 8 * i);
 #pragma unroll
-  for (int u = 0; u < kSlicesPerThread; ++u) {
-    const fp8::GroupRange gr = slice_range(src, raw[u], vals[u], s[u], block_nonzero[u]);
-    if (i == 0) range[rr][sg + kSliceGroups * u] = gr;
+  for (int u = 0; u < kPer; ++u) {
+    if (u0 + u >= slices) break;  // warp-uniform
+    int s;
+    bool nonzero;
+    const fp8::GroupRange gr = slice_range(src, raw[u], s, nonzero);
+    if (i == 0) range[rr][u0 + u] = gr;
+    if (i % 4 == 0) block[rr][u0 + u][i / 4] = uint16_t((s + 127) | (int(nonzero) << 8));
   }
   __syncthreads();
 
-  // Phase 2 (warps 0-3, whole warps). Padding rows (zero codes) are never flagged or wide and
-  // never break a chain; a chunk's last slice breaks every chain.
-  if (threadIdx.x < kImageRows * fp8::kChainSlices) {
-    const int jj = int(threadIdx.x) / kImageRows, row = int(threadIdx.x) % kImageRows;
-    const bool real = t * kImageRows + row < rows;
-    bool has_anchor = false;
-    const int anchor = fp8::chunk_anchor(range[row][0], has_anchor);
-    int bits = 0;
-    if (jj < slices) {
-      const fp8::GroupRange gr = range[row][jj];
-      const int R = fp8::choose_exponent(gr, has_anchor, anchor);
-      exponent[row][jj] = R;
-      bool breaks = true;
-      if (jj + 1 < slices) {
-        const fp8::GroupRange next = range[row][jj + 1];
-        breaks = !fp8::chain_continues(gr.kind, R, next.kind, fp8::choose_exponent(next, has_anchor, anchor));
-      }
-      bits = int(real && gr.kind == fp8::GroupKind::flagged) | (int(real && gr.kind == fp8::GroupKind::wide) << 1) |
-             (int((real && breaks) || fp8::chunk_ends(j0 + jj, g.slices)) << 2);
-    }
+  // Phase 2.
+  bool has_anchor = false;
+  const int anchor = fp8::chunk_anchor(range[rr][0], has_anchor);
+  GroupSlot slot = GroupSlot::of(g, r, j0 + u0, i, out);
 #pragma unroll
-    for (int d = 1; d < kImageRows; d <<= 1) bits |= __shfl_xor_sync(0xFFFFFFFFu, bits, d);  // the slice's 16 rows
-    if (row == 0 && jj < slices) write_tile_bytes(g, t, j0 + jj, bits, out);
-  }
-  __syncthreads();
-
-  // Phase 3.
-#pragma unroll
-  for (int u = 0; u < kSlicesPerThread; ++u) {
-    const int jj = sg + kSliceGroups * u;
+  for (int u = 0; u < kPer; ++u) {
+    const int jj = u0 + u;
     if (jj >= slices) break;  // warp-uniform
-    write_group(g, rows, r, j0 + jj, i, range[rr][jj].kind, exponent[rr][jj], vals[u], s[u], block_nonzero[u] != 0, out);
+    const fp8::GroupRange gr = range[rr][jj];
+    const int R = fp8::choose_exponent(gr, has_anchor, anchor);
+    const int b = block[rr][jj][i / 4];
+    write_group(src, raw[u], slot, real, i, gr.kind, R, (b & 0xFF) - 127, (b >> 8) != 0);
+    slot.next_slice(g);
+    bool breaks = true;  // a chunk's last slice breaks every chain
+    if (jj + 1 < slices) {
+      const fp8::GroupRange next = range[rr][jj + 1];
+      breaks = real && !fp8::chain_continues(gr.kind, R, next.kind, fp8::choose_exponent(next, has_anchor, anchor));
+    }
+    // Padding rows (zero codes) are never flagged or wide and never break a chain.
+    const int bits = int(real && gr.kind == fp8::GroupKind::flagged) | (int(real && gr.kind == fp8::GroupKind::wide) << 1) |
+                     (int(breaks) << 2);
+    const int vote = int(__reduce_or_sync(0xFFFFFFFFu, uint32_t(bits)));
+    if (threadIdx.x % 32 == 0) warp_bits[jj][warp] = vote;
+  }
+  __syncthreads();
+  if (threadIdx.x < unsigned(slices)) {
+    int bits = 0;
+#pragma unroll
+    for (int w = 0; w < kImageRows / 2; ++w) bits |= warp_bits[threadIdx.x][w];
+    write_tile_bytes(g, t, j0 + int(threadIdx.x), bits, out);
   }
   // No padding follows the flags (fp8_layout.hpp: they end 16-byte aligned), so every byte
   // of the image has been written.
 }
 
-/// ImageKernel::automatic runs the per-chunk kernel when it has at least this many CTAs (of
-/// 1024 threads; fewer leave most of the SMs idle, and the per-slice kernel, with 8x the CTAs,
-/// is faster). H200, session 19 (call_split, K = 2048): 32 CTAs (M = 256) per slice 2.8-4.1 us
-/// against per chunk 4.8-5.8; 64 CTAs (M = 512) per slice 8.2 against 5.8.
+/// Serial per-chunk kernel (very many rows: 4 CTAs per SM fill the GPU). One CTA of 256
+/// threads per (16-row tile t, chain chunk from slice j0): thread 16 rr + i owns elements
+/// 8i .. 8i+7 of row 16 t + rr in every slice of the chunk. It issues its 8 loads first, then
+/// walks the slices in order: the 16 lanes of a row hold each slice's range after the shuffle
+/// reduction, so the anchor (the first slice's), R and the previous slice's break bit need no
+/// shared memory and no CTA barrier; it writes each slice's codes, exponent word and scale at
+/// once. One barrier at the end combines the 8 warps' tile bits. The same bytes as the other
+/// image kernels. Session 21: 4096 x 2048 21.9 -> 15.2 us (the 1024-thread kernel of
+/// session 20: 54 -> 39 instructions per element, and no phases that stall the whole SM);
+/// the same walk in two phases with a barrier between them took 17.0.
+template <class Source>
+__global__ void __launch_bounds__(kImageRows * 16) fp8_image_serial_kernel(Source src, int64_t rows, int64_t K,
+                                                                           uint8_t* __restrict__ out) {
+  grid_dependency_wait();  // PDL: as in fp8_image_slice_kernel
+  grid_dependents_launch();
+  const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
+  const int64_t t = blockIdx.x, j0 = int64_t(blockIdx.y) * fp8::kChainSlices;
+  const int rr = int(threadIdx.x) / 16, i = int(threadIdx.x) % 16, warp = int(threadIdx.x) / 32;
+  const int64_t r = t * kImageRows + rr;
+  const bool real = r < rows;
+  const int slices = g.slices - j0 < fp8::kChainSlices ? int(g.slices - j0) : fp8::kChainSlices;  // CTA-uniform
+  __shared__ int warp_bits[fp8::kChainSlices][kImageRows / 2];
+
+  typename Source::Raw raw[fp8::kChainSlices];
+#pragma unroll
+  for (int u = 0; u < fp8::kChainSlices; ++u)
+    if (u < slices) raw[u] = src.load(r, (j0 + u) * fp8::kSliceK + 8 * i);
+
+  GroupSlot slot = GroupSlot::of(g, r, j0, i, out);
+  bool has_anchor = false;
+  int anchor = 0, prev_R = 0, prev_bits = 0;
+  fp8::GroupKind prev_kind = fp8::GroupKind::narrow;
+  // Slice u's tile bits (its break bit settled by the next slice), OR-ed over the warp's two
+  // rows; lane 0 stores them.
+  auto settle = [&](int u, int bits) {
+    const int vote = int(__reduce_or_sync(0xFFFFFFFFu, uint32_t(bits)));
+    if (threadIdx.x % 32 == 0) warp_bits[u][warp] = vote;
+  };
+#pragma unroll
+  for (int u = 0; u < fp8::kChainSlices; ++u) {
+    if (u >= slices) break;  // CTA-uniform
+    int s;
+    bool block_nonzero;
+    const fp8::GroupRange range = slice_range(src, raw[u], s, block_nonzero);
+    if (u == 0) anchor = fp8::chunk_anchor(range, has_anchor);
+    const int R = fp8::choose_exponent(range, has_anchor, anchor);
+    write_group(src, raw[u], slot, real, i, range.kind, R, s, block_nonzero);
+    slot.next_slice(g);
+    if (u > 0) settle(u - 1, prev_bits | (int(real && !fp8::chain_continues(prev_kind, prev_R, range.kind, R)) << 2));
+    // Padding rows (zero codes) are never flagged or wide and never break a chain.
+    prev_bits = int(real && range.kind == fp8::GroupKind::flagged) | (int(real && range.kind == fp8::GroupKind::wide) << 1);
+    prev_kind = range.kind, prev_R = R;
+  }
+  settle(slices - 1, prev_bits | 4);  // a chunk's last slice breaks every chain
+  __syncthreads();
+  if (threadIdx.x < unsigned(slices)) {
+    int bits = 0;
+#pragma unroll
+    for (int w = 0; w < kImageRows / 2; ++w) bits |= warp_bits[threadIdx.x][w];
+    write_tile_bytes(g, t, j0 + int(threadIdx.x), bits, out);
+  }
+}
+
+/// ImageKernel::automatic runs a per-chunk kernel when there are at least this many (16-row
+/// tile, chunk) CTAs (fewer leave most of the SMs idle, and the per-slice kernel, with 8x the
+/// CTAs, is faster). H200, session 19 (call_split, K = 2048, the 1024-thread per-chunk kernel):
+/// 32 CTAs (M = 256) per slice 2.8-4.1 us against per chunk 4.8-5.8; 64 CTAs (M = 512) per
+/// slice 8.2 against 5.8.
 constexpr int64_t kChunkKernelMinCtas = 48;
+/// ... and the serial one from this many CTAs per SM (4 fit). Session 21, calls 2 and 3
+/// (K = 2048): 512 CTAs (M = 4096) serial 15.2 us, per chunk 19.3; 128 CTAs (M = 1024) serial
+/// 6.6, per chunk 5.5.
+constexpr int64_t kSerialChunkMinCtasPerSm = 3;
 
 template <class Source>
 void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cudaStream_t stream, ImageKernel kernel,
                   const char* name) {
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const int64_t tiles = g.rows_padded / kImageRows, chunks = (g.slices + fp8::kChainSlices - 1) / fp8::kChainSlices;
-  if (kernel == ImageKernel::automatic)  // past 65535 slices only chunks fit grid.y
-    kernel = tiles * chunks >= kChunkKernelMinCtas || g.slices > 65535 ? ImageKernel::per_chunk : ImageKernel::per_slice;
-  // Chunks (per-chunk kernel) or slices (per-slice kernel) run along grid.y.
-  if (kernel == ImageKernel::per_chunk && chunks > 65535)
+  if (kernel == ImageKernel::automatic) {  // past 65535 slices only chunks fit grid.y
+    const int64_t sms = cached_device_info(current_device()).sm_count;
+    kernel = tiles * chunks >= kSerialChunkMinCtasPerSm * sms ? ImageKernel::per_chunk_serial
+             : tiles * chunks >= kChunkKernelMinCtas || g.slices > 65535 ? ImageKernel::per_chunk
+                                                                       : ImageKernel::per_slice;
+  }
+  // Chunks (per-chunk kernels) or slices (per-slice kernel) run along grid.y.
+  if (kernel != ImageKernel::per_slice && chunks > 65535)
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 chain chunks of " +
                           std::to_string(fp8::kChainSlices * fp8::kSliceK));
   if (kernel == ImageKernel::per_slice && g.slices > 65535)
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 slices of " +
                           std::to_string(fp8::kSliceK) + " for the per-slice kernel");
-  if (kernel == ImageKernel::per_chunk)
-    launch_pdl(fp8_image_chunk_kernel<Source>, dim3(unsigned(tiles), unsigned(chunks)), dim3(kChunkThreads), stream,
-               name, src, rows, K, out);
+  const dim3 chunk_grid{unsigned(tiles), unsigned(chunks)};
+  if (kernel == ImageKernel::per_chunk_serial)
+    launch_pdl(fp8_image_serial_kernel<Source>, chunk_grid, dim3(kImageRows * 16), stream, name, src, rows, K, out);
+  else if (kernel == ImageKernel::per_chunk)
+    launch_pdl(fp8_image_chunk_kernel<Source>, chunk_grid, dim3(kChunkThreads), stream, name, src, rows, K, out);
   else
     launch_pdl(fp8_image_slice_kernel<Source>, dim3(unsigned(tiles), unsigned(g.slices)), dim3(kImageRows * 16), stream,
                name, src, rows, K, out);

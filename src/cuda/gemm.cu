@@ -23,16 +23,6 @@
 namespace mxfp4::cuda {
 namespace {
 
-/// Device properties, read once per device.
-const DeviceInfo& cached_device_info(int device) {
-  static std::mutex mutex;
-  static std::map<int, DeviceInfo> infos;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = infos.find(device);
-  if (it == infos.end()) it = infos.emplace(device, device_info(device)).first;
-  return it->second;
-}
-
 /// Workspace cached per (device, stream, host thread): calls on different streams never share
 /// scratch, and neither do two host threads queueing on one stream (their quantize and GEMM
 /// launches may interleave). A thread's buffers live until the process ends.

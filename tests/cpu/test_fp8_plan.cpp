@@ -30,6 +30,18 @@ TEST(Fp8Plan, EveryE2m1ValueTimesEveryShiftIsExactInS8) {
   EXPECT_EQ(fmt::f32_bits(fp8::exp2_of_exponent_byte(fp8::exponent_byte(fp8::kFlaggedExponent))), 0u);
 }
 
+// The GPU image kernels' four-at-a-time form of e2m1_to_s8 (byte_permute tables, run here on
+// the instruction's host model): every quad of codes (all 65536) at every shift.
+TEST(Fp8Plan, FourCodesAtOnceMatchE2m1ToS8) {
+  for (uint32_t codes = 0; codes < 0x10000u; ++codes)
+    for (int d = fp8::kMinShift; d <= fp8::kMaxShift; ++d) {
+      const uint32_t got = fp8::e2m1_to_s8_quad(codes | 0xABCD0000u, d);  // upper bits ignored
+      for (int i = 0; i < 4; ++i)
+        ASSERT_EQ((got >> (8 * i)) & 0xFFu, fp8::e2m1_to_s8(uint8_t(codes >> (4 * i)), d))
+            << "codes 0x" << std::hex << codes << std::dec << " d " << d << " byte " << i;
+    }
+}
+
 /// Sets block b of row r to `code` in every element and scale byte `sb`.
 void fill_block(HostMx& m, int64_t r, int64_t b, uint8_t code, uint8_t sb) {
   for (int64_t k = 32 * b; k < 32 * b + 32; k += 2) m.codes[size_t(r * m.K / 2 + k / 2)] = uint8_t(code | code << 4);

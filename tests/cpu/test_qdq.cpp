@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/test_util.hpp"
+#include "core/fp8_layout.hpp"
 #include "core/qdq_bf16x2.hpp"
 #include "mxfp4/mxfp4.hpp"
 
@@ -173,6 +174,33 @@ TEST(Qdq, PackedBf16x2PairMatchesTheFp32FormForEveryBf16AndScale) {
       const uint32_t want = uint32_t(fmt::e2m1_quantize_dequantize_bf16(v, inv, scale)) |
                             (uint32_t(fmt::e2m1_quantize_dequantize_bf16(v2, inv, scale)) << 16);
       const uint32_t got = qdq::e2m1_qdq_pair(h | (hi << 16), qdq::pow2_pair(-s), qdq::pow2_pair(s));
+      if (got != want && bad++ == 0) first_v = uint16_t(h), first_s = s;
+    }
+  }
+  EXPECT_EQ(bad, 0) << "first mismatch at bf16 0x" << std::hex << first_v << std::dec << ", s = " << first_s;
+}
+
+// The activation image kernels' s8 bytes, qdq::e2m1_s8_quad (bf16x2 operations and
+// byte_permute, on their host models), against fp8::e2m1_to_s8 of fmt::e2m1_encode: every
+// finite bf16 v of both signs as element 0, three scrambled finite elements beside it, every s
+// in [-127, 127], the shift d cycling through [1, 4] with s, byte for byte.
+TEST(Qdq, PackedS8QuadMatchesTheCodesForEveryBf16AndScale) {
+  auto finite = [](uint32_t h) { return (h & 0x7F80u) == 0x7F80u ? h & 0x807Fu : h; };
+  int64_t bad = 0;
+  uint16_t first_v = 0;
+  int first_s = 0;
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    if ((h & 0x7F80u) == 0x7F80u) continue;  // Inf and NaN: whole-block policy (flagged groups)
+    const uint32_t e[4] = {h, finite((h * 40503u + 7u) & 0xFFFFu), finite((h * 9973u + 1234u) & 0xFFFFu),
+                           finite((h * 31u + 40000u) & 0xFFFFu)};
+    const uint32_t w0 = e[0] | (e[1] << 16), w1 = e[2] | (e[3] << 16);
+    for (int s = -127; s <= 127; ++s) {
+      const int d = fp8::kMinShift + ((s + 128) % (fp8::kMaxShift - fp8::kMinShift + 1));
+      const float inv = fmt::exp2i(-s);
+      uint32_t want = 0;
+      for (int i = 0; i < 4; ++i)
+        want |= uint32_t(fp8::e2m1_to_s8(fmt::e2m1_encode(fmt::bf16_to_f32(uint16_t(e[i])) * inv), d)) << (8 * i);
+      const uint32_t got = qdq::e2m1_s8_quad(w0, w1, qdq::pow2_pair(-s), qdq::pow2_pair(d));
       if (got != want && bad++ == 0) first_v = uint16_t(h), first_s = s;
     }
   }
