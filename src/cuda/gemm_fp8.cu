@@ -38,35 +38,6 @@ void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
     check(cudaLaunchKernelEx(&cfg, kernel, p), "cudaLaunchKernelEx(gemm_fp8_kernel)");
     return;
   }
-#if MXFP4_EXP_FP8_TAIL_SPLIT
-  if constexpr (!PAIR) {
-    // Tail split (gemm_fp8_kernel.cuh, kExpTailSplit): R = the CTAs resident at once in
-    // clusters of 2 (two SMs of one GPC: 128 or 132 of 132), cached per instantiation as the
-    // PAIR query below; when the last round of T tiles on R CTAs would be at most half busy, R
-    // CTAs in clusters of 2 split its tiles along K, one per cluster (Fp8TailWalk).
-    static std::atomic<int> pairs_cached{0};
-    if (pairs_cached.load() == 0) {
-      int n = 0;
-      attr[1].val.clusterDim.x = 2;
-      cfg.numAttrs = 2;
-      cfg.gridDim = dim3(unsigned(std::max(2, sm_count / 2 * 2)));
-      check(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg), "cudaOccupancyMaxActiveClusters(gemm_fp8_kernel)");
-      pairs_cached.store(std::max(1, n));
-      attr[1].val.clusterDim.x = 1;
-      cfg.numAttrs = 1;
-    }
-    const int resident_ctas = 2 * std::min(std::max(1, sm_count / 2), pairs_cached.load());
-    const Fp8TailWalk walk = Fp8TailWalk::plan(tiles, resident_ctas, p.slices);
-    if (walk.on()) {
-      p.tail_from = walk.tail_from;
-      attr[1].val.clusterDim.x = 2;
-      cfg.numAttrs = 2;
-      cfg.gridDim = dim3(unsigned(walk.ctas));
-      check(cudaLaunchKernelEx(&cfg, kernel, p), "cudaLaunchKernelEx(gemm_fp8_kernel)");
-      return;
-    }
-  }
-#endif
   // Persistent: as many clusters as can be resident at once (pairs need two SMs of one GPC,
   // so fewer than sm_count / 2 may fit); the device's answer is cached per instantiation.
   int resident = std::max(1, sm_count / kCtas);

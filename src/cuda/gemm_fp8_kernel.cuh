@@ -32,7 +32,6 @@
 
 #include "core/fp8_layout.hpp"
 #include "cuda/common.cuh"
-#include "cuda/fp8_kernels.hpp"
 #include "cuda/wgmma.cuh"
 
 namespace mxfp4::cuda {
@@ -53,7 +52,6 @@ struct Fp8Params {
   bool vec_store;  ///< C and ldc allow 2-element vector stores
   bool row16_store;  ///< bf16 C, and C and ldc allow 16-byte stores (8 elements)
   int split;       ///< split-K: a cluster of `split` CTAs per tile, each a contiguous share of the slices
-  int tail_from;   ///< -DMXFP4_EXP_FP8_TAIL_SPLIT=1: Fp8TailWalk::tail_from (0: no tail split)
 };
 
 /// Shared-memory plan of one instantiation: the stage ring (A and B atoms, 1024-byte aligned
@@ -147,26 +145,6 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
-#ifndef MXFP4_EXP_FP8_LOCKSTEP
-#define MXFP4_EXP_FP8_LOCKSTEP 0
-#endif
-/// -DMXFP4_EXP_FP8_LOCKSTEP=1: the consumer warpgroups meet at a named barrier (id 2) before
-/// each slice's full-wait, so that none runs ahead of the others (session 21's timeline: the
-/// leading warpgroup waits for data in every stage while the slots it released wait ~2.5 us
-/// for the other's release; the ring's stages are spread over the warpgroups' drift).
-constexpr bool kExpLockstep = MXFP4_EXP_FP8_LOCKSTEP != 0;
-
-#ifndef MXFP4_EXP_FP8_TAIL_SPLIT  // an experiment (docs/perf-notes.md plan, item 1): correct results
-#define MXFP4_EXP_FP8_TAIL_SPLIT 0
-#endif
-/// -DMXFP4_EXP_FP8_TAIL_SPLIT=1: wave quantization. When the persistent grid's last round would
-/// be at most half busy (Fp8TailWalk::plan: T = F R + r tiles on R resident CTAs, 0 < r <= R / 2;
-/// not PAIR, not split-K), the launcher runs R CTAs in clusters of 2 (p.tail_from = F R): every
-/// CTA takes its F whole tiles as today, then each cluster splits one of the r tail tiles along
-/// K over its two CTAs and sums the halves through distributed shared memory as split-K does:
-/// F + 1/2 rounds instead of F + 1. Off by default (the default build's SASS is unchanged).
-constexpr bool kExpTailSplit = MXFP4_EXP_FP8_TAIL_SPLIT != 0;
-
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
 
@@ -176,14 +154,6 @@ __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2
 __device__ __forceinline__ void wait_then_release_dependents() {
   if constexpr (!kExpNoWait) grid_dependency_wait();
   grid_dependents_launch();
-}
-
-/// %clusterid.x, read where it is used (volatile: not held in a register across the GEMM's
-/// loops, as the tail split needs it only between units; cluster_rank likewise).
-__device__ __forceinline__ int cluster_index_x() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
-  return int(r);
 }
 
 /// The four parts of a stage, one per producer thread (lane 0 of producer warp `part`).
@@ -198,12 +168,10 @@ constexpr int kProducerThreads = 4;
 /// per stage, longer than the consumers' ~0.5, and four took 1024x7168x2048's GEMM from 43.0
 /// to 39.9 us (two: 42.4). The weight parts issue their first kStages stages before the PDL
 /// wait (the weights never depend on the previous kernel); the activation parts wait first.
-/// Tail split (kExpTailSplit, walk.on()): the units of `walk` for this CTA instead (the
-/// consumers walk the same ones), the stage counter running on across them.
 template <int BM, int BN, int WN, bool PAIR>
 __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles, uint32_t* metas, uint64_t* full,
                                              uint64_t* empty, uint32_t rank, int first, int clusters, int j0, int j1,
-                                             int tiles_total, Part part, const Fp8TailWalk& walk) {
+                                             int tiles_total, Part part) {
   using P = Plan<BM, BN, WN>;
   constexpr int kCtas = PAIR ? 2 : 1;
   constexpr int kBMetaBytes = 8 * BN + (BN / 64) * fp8::kWideRecordBytes;
@@ -255,53 +223,10 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
     }
     if (++j == j1) {
       j = j0, id += clusters;
-      if constexpr (kExpTailSplit && !PAIR) {
-        // Tail split: whole tiles go on as above (slices [j0, j1) = [0, S)); past them, the
-        // cluster's tail tile (its half: only j1 is carried, the producer thread has no
-        // register to spare), then none (Fp8TailWalk::next from the unit just issued).
-        if (walk.on() && id >= p.tail_from) {
-          id = walk.next(id - clusters, cluster_index_x());
-          if (id < tiles_total) {
-            walk.range(id, int(cluster_rank()), j, j1);
-            if (j == j1) id = tiles_total;  // a half without slices has no stage (plan: S >= 2)
-          }
-        }
-      }
       if (id < tiles_total) locate();
     }
   }
   if (!waited) wait_then_release_dependents();
-}
-
-/// Split-K reduction of tile `tile` over the `split` CTAs of this cluster (this one of rank
-/// `krank`), whose fp32 partial tiles are in their stage rings: rank r stores rows [r, r + 1)
-/// * BM / split of the tile, summing the partials of ranks 0..split-1 in that order (every
-/// thread of every CTA of the cluster calls this: the cluster barriers).
-template <int BM, int BN, int WN>
-__device__ __forceinline__ void reduce_partials(const Fp8Params& p, const uint8_t* tiles, int wg, int tile,
-                                                uint32_t krank, int split, int tiles_total) {
-  using P = Plan<BM, BN, WN>;
-  constexpr int kCons = P::kCons;
-  __syncwarp();
-  cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
-  if (wg < kCons && tile < tiles_total) {
-    int mt, nt;
-    raster(tile, p.m_tiles, p.n_tiles, mt, nt);
-    const float* red = reinterpret_cast<const float*>(tiles);
-    const int rows = P::kBM / split, quads = rows * (BN / 4);
-    for (int q = int(threadIdx.x); q < quads; q += kCons * 128) {
-      const int ml = int(krank) * rows + q / (BN / 4), nl = 4 * (q % (BN / 4));
-      const int64_t m = int64_t(mt) * P::kBM + ml, n = int64_t(nt) * BN + nl;
-      if (m >= p.M) continue;  // no remote load may still be in flight at the closing barrier
-      float4 sum = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, 0);
-      for (int r = 1; r < split; ++r) {
-        const float4 v = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, uint32_t(r));
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-      }
-      store_pair(p, m, n, sum.x, sum.y), store_pair(p, m, n + 2, sum.z, sum.w);
-    }
-  }
-  cluster_sync_relaxed();  // keep shared memory alive until every rank has read it
 }
 
 /// Persistent kernel: CTAs (PAIR: clusters of 2 CTAs) take tiles id = cluster, cluster +
@@ -313,9 +238,7 @@ __device__ __forceinline__ void reduce_partials(const Fp8Params& p, const uint8_
 /// persistent): the `split` CTAs of a cluster take contiguous shares of the tile's slices, store
 /// their fp32 partial tiles in their own (drained) stage ring and sum them through distributed
 /// shared memory in rank order 0..split-1 (deterministic), each CTA storing 1/split of the
-/// tile's rows. Tail split (kExpTailSplit, p.tail_from > 0; not PAIR, p.split = 1, clusters of
-/// 2): persistent over the whole tiles below p.tail_from, then the cluster's tail tile as a
-/// split-K tile of split 2, as each CTA's last unit (Fp8TailWalk).
+/// tile's rows.
 template <int BM, int BN, int WN, bool PAIR>
 __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel(const Fp8Params p) {
   using P = Plan<BM, BN, WN>;
@@ -348,15 +271,6 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   const int ctas = PAIR ? 2 : p.split;  // CTAs per cluster
   const int clusters = int(gridDim.x) / ctas, first = int(blockIdx.x) / ctas;
   const int tiles_total = p.m_tiles * p.n_tiles;
-  // Tail split (kExpTailSplit): the launcher set p.tail_from > 0 only for a non-PAIR, p.split = 1
-  // launch of R CTAs in clusters of 2 (so ctas = 1, clusters = R, first = blockIdx.x, and j0, j1
-  // = 0, S above). The two CTAs of a cluster take the same decisions from (p, %clusterid.x).
-  // (The walk's fields are kernel parameters and gridDim, and the cluster's index and the
-  // CTA's rank in it are read where used: the producer thread has 40 registers, and the
-  // consumers of the 128 x 128 kernel no spare ones.)
-  const Fp8TailWalk walk{int(gridDim.x), p.tail_from, tiles_total, p.slices};
-  bool tail = false;
-  if constexpr (kExpTailSplit && !PAIR) tail = walk.on();
 
   // Registers (65536 per SM, one CTA): WN = 128 consumers need ~210 per thread (s32 sums,
   // accumulator and scale products of 64 x 128), the producer ~30; the launch gives 168 (384
@@ -370,7 +284,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     if constexpr (kRebalance) setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x % 32 == 0) {
       produce_part<BM, BN, WN, PAIR>(p, tiles, metas, full, empty, rank, first, clusters, j0, j1, tiles_total,
-                                     Part(int(threadIdx.x) / 32 - 4 * kCons), walk);
+                                     Part(int(threadIdx.x) / 32 - 4 * kCons));
     } else {
       wait_then_release_dependents();
     }
@@ -389,22 +303,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
 #pragma unroll
     for (int i = 0; i < 32; ++i) sum0[i] = sum1[i] = 0u;
     int it = 0;
-    // The next unit's tile: the tail split's walk, else the next persistent tile.
-    auto next_unit = [&](int& id) {
-      if constexpr (kExpTailSplit && !PAIR) {
-        if (tail) {
-          id = walk.next(id, cluster_index_x());
-          return;
-        }
-      }
-      id += clusters;
-    };
-    for (int id = first; id < tiles_total; next_unit(id)) {
-      // The unit's slices [uj0, uj1): j0, j1, but a half of the tile in the tail split's last unit.
-      int uj0 = j0, uj1 = j1;
-      if constexpr (kExpTailSplit && !PAIR) {
-        if (tail) walk.range(id, int(cluster_rank()), uj0, uj1);
-      }
+    for (int id = first; id < tiles_total; id += clusters) {
       int mt, nt;
       raster(id, p.m_tiles, p.n_tiles, mt, nt);
 #pragma unroll
@@ -416,7 +315,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       // GEMM 39.9 -> 36.6 us (one slice at a time: 0.47 us of consumer time per 128 x 128 x
       // 128 stage against ~0.29 us of s8 MMA).
       bool held = false;
-      for (int j = uj0; j < uj1; ++j, ++it) {
+      for (int j = j0; j < j1; ++j, ++it) {
         const int s = it % P::kStages;
         // The stage of stage iteration rit (tiles and metadata) is no longer read by this
         // thread. Every thread arrives: an arrival releases only its own thread's reads (PTX
@@ -433,9 +332,6 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             }
           }
         };
-        if constexpr (kExpLockstep) {
-          if constexpr (kCons > 1) asm volatile("bar.sync 2, %0;" ::"r"(kCons * 128) : "memory");
-        }
         mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
         __syncwarp();  // reconverge before the .aligned wgmma instructions
         const uint8_t* a_tile = tiles + s * P::kTileBytes + tb * 64 * fp8::kSliceK;
@@ -461,7 +357,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         // or it serializes every wgmma, as groups are in flight across them: C7518.)
         const bool wide = __any_sync(0xFFFFFFFFu, bits.x != 0u);
         // A narrow slice whose chain goes on: the next slice of this tile adds into the sums.
-        const bool chain_on = !wide && __all_sync(0xFFFFFFFFu, bits.y == 0u) && j + 1 < uj1;
+        const bool chain_on = !wide && __all_sync(0xFFFFFFFFu, bits.y == 0u) && j + 1 < j1;
         if constexpr (kExpDataOnly) {
           release_stage(it);
           continue;
@@ -564,16 +460,9 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       wgmma_wait<0>();
 
       // Epilogue: straight from the accumulators to C (bf16 rounded to nearest even, or fp32),
-      // or, split-K (and the tail split's tail unit), into this CTA's partial tile in shared
-      // memory.
+      // or, split-K, into this CTA's partial tile in shared memory.
       const int64_t m_base = (int64_t(mt) * kCtas + rank) * P::kBM + row0;
-      bool partial = split;
-      // The tail unit (id >= p.tail_from) is the CTA's last: every bulk copy its producer issued
-      // (stages of this and earlier units) has landed, as these threads waited on each one's
-      // full barrier, and no copy follows, so the ring may hold the partial tile once every
-      // consumer warpgroup is past its last read (named barrier 1, below).
-      if constexpr (kExpTailSplit && !PAIR) partial = partial || (tail && id >= p.tail_from);
-      if (partial) {
+      if (split) {
         // Every consumer warpgroup is past its last read of the ring (named barrier 1).
         __syncwarp();
         asm volatile("bar.sync 1, %0;" ::"r"(kCons * 128) : "memory");
@@ -621,16 +510,28 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     }
   }
   if (split) {
-    reduce_partials<BM, BN, WN>(p, tiles, wg, first, krank, p.split, tiles_total);
-  }
-  if constexpr (kExpTailSplit && !PAIR) {
-    // The tail split's tail tile, over the cluster's 2 CTAs. Both CTAs decide alike (from
-    // %clusterid.x and p): a cluster without a tail tile (tail_from + cluster >= T) skips both
-    // cluster barriers in both CTAs. (Read here, not kept from the start: no register is left.)
-    if (tail) {
-      const int tail_tile = p.tail_from + cluster_index_x();
-      if (tail_tile < tiles_total) reduce_partials<BM, BN, WN>(p, tiles, wg, tail_tile, cluster_rank(), 2, tiles_total);
+    // Split-K reduction: rank r stores rows [r, r + 1) * BM / split of the tile, summing the
+    // partials of ranks 0..split-1 in that order (every thread of every CTA joins the barriers).
+    __syncwarp();
+    cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
+    if (wg < kCons && first < tiles_total) {
+      int mt, nt;
+      raster(first, p.m_tiles, p.n_tiles, mt, nt);
+      const float* red = reinterpret_cast<const float*>(tiles);
+      const int rows = P::kBM / p.split, quads = rows * (BN / 4);
+      for (int q = int(threadIdx.x); q < quads; q += kCons * 128) {
+        const int ml = int(krank) * rows + q / (BN / 4), nl = 4 * (q % (BN / 4));
+        const int64_t m = int64_t(mt) * P::kBM + ml, n = int64_t(nt) * BN + nl;
+        if (m >= p.M) continue;  // no remote load may still be in flight at the closing barrier
+        float4 sum = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, 0);
+        for (int r = 1; r < p.split; ++r) {
+          const float4 v = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, uint32_t(r));
+          sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+        }
+        store_pair(p, m, n, sum.x, sum.y), store_pair(p, m, n + 2, sum.z, sum.w);
+      }
     }
+    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it
   }
   // PAIR: no CTA leaves while its peer may still multicast into it or arrive on its barriers
   // (release: the remote arrivals above are ordered before the barrier).
