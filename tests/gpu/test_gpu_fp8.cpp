@@ -430,6 +430,43 @@ TEST(GpuFp8, ChainsOfNarrowSlicesStayExact) {
   }
 }
 
+/// The persistent walk over many tiles with partial edges, for every non-PAIR unsplit tile
+/// shape: M = 520 and N = 3720 end in partial tiles (150-531 tiles, several per CTA on a
+/// 132-SM GPU). K = 384 (3 slices) with random operands, within the contract and reproducible;
+/// K = 640 with cancelling slices (48 a1 per slice, exact: narrow chains and wide groups),
+/// every element equal. (Written for session 21's tail-split experiment, kept as a shape test.)
+TEST(GpuFp8, PersistentTilesWithPartialEdgesStayWithinContract) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t M = 520, N = 3720;
+  const std::vector<GemmConfig> cfgs = {fp8_cfg(128, 128), fp8_cfg(128, 128, true), fp8_cfg(64, 128),
+                                        fp8_cfg(64, 128, true), fp8_cfg(128, 64), fp8_cfg(64, 64)};
+  {
+    constexpr int64_t K = 384;
+    const std::vector<uint16_t> a = randn_bf16(size_t(M * K), 970001);
+    const HostMx aq = quantize_bf16(a, M, K), b = random_mx(N, K, 970002);
+    const DeviceBuf da(a);
+    const DevicePacked pk(b);
+    const Reference r(aq, b);
+    for (const GemmConfig& cfg : cfgs) {
+      const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
+      const ContractReport rep = check_gemm_contract(C.data(), M, N, N, r.sum.data(), r.abs_sum.data());
+      EXPECT_TRUE(rep.ok()) << describe(cfg) << ": " << rep.str();
+      EXPECT_EQ(run_gemm(da, M, K, pk.pw, &cfg), C) << describe(cfg) << ": not reproducible";
+    }
+  }
+  constexpr int64_t K = 640;
+  for (const float a1 : {0.75f, 0.375f}) {  // narrow groups (chains), wide groups
+    const auto [a, b] = cancelling_slices(M, N, K, a1);
+    const DeviceBuf da(a);
+    const DevicePacked pk(quantize_bf16(b, N, K));
+    for (const GemmConfig& cfg : cfgs) {
+      const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
+      for (size_t e = 0; e < C.size(); ++e)
+        ASSERT_EQ(fmt::bf16_to_f32(C[e]), 5 * 48 * a1) << describe(cfg) << " a1 " << a1 << " element " << e;
+    }
+  }
+}
+
 /// Chains in a persistent grid: more tiles than SMs, so CTAs run several tiles through one
 /// ring and a tile's last chain (ending at its last slice) is followed by the next tile's
 /// first; some rows break their chains mid-chunk. 64 x 64 tiles (144 tiles over at most 132
