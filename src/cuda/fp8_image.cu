@@ -17,6 +17,17 @@
 namespace mxfp4::cuda {
 namespace {
 
+/// Elements p[0..7] of a bf16 row not 16-byte aligned (a view with an odd row stride or
+/// offset), as 4 pairs. Out of line, so that the image kernels' loads branch to it instead of
+/// issuing its 8 two-byte loads predicated off beside every 16-byte load (session 21's ncu of
+/// the serial kernel: 1.1 load instructions per element where 1/8 do the work).
+__device__ __noinline__ uint4 load8_bf16_unaligned(const uint16_t* p) {
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) w[i] = uint32_t(p[2 * i]) | (uint32_t(p[2 * i + 1]) << 16);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 /// Block source: bf16 activations A [M, K] (row stride lda), quantized under `rule`. A quarter
 /// (8 elements) is loaded first (load: one 16-byte load, so a thread can have all of its chunk's
 /// loads in flight) and encoded later (codes).
@@ -27,11 +38,14 @@ struct Bf16Source {
   struct Raw {
     uint32_t w[4];  ///< bf16 pairs: element 2i in the low half of w[i]
   };
-  /// bf16 elements k0 .. k0+7 of row r (k0 % 8 == 0); zeros outside [M, K].
+  /// bf16 elements k0 .. k0+7 of row r (k0 % 8 == 0); zeros outside [M, K] (K % 32 == 0).
   __device__ Raw load(int64_t r, int64_t k0) const {
-    Raw raw;
-    load_quarter_bf16(A, M, K, lda, r, k0 / 32, int(k0 % 32) / 8, raw.w);
-    return raw;
+    uint4 u = make_uint4(0u, 0u, 0u, 0u);
+    if (r < M && k0 < K) {
+      const uint16_t* p = A + r * lda + k0;
+      u = (reinterpret_cast<uintptr_t>(p) & 15) == 0 ? __ldg(reinterpret_cast<const uint4*>(p)) : load8_bf16_unaligned(p);
+    }
+    return Raw{{u.x, u.y, u.z, u.w}};
   }
   /// The scale byte of the loaded elements' block and whether the block has a nonzero code
   /// (the 4 lanes of the block call this together), without the codes. The block's maximum
@@ -156,10 +170,11 @@ struct GroupSlot {
 /// Writes lane i's 8 codes of a row's group (kind `kind`, exponent R; its loaded elements
 /// `raw`, block exponent s) into `slot` and, from lane 0 of the row's 16 adjacent lanes (all
 /// 32 lanes of the warp call this together), the group's exponent word and scale. `real`: the
-/// row is inside the matrix (padding rows: scale 1).
+/// row is inside the matrix (padding rows: scale 1); nothing is stored unless `store` (the
+/// shuffles still run, so that callers can call it uniformly).
 template <class Source>
 __device__ void write_group(const Source& src, const typename Source::Raw& raw, const GroupSlot& slot, bool real, int i,
-                            fp8::GroupKind kind, int R, int s, bool block_nonzero) {
+                            fp8::GroupKind kind, int R, int s, bool block_nonzero, bool store = true) {
   const bool flagged = real && kind == fp8::GroupKind::flagged;
   // This block's image exponent and the s8 codes value * 2^(s - e) (fp8::e2m1_to_s8 on the
   // CPU): for a block with nonzero codes on the path s - e lies in [kMinShift, kMaxShift]
@@ -167,12 +182,12 @@ __device__ void write_group(const Source& src, const typename Source::Raw& raw, 
   // blocks may hold Inf or NaN) are zero.
   const int e = flagged ? fp8::kFlaggedExponent : fp8::block_image_exponent(kind, R, s, block_nonzero);
   const uint2 words = flagged ? make_uint2(0u, 0u) : src.codes(raw, s, min(max(s - e, fp8::kMinShift), fp8::kMaxShift));
-  *reinterpret_cast<uint2*>(slot.codes) = words;
+  if (store) *reinterpret_cast<uint2*>(slot.codes) = words;
   // The row's exponent word: block b's E8M0 byte from its first lane (4 b of the row's 16).
   uint32_t word = 0;
 #pragma unroll
   for (int b = 0; b < 4; ++b) word |= uint32_t(fp8::exponent_byte(__shfl_sync(0xFFFFFFFFu, e, 4 * b, 16))) << (8 * b);
-  if (i == 0) {
+  if (store && i == 0) {
     *slot.exponent = word;
     *slot.scale = !real ? 1.f : flagged ? 0.f : fmt::exp2i(R);
   }
@@ -361,10 +376,11 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_serial_kernel(Sourc
   const int slices = g.slices - j0 < fp8::kChainSlices ? int(g.slices - j0) : fp8::kChainSlices;  // CTA-uniform
   __shared__ int warp_bits[fp8::kChainSlices][kImageRows / 2];
 
+  // Every slice of a whole chunk; past K (the last chunk) the loads give zeros and nothing is
+  // stored, so the walk has no early exit and the compiler may overlap the slices.
   typename Source::Raw raw[fp8::kChainSlices];
 #pragma unroll
-  for (int u = 0; u < fp8::kChainSlices; ++u)
-    if (u < slices) raw[u] = src.load(r, (j0 + u) * fp8::kSliceK + 8 * i);
+  for (int u = 0; u < fp8::kChainSlices; ++u) raw[u] = src.load(r, (j0 + u) * fp8::kSliceK + 8 * i);
 
   GroupSlot slot = GroupSlot::of(g, r, j0, i, out);
   bool has_anchor = false;
@@ -374,24 +390,26 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_serial_kernel(Sourc
   // rows; lane 0 stores them.
   auto settle = [&](int u, int bits) {
     const int vote = int(__reduce_or_sync(0xFFFFFFFFu, uint32_t(bits)));
-    if (threadIdx.x % 32 == 0) warp_bits[u][warp] = vote;
+    if (threadIdx.x % 32 == 0 && u < slices) warp_bits[u][warp] = vote;
   };
 #pragma unroll
   for (int u = 0; u < fp8::kChainSlices; ++u) {
-    if (u >= slices) break;  // CTA-uniform
     int s;
     bool block_nonzero;
     const fp8::GroupRange range = slice_range(src, raw[u], s, block_nonzero);
     if (u == 0) anchor = fp8::chunk_anchor(range, has_anchor);
     const int R = fp8::choose_exponent(range, has_anchor, anchor);
-    write_group(src, raw[u], slot, real, i, range.kind, R, s, block_nonzero);
+    write_group(src, raw[u], slot, real, i, range.kind, R, s, block_nonzero, u < slices);
     slot.next_slice(g);
-    if (u > 0) settle(u - 1, prev_bits | (int(real && !fp8::chain_continues(prev_kind, prev_R, range.kind, R)) << 2));
+    // The previous slice breaks where its row does not continue into this one, or where it
+    // was the matrix's last (this slice lies past K).
+    if (u > 0)
+      settle(u - 1, prev_bits | (int((real && !fp8::chain_continues(prev_kind, prev_R, range.kind, R)) || u == slices) << 2));
     // Padding rows (zero codes) are never flagged or wide and never break a chain.
     prev_bits = int(real && range.kind == fp8::GroupKind::flagged) | (int(real && range.kind == fp8::GroupKind::wide) << 1);
     prev_kind = range.kind, prev_R = R;
   }
-  settle(slices - 1, prev_bits | 4);  // a chunk's last slice breaks every chain
+  settle(fp8::kChainSlices - 1, prev_bits | 4);  // a chunk's last slice breaks every chain
   __syncthreads();
   if (threadIdx.x < unsigned(slices)) {
     int bits = 0;

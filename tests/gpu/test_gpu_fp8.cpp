@@ -150,6 +150,28 @@ TEST(GpuFp8, ActivationImageIsByteIdenticalToTheCpuOracle) {
   }
 }
 
+/// A with an odd row stride (lda = K + 3: most 8-element quarters are not 16-byte aligned, so
+/// the image kernels take their out-of-line unaligned loads), every image kernel, against the
+/// CPU oracle byte for byte. K = 1088: one whole chain chunk and one of half a slice's width.
+TEST(GpuFp8, ActivationImageOfAnOddlyStridedViewIsByteIdentical) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t M = 40, K = 1088, lda = K + 3;
+  const std::vector<uint16_t> a = randn_bf16(size_t(M * K), 930001);
+  DeviceBuf da(size_t(((M - 1) * lda + K) * 2), NoInit{});
+  cuda_ok(cudaMemcpy2D(da.get(), size_t(lda) * 2, a.data(), size_t(K) * 2, size_t(K) * 2, size_t(M), cudaMemcpyHostToDevice),
+          "cudaMemcpy2D H2D");
+  const int64_t bytes = fp8::ImageGeometry::of(M, K).total_bytes();
+  std::vector<uint8_t> cpu(static_cast<size_t>(bytes));
+  fp8::build_image(quantize_bf16(a, M, K).view(), cpu.data());
+  for (const auto kernel : {cuda::ImageKernel::automatic, cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk,
+                            cuda::ImageKernel::per_chunk_serial}) {
+    DeviceBuf img(random_bytes(size_t(bytes), 930101));
+    cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, lda, ScaleRule::aiter, img.get(), nullptr, kernel);
+    const std::vector<uint8_t> gpu = img.download<uint8_t>();
+    for (size_t i = 0; i < cpu.size(); ++i) ASSERT_EQ(gpu[i], cpu[i]) << "kernel " << int(kernel) << " byte " << i;
+  }
+}
+
 /// The adversarial groups in weights and activations, every fp8 tile shape, bf16 and
 /// fp32 outputs, every element against the exact reference.
 TEST(GpuFp8, FlaggedGroupsInWeightsAndActivationsStayWithinContract) {
