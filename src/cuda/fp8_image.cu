@@ -425,10 +425,10 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_serial_kernel(Sourc
 /// 32 CTAs (M = 256) per slice 2.8-4.1 us against per chunk 4.8-5.8; 64 CTAs (M = 512) per
 /// slice 8.2 against 5.8.
 constexpr int64_t kChunkKernelMinCtas = 48;
-/// ... and the serial one from this many CTAs per SM (4 fit). Session 21, calls 2 and 3
-/// (K = 2048): 512 CTAs (M = 4096) serial 15.2 us, per chunk 19.3; 128 CTAs (M = 1024) serial
-/// 6.6, per chunk 5.5.
-constexpr int64_t kSerialChunkMinCtasPerSm = 3;
+/// ... and the serial one from 1.5 CTAs per SM (4 fit). Session 21, call 5 (K = 2048): 128
+/// CTAs (M = 1024) serial 6.3 us, per chunk 5.5; 256 (M = 2048) 8.8 against 10.5; 384 (M =
+/// 3072) 13.8 against 14.7; 512 (M = 4096) 14.2 against 19.0.
+constexpr int64_t kSerialChunkMinCtasPerTwoSms = 3;
 
 template <class Source>
 void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cudaStream_t stream, ImageKernel kernel,
@@ -437,7 +437,7 @@ void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cuda
   const int64_t tiles = g.rows_padded / kImageRows, chunks = (g.slices + fp8::kChainSlices - 1) / fp8::kChainSlices;
   if (kernel == ImageKernel::automatic) {  // past 65535 slices only chunks fit grid.y
     const int64_t sms = cached_device_info(current_device()).sm_count;
-    kernel = tiles * chunks >= kSerialChunkMinCtasPerSm * sms ? ImageKernel::per_chunk_serial
+    kernel = 2 * tiles * chunks >= kSerialChunkMinCtasPerTwoSms * sms ? ImageKernel::per_chunk_serial
              : tiles * chunks >= kChunkKernelMinCtas || g.slices > 65535 ? ImageKernel::per_chunk
                                                                        : ImageKernel::per_slice;
   }
