@@ -353,38 +353,46 @@ __global__ void __launch_bounds__(kChunkThreads) fp8_image_chunk_kernel(Source s
   // of the image has been written.
 }
 
-/// Serial per-chunk kernel (very many rows: 4 CTAs per SM fill the GPU). One CTA of 256
-/// threads per (16-row tile t, chain chunk from slice j0): thread 16 rr + i owns elements
-/// 8i .. 8i+7 of row 16 t + rr in every slice of the chunk. It issues its 8 loads first, then
-/// walks the slices in order: the 16 lanes of a row hold each slice's range after the shuffle
-/// reduction, so the anchor (the first slice's), R and the previous slice's break bit need no
-/// shared memory and no CTA barrier; it writes each slice's codes, exponent word and scale at
-/// once. One barrier at the end combines the 8 warps' tile bits. The same bytes as the other
-/// image kernels. Session 21: 4096 x 2048 21.9 -> 15.2 us (the 1024-thread kernel of
-/// session 20: 54 -> 39 instructions per element, and no phases that stall the whole SM);
-/// the same walk in two phases with a barrier between them took 17.0.
-template <class Source>
+/// Serial kernels: one CTA of 256 threads per (16-row tile t, window of W slices from j0 inside
+/// a chain chunk): thread 16 rr + i owns elements 8i .. 8i+7 of row 16 t + rr in every slice of
+/// the window. It issues its loads first, then walks the slices in order: the 16 lanes of a row
+/// hold each slice's range after the shuffle reduction, so the anchor, R and the previous
+/// slice's break bit need no shared memory and no CTA barrier; it writes each slice's codes,
+/// exponent word and scale at once. One barrier at the end combines the 8 warps' tile bits.
+/// W = kChainSlices (a whole chunk: every element read once) for very many rows; a window
+/// inside a chunk also reads the exponents of the chunk's first slice (the anchor) and of the
+/// slice after the window (the last slice's break bit), as the per-slice kernel does. The same
+/// bytes as the other image kernels. Session 21, W = 8: 4096 x 2048 21.9 -> 14.2 us (the
+/// 1024-thread kernel of session 20: 54 -> ~37 instructions per element, and no phases that
+/// stall the whole SM); the same walk in two phases with a barrier between them took 17.0.
+template <class Source, int W>
 __global__ void __launch_bounds__(kImageRows * 16) fp8_image_serial_kernel(Source src, int64_t rows, int64_t K,
                                                                            uint8_t* __restrict__ out) {
+  static_assert(fp8::kChainSlices % W == 0, "windows never straddle a chain chunk");
   grid_dependency_wait();  // PDL: as in fp8_image_slice_kernel
   grid_dependents_launch();
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
-  const int64_t t = blockIdx.x, j0 = int64_t(blockIdx.y) * fp8::kChainSlices;
+  const int64_t t = blockIdx.x, j0 = int64_t(blockIdx.y) * W, c = j0 - j0 % fp8::kChainSlices;
   const int rr = int(threadIdx.x) / 16, i = int(threadIdx.x) % 16, warp = int(threadIdx.x) / 32;
   const int64_t r = t * kImageRows + rr;
   const bool real = r < rows;
-  const int slices = g.slices - j0 < fp8::kChainSlices ? int(g.slices - j0) : fp8::kChainSlices;  // CTA-uniform
-  __shared__ int warp_bits[fp8::kChainSlices][kImageRows / 2];
+  const int slices = g.slices - j0 < W ? int(g.slices - j0) : W;  // in this window; CTA-uniform
+  // CTA-uniform: the anchor's slice and the slice after the window, when they lie elsewhere.
+  const bool has_first = c != j0, has_next = (j0 + W) % fp8::kChainSlices != 0 && j0 + W < g.slices;
+  __shared__ int warp_bits[W][kImageRows / 2];
 
-  // Every slice of a whole chunk; past K (the last chunk) the loads give zeros and nothing is
+  // Every slice of a whole window; past K (the last chunk) the loads give zeros and nothing is
   // stored, so the walk has no early exit and the compiler may overlap the slices.
-  typename Source::Raw raw[fp8::kChainSlices];
+  typename Source::Raw raw[W], raw_first{}, raw_next{};
 #pragma unroll
-  for (int u = 0; u < fp8::kChainSlices; ++u) raw[u] = src.load(r, (j0 + u) * fp8::kSliceK + 8 * i);
+  for (int u = 0; u < W; ++u) raw[u] = src.load(r, (j0 + u) * fp8::kSliceK + 8 * i);
+  if (has_first) raw_first = src.load(r, c * fp8::kSliceK + 8 * i);
+  if (has_next) raw_next = src.load(r, (j0 + W) * fp8::kSliceK + 8 * i);
 
   GroupSlot slot = GroupSlot::of(g, r, j0, i, out);
   bool has_anchor = false;
   int anchor = 0, prev_R = 0, prev_bits = 0;
+  if (has_first) anchor = fp8::chunk_anchor(slice_range_only(src, raw_first), has_anchor);
   fp8::GroupKind prev_kind = fp8::GroupKind::narrow;
   // Slice u's tile bits (its break bit settled by the next slice), OR-ed over the warp's two
   // rows; lane 0 stores them.
@@ -393,11 +401,11 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_serial_kernel(Sourc
     if (threadIdx.x % 32 == 0 && u < slices) warp_bits[u][warp] = vote;
   };
 #pragma unroll
-  for (int u = 0; u < fp8::kChainSlices; ++u) {
+  for (int u = 0; u < W; ++u) {
     int s;
     bool block_nonzero;
     const fp8::GroupRange range = slice_range(src, raw[u], s, block_nonzero);
-    if (u == 0) anchor = fp8::chunk_anchor(range, has_anchor);
+    if (u == 0 && !has_first) anchor = fp8::chunk_anchor(range, has_anchor);
     const int R = fp8::choose_exponent(range, has_anchor, anchor);
     write_group(src, raw[u], slot, real, i, range.kind, R, s, block_nonzero, u < slices);
     slot.next_slice(g);
@@ -409,7 +417,14 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_serial_kernel(Sourc
     prev_bits = int(real && range.kind == fp8::GroupKind::flagged) | (int(real && range.kind == fp8::GroupKind::wide) << 1);
     prev_kind = range.kind, prev_R = R;
   }
-  settle(fp8::kChainSlices - 1, prev_bits | 4);  // a chunk's last slice breaks every chain
+  // The window's last slice: it continues into the slice after the window where that slice is
+  // in the chunk and the row goes on; a chunk's (or the matrix's) last slice breaks every chain.
+  bool last_breaks = true;
+  if (has_next) {
+    const fp8::GroupRange next = slice_range_only(src, raw_next);
+    last_breaks = real && !fp8::chain_continues(prev_kind, prev_R, next.kind, fp8::choose_exponent(next, has_anchor, anchor));
+  }
+  settle(W - 1, prev_bits | (int(last_breaks) << 2));
   __syncthreads();
   if (threadIdx.x < unsigned(slices)) {
     int bits = 0;
@@ -445,12 +460,16 @@ void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cuda
   if (kernel != ImageKernel::per_slice && chunks > 65535)
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 chain chunks of " +
                           std::to_string(fp8::kChainSlices * fp8::kSliceK));
-  if (kernel == ImageKernel::per_slice && g.slices > 65535)
+  if ((kernel == ImageKernel::per_slice || kernel == ImageKernel::per_two_slices) && g.slices > 65535)
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 slices of " +
                           std::to_string(fp8::kSliceK) + " for the per-slice kernel");
   const dim3 chunk_grid{unsigned(tiles), unsigned(chunks)};
   if (kernel == ImageKernel::per_chunk_serial)
-    launch_pdl(fp8_image_serial_kernel<Source>, chunk_grid, dim3(kImageRows * 16), stream, name, src, rows, K, out);
+    launch_pdl(fp8_image_serial_kernel<Source, fp8::kChainSlices>, chunk_grid, dim3(kImageRows * 16), stream, name, src,
+               rows, K, out);
+  else if (kernel == ImageKernel::per_two_slices)
+    launch_pdl(fp8_image_serial_kernel<Source, 2>, dim3(unsigned(tiles), unsigned((g.slices + 1) / 2)), dim3(kImageRows * 16),
+               stream, name, src, rows, K, out);
   else if (kernel == ImageKernel::per_chunk)
     launch_pdl(fp8_image_chunk_kernel<Source>, chunk_grid, dim3(kChunkThreads), stream, name, src, rows, K, out);
   else

@@ -13,10 +13,11 @@ namespace mxfp4::cuda {
 
 /// Which image kernel runs (src/cuda/fp8_image.cu): all write the same bytes. per_slice: a
 /// CTA per (16 rows, slice); per_chunk: 1024 threads per (16 rows, chain chunk), 2 slices per
-/// thread; per_chunk_serial: 256 threads per (16 rows, chain chunk), 8 slices per thread.
+/// thread; per_chunk_serial: 256 threads per (16 rows, chain chunk), 8 slices per thread;
+/// per_two_slices: 256 threads per (16 rows, 2 slices) (a measurement, session 21).
 /// `automatic` picks per_chunk_serial when its CTAs fill the GPU a few times over, per_chunk
 /// when they fill a good part of it, else per_slice; tests and probes force one.
-enum class ImageKernel { automatic, per_slice, per_chunk, per_chunk_serial };
+enum class ImageKernel { automatic, per_slice, per_chunk, per_chunk_serial, per_two_slices };
 
 /// 8-bit image (core/fp8_layout.hpp) of bf16 activations A [M, K] (row stride lda) quantized
 /// under `rule` (spec §2), into `out` (ImageGeometry::of(M, K).total_bytes() bytes).

@@ -77,7 +77,8 @@ TEST(GpuFp8, WeightImageIsByteIdenticalToTheCpuOracle) {
     ASSERT_EQ(gpu.size(), cpu.size());
     for (size_t i = 0; i < cpu.size(); ++i) ASSERT_EQ(gpu[i], cpu[i]) << N << "x" << K << " byte " << i;
     // Each image kernel, forced, into poison: the same bytes.
-    for (const auto kernel : {cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk, cuda::ImageKernel::per_chunk_serial}) {
+    for (const auto kernel : {cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk, cuda::ImageKernel::per_chunk_serial,
+                            cuda::ImageKernel::per_two_slices}) {
       DeviceBuf img(random_bytes(cpu.size(), 910101 + N));
       cuda::fp8_image_from_packed(pk.pw, img.get(), nullptr, kernel);
       const std::vector<uint8_t> forced = img.download<uint8_t>();
@@ -130,7 +131,8 @@ TEST(GpuFp8, ActivationImageIsByteIdenticalToTheCpuOracle) {
       std::vector<uint8_t> cpu(static_cast<size_t>(bytes));
       fp8::build_image(aq.view(), cpu.data());
       for (const auto kernel : {cuda::ImageKernel::automatic, cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk,
-                                cuda::ImageKernel::per_chunk_serial}) {
+                                cuda::ImageKernel::per_chunk_serial,
+                            cuda::ImageKernel::per_two_slices}) {
         DeviceBuf img(random_bytes(size_t(bytes), 920101 + K));
         cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, K, rule, img.get(), nullptr, kernel);
         const std::vector<uint8_t> gpu = img.download<uint8_t>();
@@ -164,7 +166,8 @@ TEST(GpuFp8, ActivationImageOfAnOddlyStridedViewIsByteIdentical) {
   std::vector<uint8_t> cpu(static_cast<size_t>(bytes));
   fp8::build_image(quantize_bf16(a, M, K).view(), cpu.data());
   for (const auto kernel : {cuda::ImageKernel::automatic, cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk,
-                            cuda::ImageKernel::per_chunk_serial}) {
+                            cuda::ImageKernel::per_chunk_serial,
+                            cuda::ImageKernel::per_two_slices}) {
     DeviceBuf img(random_bytes(size_t(bytes), 930101));
     cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, lda, ScaleRule::aiter, img.get(), nullptr, kernel);
     const std::vector<uint8_t> gpu = img.download<uint8_t>();
