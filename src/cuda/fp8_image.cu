@@ -1,10 +1,12 @@
 // Builders of path fp8's 8-bit operand image (src/core/fp8_layout.hpp, docs/fp8-path.md): from bf16
 // activations (quantized per spec §2 with the primitives and block rule of fmt::quantize_block, so the
 // image is bit-identical to fp8::build_image of the CPU-quantized matrix) and from packed
-// weights (layout v3). Two kernels write the same bytes: per slice (a CTA of 256 threads per
-// (16-row tile, 128-K slice), which also reads the exponents of two more slices of the chain
-// chunk; for few rows) and per chain chunk (256 threads per (16-row tile, 8 slices), each
-// element read once; for many rows). 8 elements (one 16-byte load of bf16) per thread and slice.
+// weights (layout v3). Three kernels write the same bytes (cuda::ImageKernel): per slice (a CTA
+// of 256 threads per (16-row tile, 128-K slice), which also reads the exponents of two more
+// slices of the chain chunk; for few rows), per chain chunk (1024 threads per (16-row tile, 8
+// slices), each element read once) and serial (256 threads per (16-row tile, window of W
+// slices), each thread walking its window; W = 8, a whole chunk, for very many rows). 8
+// elements (one 16-byte load of bf16) per thread and slice.
 #include <cuda_fp8.h>
 
 #include "core/fp8_layout.hpp"
@@ -150,7 +152,7 @@ __device__ fp8::GroupRange slice_range_only(const Source& src, const typename So
 }
 
 /// Where row r's group in slice j goes in the image: lane i's 8 codes, the group's exponent
-/// word and its scale. Moving to slice j + 1 adds `Step` to each (every array is slice-major).
+/// word and its scale. Every array is slice-major, so next_slice() moves all three by one slice.
 struct GroupSlot {
   uint8_t* codes;
   uint32_t* exponent;
@@ -462,7 +464,7 @@ void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cuda
                           std::to_string(fp8::kChainSlices * fp8::kSliceK));
   if ((kernel == ImageKernel::per_slice || kernel == ImageKernel::per_two_slices) && g.slices > 65535)
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 slices of " +
-                          std::to_string(fp8::kSliceK) + " for the per-slice kernel");
+                          std::to_string(fp8::kSliceK) + " for the per-slice kernels");
   const dim3 chunk_grid{unsigned(tiles), unsigned(chunks)};
   if (kernel == ImageKernel::per_chunk_serial)
     launch_pdl(fp8_image_serial_kernel<Source, fp8::kChainSlices>, chunk_grid, dim3(kImageRows * 16), stream, name, src,

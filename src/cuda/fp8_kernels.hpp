@@ -15,8 +15,8 @@ namespace mxfp4::cuda {
 /// CTA per (16 rows, slice); per_chunk: 1024 threads per (16 rows, chain chunk), 2 slices per
 /// thread; per_chunk_serial: 256 threads per (16 rows, chain chunk), 8 slices per thread;
 /// per_two_slices: 256 threads per (16 rows, 2 slices) (a measurement, session 21).
-/// `automatic` picks per_chunk_serial when its CTAs fill the GPU a few times over, per_chunk
-/// when they fill a good part of it, else per_slice; tests and probes force one.
+/// `automatic` picks per_chunk_serial from 1.5 (16 rows, chunk) CTAs per SM, per_chunk from
+/// 48 such CTAs, else per_slice (fp8_image.cu: the measurements); tests and probes force one.
 enum class ImageKernel { automatic, per_slice, per_chunk, per_chunk_serial, per_two_slices };
 
 /// 8-bit image (core/fp8_layout.hpp) of bf16 activations A [M, K] (row stride lda) quantized

@@ -97,9 +97,9 @@ TEST(GpuFp8, WeightImageIsByteIdenticalToTheCpuOracle) {
 TEST(GpuFp8, ActivationImageIsByteIdenticalToTheCpuOracle) {
   MXFP4_REQUIRE_GPU();
   // K = 672: 6 slices (one chain chunk), the last one 32 wide; K = 2080: 17 slices (three
-  // chunks, the last of one slice, 32 wide).
-  constexpr int64_t M = 150;
-  for (const int64_t K : {int64_t{672}, int64_t{2080}}) {
+  // chunks, the last of one slice, 32 wide); K = 1376 with M = 257: 11 slices (a last chunk of
+  // 3, the last slice 96 wide) and a 16-row tile of one real row (session 21's review).
+  for (const auto& [M, K] : {std::pair<int64_t, int64_t>{150, 672}, {150, 2080}, {257, 1376}}) {
     std::vector<uint16_t> a = randn_bf16(size_t(M * K), 920001);
     // Row 10: a block of -2^-133 (scale byte 0, every code -0) among normal blocks, so its
     // shift s - e lies far outside [1, 4] while its bytes must stay 0 (review, session 11).
