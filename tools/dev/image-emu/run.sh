@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds and runs the CPU emulation of the FP8 image kernels (emu.cpp) against the CPU oracle.
-# Needs a configured and built tree (default build-cuda; BUILD=dir to change) for libmxfp4.a.
+# Needs a configured and built tree (default build-cuda; BUILD=dir, relative to the repository
+# or absolute, to change) for libmxfp4.a. ctest runs it on a few shapes (test image_emu).
 # Usage: tools/dev/image-emu/run.sh [M K ...]   (default: 40 shapes, about a minute;
 #        FULL=1 adds M = 16, 255, 256, 512 and more K: about 5 minutes)
 # Exit status 0 when every image is byte-identical and no sync diverged.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
-build=$root/${BUILD:-build-cuda}
+build=${BUILD:-build-cuda}
+[[ "$build" = /* ]] || build=$root/$build
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 src=$root/src/cuda/fp8_image.cu
