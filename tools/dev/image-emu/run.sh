@@ -20,8 +20,11 @@ sed -n "${first},$((last - 1))p" "$src" > "$work/kernels.inc"
 libs=()
 blas=$(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' "$build/CMakeCache.txt")
 [ -n "$blas" ] && libs+=("$blas")
-if grep -q '^MXFP4_CUDA:STRING=ON' "$build/CMakeCache.txt"; then
-  libs+=(-L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt)
+# A library built with the CUDA backend (MXFP4_CUDA ON, or AUTO with nvcc found) holds .cu
+# objects and needs the CUDA runtime and cuBLAS (CUDA_LIB_DIR: set by ctest from CMake's
+# CUDAToolkit_LIBRARY_DIR).
+if ar t "$build/libmxfp4.a" | grep -q '\.cu\.o$'; then
+  libs+=(-L"${CUDA_LIB_DIR:-/usr/local/cuda/lib64}" -lcudart -lcublas -lcublasLt)
 fi
 g++ -std=c++17 -O2 -I"$root/include" -I"$root/src" -I"$work" "$root/tools/dev/image-emu/emu.cpp" \
   "$root/tools/dev/image-emu/fibers.S" "$build/libmxfp4.a" "${libs[@]}" -lpthread -o "$work/emu"
