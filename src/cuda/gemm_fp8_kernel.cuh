@@ -54,6 +54,15 @@ struct Fp8Params {
   int split;       ///< split-K: a cluster of `split` CTAs per tile, each a contiguous share of the slices
 };
 
+#ifndef MXFP4_EXP_FP8_TWO_PER_SM
+#define MXFP4_EXP_FP8_TWO_PER_SM 0
+#endif
+/// -DMXFP4_EXP_FP8_TWO_PER_SM=1: the 64 x 64 tile (one consumer warpgroup, 256 threads) runs two
+/// CTAs per SM (half the shared memory each, at most 128 registers per thread) and its
+/// persistent grid has two CTAs per SM. For M ~ 256, where the GEMM has about one tile per SM
+/// and a lone CTA's pipeline sets the pace (session 21, perf-notes plan). A measurement.
+constexpr bool kExpTwoPerSm = MXFP4_EXP_FP8_TWO_PER_SM != 0;
+
 /// Shared-memory plan of one instantiation: the stage ring (A and B atoms, 1024-byte aligned
 /// for the 128-byte swizzle), the per-stage group scales, then the mbarriers. kCons consumer
 /// warpgroups, each 64 tokens x WN weight rows of the BM x BN tile, plus one producer warpgroup.
@@ -69,7 +78,9 @@ struct Plan {
   /// and records (4 words per 64-row atom: wide and break bytes), in that order.
   static constexpr int kScaleWords = kBM + BN, kWideWords = 4 * (kBM / 64 + BN / 64);
   static constexpr int kMetaWords = 2 * kScaleWords + kWideWords;
-  static constexpr int kBudget = 224 * 1024;
+  /// CTAs per SM the instantiation is built for (its launch bounds and persistent grid).
+  static constexpr int kPerSm = kExpTwoPerSm && BM == 64 && BN == 64 ? 2 : 1;
+  static constexpr int kBudget = 224 * 1024 / kPerSm;
   static constexpr int kStages = std::min(8, (kBudget - 1024) / (kTileBytes + kMetaWords * 4 + 16));
   static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kMetaWords * 4 + 16);
   static constexpr int kThreads = 128 * (kCons + 1);
@@ -240,7 +251,7 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
 /// shared memory in rank order 0..split-1 (deterministic), each CTA storing 1/split of the
 /// tile's rows.
 template <int BM, int BN, int WN, bool PAIR>
-__global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel(const Fp8Params p) {
+__global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, Plan<BM, BN, WN>::kPerSm) gemm_fp8_kernel(const Fp8Params p) {
   using P = Plan<BM, BN, WN>;
   constexpr int kCons = P::kCons;
   constexpr int kCtas = PAIR ? 2 : 1;

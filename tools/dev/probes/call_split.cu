@@ -4,7 +4,8 @@
 // A quantized once, (4) both, as the library runs them, and for path fp8 also (5) the fix-up
 // alone and (6) all three (the library's call). Path splitk runs with split-K through clusters
 // and, where splitk_scratch uses it, again through the workspace (its counters reset
-// themselves after the first quantizer run). Weights rotate over copies past the L2 like
+// themselves after the first quantizer run). FP8_CFG="BLOCK_M BLOCK_N WARPS SPLIT_K" forces a
+// path fp8 configuration on every shape. Weights rotate over copies past the L2 like
 // `mxfp4 bench`; their codes are arbitrary and every scale byte is 127 (no fp8 group is flagged). Usage (after
 // scripts/device-check.sh has built build-device; tools/dev/call-split.sh does these two steps):
 //   nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -Isrc tools/dev/probes/call_split.cu build-device/libmxfp4.a \
@@ -128,7 +129,13 @@ int main(int argc, char** argv) {
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   for (int a = 1; a + 2 < argc; a += 3) {
     const int64_t M = atoll(argv[a]), N = atoll(argv[a + 1]), K = atoll(argv[a + 2]);
-    const GemmConfig cfg = cuda::config_for(M, N, K);
+    GemmConfig cfg = cuda::config_for(M, N, K);
+    // FP8_CFG="BLOCK_M BLOCK_N WARPS SPLIT_K" forces a path fp8 configuration (e.g. a variant
+    // build's instantiation the dispatcher does not pick).
+    if (const char* force = getenv("FP8_CFG")) {
+      int bm = 0, bn = 0, w = 0, sk = 0;
+      if (sscanf(force, "%d %d %d %d", &bm, &bn, &w, &sk) == 4) cfg = GemmConfig{GemmPath::fp8, bn, bm, sk, w};
+    }
     if (cfg.path == GemmPath::fp8) {
       fp8_split(s, sms, M, N, K, cfg);
       continue;
