@@ -19,6 +19,22 @@ MXFP4_HD int64_t total_bytes(int64_t N, int64_t K) {
   return padded_rows(N) * padded_k(K) / 2 + padded_rows(N) * padded_k(K) / 32;
 }
 
+/// Geometry of the packed layout for a [rows, K] matrix (kernel arguments; host and device).
+struct Geometry {
+  int64_t rows_padded;  ///< padded_rows(rows) = round_up(rows, 16)
+  int64_t k_padded;     ///< round_up(K, 64)
+  int64_t k_chunks;     ///< k_padded / 64: tiles per 16-row slab
+  int64_t code_bytes;   ///< rows_padded * k_padded / 2: start of the scale region
+  MXFP4_HD static Geometry of(int64_t rows, int64_t K) {
+    Geometry g;
+    g.rows_padded = padded_rows(rows);
+    g.k_padded = padded_k(K);
+    g.k_chunks = g.k_padded / 64;
+    g.code_bytes = code_region_bytes(rows, K);
+    return g;
+  }
+};
+
 /// Offset of the 32-bit code word holding element (row r, K column k) in a layout with padded
 /// K `Kp`: tile (r/16, k/64) at 512 bytes each, lane l = 4g + t at 16 l, word 2h + s
 /// (docs/packed-layout.md, "Code region").

@@ -64,20 +64,7 @@ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 /// Geometry of the packed layout (docs/packed-layout.md) for a [rows, K] matrix.
-struct PackedGeometry {
-  int64_t rows_padded;  ///< packed::padded_rows(rows) = round_up(rows, 16)
-  int64_t k_padded;     ///< round_up(K, 64)
-  int64_t k_chunks;     ///< k_padded / 64: tiles per 16-row slab
-  int64_t code_bytes;   ///< rows_padded * k_padded / 2: start of the scale region
-  __host__ __device__ static PackedGeometry of(int64_t rows, int64_t K) {
-    PackedGeometry g;
-    g.rows_padded = packed::padded_rows(rows);
-    g.k_padded = packed::padded_k(K);
-    g.k_chunks = g.k_padded / 64;
-    g.code_bytes = packed::code_region_bytes(rows, K);
-    return g;
-  }
-};
+using PackedGeometry = packed::Geometry;
 
 #if defined(__CUDACC__)
 

@@ -141,17 +141,7 @@ inline uint32_t max_u16x2(uint32_t a, uint32_t b) {
 }
 inline void grid_dependency_wait() {}
 inline void grid_dependents_launch() {}
-struct PackedGeometry {
-  int64_t rows_padded, k_padded, k_chunks, code_bytes;
-  static PackedGeometry of(int64_t rows, int64_t K) {
-    PackedGeometry g;
-    g.rows_padded = packed::padded_rows(rows);
-    g.k_padded = packed::padded_k(K);
-    g.k_chunks = g.k_padded / 64;
-    g.code_bytes = packed::code_region_bytes(rows, K);
-    return g;
-  }
-};
+using PackedGeometry = packed::Geometry;
 enum class ImageKernel { automatic, per_slice, per_chunk, per_chunk_serial, per_two_slices };
 namespace {
 #include "kernels.inc"
