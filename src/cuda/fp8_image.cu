@@ -209,6 +209,27 @@ __device__ void write_tile_bytes(const fp8::ImageGeometry& g, int64_t t, int64_t
   }
 }
 
+/// A row's tile bits for write_tile_bytes (before the OR over the tile's rows): padding rows
+/// (zero codes) are never flagged or wide and never break a chain.
+__device__ __forceinline__ int tile_bits(bool real, fp8::GroupKind kind, bool breaks) {
+  return int(real && kind == fp8::GroupKind::flagged) | (int(real && kind == fp8::GroupKind::wide) << 1) |
+         (int(breaks) << 2);
+}
+
+/// The tile bytes of slices j0 .. j0 + slices - 1 from each warp's vote (warp_bits[u][warp],
+/// the OR over the warp's two rows of tile_bits): thread u writes slice j0 + u's. Called by
+/// every thread after the CTA barrier that follows the votes.
+template <int S>
+__device__ void write_voted_tile_bytes(const fp8::ImageGeometry& g, int64_t t, int64_t j0, int slices,
+                                       const int (&warp_bits)[S][kImageRows / 2], uint8_t* __restrict__ out) {
+  if (threadIdx.x < unsigned(slices)) {
+    int bits = 0;
+#pragma unroll
+    for (int w = 0; w < kImageRows / 2; ++w) bits |= warp_bits[threadIdx.x][w];
+    write_tile_bytes(g, t, j0 + int(threadIdx.x), bits, out);
+  }
+}
+
 /// Per-slice kernel (few rows: many CTAs). One CTA per (16-row tile t, 128-K slice j): thread
 /// 16 rr + i owns elements 8i .. 8i+7 of the slice in row 16 t + rr (quarter i % 4 of block
 /// i / 4). The group's R needs the anchor of its chain chunk (the range of the chunk's first
@@ -338,19 +359,11 @@ __global__ void __launch_bounds__(kChunkThreads) fp8_image_chunk_kernel(Source s
       const fp8::GroupRange next = range[rr][jj + 1];
       breaks = real && !fp8::chain_continues(gr.kind, R, next.kind, fp8::choose_exponent(next, has_anchor, anchor));
     }
-    // Padding rows (zero codes) are never flagged or wide and never break a chain.
-    const int bits = int(real && gr.kind == fp8::GroupKind::flagged) | (int(real && gr.kind == fp8::GroupKind::wide) << 1) |
-                     (int(breaks) << 2);
-    const int vote = int(__reduce_or_sync(0xFFFFFFFFu, uint32_t(bits)));
+    const int vote = int(__reduce_or_sync(0xFFFFFFFFu, uint32_t(tile_bits(real, gr.kind, breaks))));
     if (threadIdx.x % 32 == 0) warp_bits[jj][warp] = vote;
   }
   __syncthreads();
-  if (threadIdx.x < unsigned(slices)) {
-    int bits = 0;
-#pragma unroll
-    for (int w = 0; w < kImageRows / 2; ++w) bits |= warp_bits[threadIdx.x][w];
-    write_tile_bytes(g, t, j0 + int(threadIdx.x), bits, out);
-  }
+  write_voted_tile_bytes(g, t, j0, slices, warp_bits, out);
   // No padding follows the flags (fp8_layout.hpp: they end 16-byte aligned), so every byte
   // of the image has been written.
 }
@@ -415,8 +428,7 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_serial_kernel(Sourc
     // was the matrix's last (this slice lies past K).
     if (u > 0)
       settle(u - 1, prev_bits | (int((real && !fp8::chain_continues(prev_kind, prev_R, range.kind, R)) || u == slices) << 2));
-    // Padding rows (zero codes) are never flagged or wide and never break a chain.
-    prev_bits = int(real && range.kind == fp8::GroupKind::flagged) | (int(real && range.kind == fp8::GroupKind::wide) << 1);
+    prev_bits = tile_bits(real, range.kind, false);
     prev_kind = range.kind, prev_R = R;
   }
   // The window's last slice: it continues into the slice after the window where that slice is
@@ -428,12 +440,7 @@ __global__ void __launch_bounds__(kImageRows * 16) fp8_image_serial_kernel(Sourc
   }
   settle(W - 1, prev_bits | (int(last_breaks) << 2));
   __syncthreads();
-  if (threadIdx.x < unsigned(slices)) {
-    int bits = 0;
-#pragma unroll
-    for (int w = 0; w < kImageRows / 2; ++w) bits |= warp_bits[threadIdx.x][w];
-    write_tile_bytes(g, t, j0 + int(threadIdx.x), bits, out);
-  }
+  write_voted_tile_bytes(g, t, j0, slices, warp_bits, out);
 }
 
 /// ImageKernel::automatic runs a per-chunk kernel when there are at least this many (16-row
