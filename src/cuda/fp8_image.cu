@@ -1,12 +1,12 @@
 // Builders of path fp8's 8-bit operand image (src/core/fp8_layout.hpp, docs/fp8-path.md): from bf16
 // activations (quantized per spec §2 with the primitives and block rule of fmt::quantize_block, so the
 // image is bit-identical to fp8::build_image of the CPU-quantized matrix) and from packed
-// weights (layout v3). Three kernels write the same bytes (cuda::ImageKernel): per slice (a CTA
-// of 256 threads per (16-row tile, 128-K slice), which also reads the exponents of two more
-// slices of the chain chunk; for few rows), per chain chunk (1024 threads per (16-row tile, 8
-// slices), each element read once) and serial (256 threads per (16-row tile, window of W
-// slices), each thread walking its window; W = 8, a whole chunk, for very many rows). 8
-// elements (one 16-byte load of bf16) per thread and slice.
+// weights (layout v3). Two kernels write the same bytes (cuda::ImageKernel): per chain chunk
+// (1024 threads per (16-row tile, 8 slices), each element read once) and a serial window (256
+// threads per (16-row tile, W slices of 128 K), each thread walking its window; the window also
+// reads the exponents of the chain chunk's slices around it). W = 1 and 2 for few rows (per
+// slice, per two slices), W = 8, a whole chunk, for very many rows. 8 elements (one 16-byte
+// load of bf16) per thread and slice.
 #include <cuda_fp8.h>
 
 #include "core/fp8_layout.hpp"
@@ -30,13 +30,15 @@ __device__ __noinline__ uint4 load8_bf16_unaligned(const uint16_t* p) {
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-/// Block source: bf16 activations A [M, K] (row stride lda), quantized under `rule`. A quarter
-/// (8 elements) is loaded first (load: one 16-byte load, so a thread can have all of its chunk's
-/// loads in flight) and encoded later (codes).
+/// Block source: bf16 activations A [M, K] (row stride lda), quantized under kRule (a template
+/// parameter, so that the rule's branches fold away and the slices' range computations are
+/// straight-line code the scheduler can interleave). A quarter (8 elements) is loaded first
+/// (load: one 16-byte load, so a thread can have all of its chunk's loads in flight) and
+/// encoded later (codes).
+template <ScaleRule kRule>
 struct Bf16Source {
   const uint16_t* A;
   int64_t M, K, lda;
-  ScaleRule rule;
   struct Raw {
     uint32_t w[4];  ///< bf16 pairs: element 2i in the low half of w[i]
   };
@@ -61,14 +63,11 @@ struct Bf16Source {
 #pragma unroll
     for (int d = 1; d < 4; d <<= 1) m = max_u16x2(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
     const uint32_t amax = max(m & 0xFFFFu, m >> 16);
-    if (amax >= 0x7F80u) {
-      nonzero = false;
-      return kScaleNaN;
-    }
-    const float a = fmt::f32_from_bits(amax << 16);
-    const int s = fmt::shared_exponent(a, rule);
-    nonzero = fmt::e2m1_round_value(a * fmt::exp2i(-s)) != 0.f;
-    return uint8_t(s + 127);
+    const bool finite = amax < 0x7F80u;  // else Inf or NaN: the NaN scale byte, no codes
+    const float a = fmt::f32_from_bits((finite ? amax : 0u) << 16);
+    const int s = fmt::shared_exponent(a, kRule);
+    nonzero = finite && fmt::e2m1_round_value(a * fmt::exp2i(-s)) != 0.f;
+    return finite ? uint8_t(s + 127) : kScaleNaN;
   }
   /// The 8 s8 image bytes (fp8::e2m1_to_s8 of each element's code, shift d in [1, 4]) of the
   /// loaded elements of a finite block with shared exponent s: qdq::e2m1_s8_quad, bit-identical
@@ -230,64 +229,6 @@ __device__ void write_voted_tile_bytes(const fp8::ImageGeometry& g, int64_t t, i
   }
 }
 
-/// Per-slice kernel (few rows: many CTAs). One CTA per (16-row tile t, 128-K slice j): thread
-/// 16 rr + i owns elements 8i .. 8i+7 of the slice in row 16 t + rr (quarter i % 4 of block
-/// i / 4). The group's R needs the anchor of its chain chunk (the range of the chunk's first
-/// slice c, fp8::chunk_anchor) and its break byte the next slice's R, so the CTA also reads its
-/// rows of slices c and j + 1 (when they are other slices of the chunk) for their exponents.
-/// The 16 threads of a row agree on the groups with shuffles, and the 8 warps on the flag,
-/// wide and break bytes of the tile.
-template <class Source>
-__global__ void __launch_bounds__(kImageRows * 16) fp8_image_slice_kernel(Source src, int64_t rows, int64_t K,
-                                                                          uint8_t* __restrict__ out) {
-  // Launched with PDL (launch_pdl): wait for the stream's previous kernel, which may write the
-  // source or still read `out`; then the GEMM (PDL) may start and request B, which is final by
-  // then. It waits for this grid before reading A's image.
-  grid_dependency_wait();
-  grid_dependents_launch();
-  const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
-  const int64_t t = blockIdx.x, j = blockIdx.y, c = j - j % fp8::kChainSlices;
-  const int rr = int(threadIdx.x) / 16, i = int(threadIdx.x) % 16;
-  const int64_t r = t * kImageRows + rr, k0 = j * fp8::kSliceK + 8 * i;
-  const bool has_first = c != j, has_next = !fp8::chunk_ends(j, g.slices);  // CTA-uniform
-  // The loads first: this slice, the chunk's first slice and the next one (zeros if unused).
-  const typename Source::Raw raw = src.load(r, k0);
-  typename Source::Raw raw_first{}, raw_next{};
-  if (has_first) raw_first = src.load(r, c * fp8::kSliceK + 8 * i);
-  if (has_next) raw_next = src.load(r, k0 + fp8::kSliceK);
-  int s;
-  bool block_nonzero;
-  const fp8::GroupRange range = slice_range(src, raw, s, block_nonzero);
-  const fp8::GroupRange first = has_first ? slice_range_only(src, raw_first) : range;
-  bool has_anchor = false;
-  const int anchor = fp8::chunk_anchor(first, has_anchor);
-  const int R = fp8::choose_exponent(range, has_anchor, anchor);
-  bool breaks = true;  // the row's chain ends after this slice
-  if (has_next) {
-    const fp8::GroupRange next = slice_range_only(src, raw_next);
-    breaks = !fp8::chain_continues(range.kind, R, next.kind, fp8::choose_exponent(next, has_anchor, anchor));
-  }
-  write_group(src, raw, GroupSlot::of(g, r, j, i, out), r < rows, i, range.kind, R, s, block_nonzero);
-  // The tile's bytes. Padding rows (zero codes) are never flagged or wide and never break a
-  // chain; a chunk's last slice breaks every chain.
-  const bool real = r < rows;
-  __shared__ int warp_bits[kImageRows / 2];
-  const int warp = int(threadIdx.x) / 32;
-  const int bits = __any_sync(0xFFFFFFFFu, real && range.kind == fp8::GroupKind::flagged) |
-                   (__any_sync(0xFFFFFFFFu, real && range.kind == fp8::GroupKind::wide) << 1) |
-                   (__any_sync(0xFFFFFFFFu, real && breaks) << 2);
-  if (threadIdx.x % 32 == 0) warp_bits[warp] = bits;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int b = has_next ? 0 : 4;
-#pragma unroll
-    for (int k = 0; k < kImageRows / 2; ++k) b |= warp_bits[k];
-    write_tile_bytes(g, t, j, b, out);
-  }
-  // No padding follows the flags (fp8_layout.hpp: they end 16-byte aligned), so every byte
-  // of the image has been written.
-}
-
 /// Per-chunk kernel (many rows: every element is read once). One CTA of 1024 threads per
 /// (16-row tile t, chain chunk of kChainSlices slices from j0): thread group sg (of kGroups)
 /// takes slices sg * kPer .. sg * kPer + kPer - 1 of the chunk (kPer = kChainSlices / kGroups),
@@ -310,7 +251,7 @@ __global__ void __launch_bounds__(kChunkThreads) fp8_image_chunk_kernel(Source s
                                                                         uint8_t* __restrict__ out) {
   constexpr int kPer = fp8::kChainSlices / kGroups;
   static_assert(fp8::kChainSlices % kGroups == 0, "slices split evenly over the thread groups");
-  grid_dependency_wait();  // PDL: as in fp8_image_slice_kernel
+  grid_dependency_wait();  // PDL: as in fp8_image_serial_kernel
   grid_dependents_launch();
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const int64_t t = blockIdx.x, j0 = int64_t(blockIdx.y) * fp8::kChainSlices;
@@ -374,17 +315,20 @@ __global__ void __launch_bounds__(kChunkThreads) fp8_image_chunk_kernel(Source s
 /// hold each slice's range after the shuffle reduction, so the anchor, R and the previous
 /// slice's break bit need no shared memory and no CTA barrier; it writes each slice's codes,
 /// exponent word and scale at once. One barrier at the end combines the 8 warps' tile bits.
-/// W = kChainSlices (a whole chunk: every element read once) for very many rows; a window
-/// inside a chunk also reads the exponents of the chunk's first slice (the anchor) and of the
-/// slice after the window (the last slice's break bit), as the per-slice kernel does. The same
-/// bytes as the other image kernels. Session 21, W = 8: 4096 x 2048 21.9 -> 14.2 us (the
+/// W = kChainSlices (a whole chunk: every element read once) for very many rows; W = 1 and 2
+/// (per slice, per two slices) for few rows (many CTAs). A window inside a chunk also reads the
+/// exponents of the chunk's first slice (the anchor) and of the slice after the window (the
+/// last slice's break bit). The same bytes as the chunk kernel. Session 21, W = 8: 4096 x 2048 21.9 -> 14.2 us (the
 /// 1024-thread kernel of session 20: 54 -> ~37 instructions per element, and no phases that
 /// stall the whole SM); the same walk in two phases with a barrier between them took 17.0.
 template <class Source, int W>
 __global__ void __launch_bounds__(kImageRows * 16) fp8_image_serial_kernel(Source src, int64_t rows, int64_t K,
                                                                            uint8_t* __restrict__ out) {
   static_assert(fp8::kChainSlices % W == 0, "windows never straddle a chain chunk");
-  grid_dependency_wait();  // PDL: as in fp8_image_slice_kernel
+  // Launched with PDL (launch_pdl): wait for the stream's previous kernel, which may write the
+  // source or still read `out`; then the GEMM (PDL) may start and request B, which is final by
+  // then. It waits for this grid before reading A's image.
+  grid_dependency_wait();
   grid_dependents_launch();
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const int64_t t = blockIdx.x, j0 = int64_t(blockIdx.y) * W, c = j0 - j0 % fp8::kChainSlices;
@@ -481,8 +425,8 @@ void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cuda
                stream, name, src, rows, K, out);
   else if (kernel == ImageKernel::per_chunk)
     launch_pdl(fp8_image_chunk_kernel<Source>, chunk_grid, dim3(kChunkThreads), stream, name, src, rows, K, out);
-  else
-    launch_pdl(fp8_image_slice_kernel<Source>, dim3(unsigned(tiles), unsigned(g.slices)), dim3(kImageRows * 16), stream,
+  else  // per slice: a window of one slice
+    launch_pdl(fp8_image_serial_kernel<Source, 1>, dim3(unsigned(tiles), unsigned(g.slices)), dim3(kImageRows * 16), stream,
                name, src, rows, K, out);
 }
 
@@ -490,7 +434,15 @@ void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cuda
 
 void fp8_image_from_bf16(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule rule, uint8_t* out,
                          cudaStream_t stream, ImageKernel kernel) {
-  launch_image(Bf16Source{A, M, K, lda, rule}, M, K, out, stream, kernel, "fp8_image_kernel<bf16>");
+  switch (rule) {
+    case ScaleRule::aiter:
+      return launch_image(Bf16Source<ScaleRule::aiter>{A, M, K, lda}, M, K, out, stream, kernel, "fp8_image_kernel<bf16>");
+    case ScaleRule::floor:
+      return launch_image(Bf16Source<ScaleRule::floor>{A, M, K, lda}, M, K, out, stream, kernel, "fp8_image_kernel<bf16>");
+    case ScaleRule::rceil:
+      return launch_image(Bf16Source<ScaleRule::rceil>{A, M, K, lda}, M, K, out, stream, kernel, "fp8_image_kernel<bf16>");
+  }
+  throw InvalidArgument("FP8 image: unknown scale rule " + std::to_string(int(rule)));
 }
 
 void fp8_image_from_packed(const PackedWeights& B, uint8_t* out, cudaStream_t stream, ImageKernel kernel) {

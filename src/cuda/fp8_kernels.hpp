@@ -14,7 +14,8 @@ namespace mxfp4::cuda {
 /// Which image kernel runs (src/cuda/fp8_image.cu): all write the same bytes. per_slice: a
 /// CTA per (16 rows, slice); per_chunk: 1024 threads per (16 rows, chain chunk), 2 slices per
 /// thread; per_chunk_serial: 256 threads per (16 rows, chain chunk), 8 slices per thread;
-/// per_two_slices: 256 threads per (16 rows, 2 slices) (a measurement, session 21).
+/// per_two_slices: 256 threads per (16 rows, 2 slices) (a measurement: faster alone at M = 256
+/// with K >= 1536, but the whole call is not; docs/perf-notes.md, session 22).
 /// `automatic` picks per_chunk_serial from 1.5 (16 rows, chunk) CTAs per SM, per_chunk from
 /// 48 such CTAs, else per_slice (fp8_image.cu: the measurements); tests and probes force one.
 enum class ImageKernel { automatic, per_slice, per_chunk, per_chunk_serial, per_two_slices };

@@ -40,7 +40,7 @@ void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   }
   // Persistent: as many clusters as can be resident at once (pairs need two SMs of one GPC,
   // so fewer than sm_count / 2 may fit); the device's answer is cached per instantiation.
-  int resident = std::max(1, sm_count * P::kPerSm / kCtas);
+  int resident = std::max(1, sm_count / kCtas);
   if constexpr (PAIR) {
     static std::atomic<int> cached{0};
     if (cached.load() == 0) {

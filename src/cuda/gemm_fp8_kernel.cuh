@@ -54,15 +54,6 @@ struct Fp8Params {
   int split;       ///< split-K: a cluster of `split` CTAs per tile, each a contiguous share of the slices
 };
 
-#ifndef MXFP4_EXP_FP8_TWO_PER_SM
-#define MXFP4_EXP_FP8_TWO_PER_SM 0
-#endif
-/// -DMXFP4_EXP_FP8_TWO_PER_SM=1: the 64 x 64 tile (one consumer warpgroup, 256 threads) runs two
-/// CTAs per SM (half the shared memory each, at most 128 registers per thread) and its
-/// persistent grid has two CTAs per SM. For M ~ 256, where the GEMM has about one tile per SM
-/// and a lone CTA's pipeline sets the pace (session 21, perf-notes plan). A measurement.
-constexpr bool kExpTwoPerSm = MXFP4_EXP_FP8_TWO_PER_SM != 0;
-
 /// Shared-memory plan of one instantiation: the stage ring (A and B atoms, 1024-byte aligned
 /// for the 128-byte swizzle), the per-stage group scales, then the mbarriers. kCons consumer
 /// warpgroups, each 64 tokens x WN weight rows of the BM x BN tile, plus one producer warpgroup.
@@ -78,9 +69,7 @@ struct Plan {
   /// and records (4 words per 64-row atom: wide and break bytes), in that order.
   static constexpr int kScaleWords = kBM + BN, kWideWords = 4 * (kBM / 64 + BN / 64);
   static constexpr int kMetaWords = 2 * kScaleWords + kWideWords;
-  /// CTAs per SM the instantiation is built for (its launch bounds and persistent grid).
-  static constexpr int kPerSm = kExpTwoPerSm && BM == 64 && BN == 64 ? 2 : 1;
-  static constexpr int kBudget = 224 * 1024 / kPerSm;
+  static constexpr int kBudget = 224 * 1024;
   static constexpr int kStages = std::min(8, (kBudget - 1024) / (kTileBytes + kMetaWords * 4 + 16));
   static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kMetaWords * 4 + 16);
   static constexpr int kThreads = 128 * (kCons + 1);
@@ -156,6 +145,16 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
+#ifndef MXFP4_EXP_FP8_LATE_TRIGGER  // a measurement only (docs/perf-notes.md, session 22)
+#define MXFP4_EXP_FP8_LATE_TRIGGER 0
+#endif
+/// -DMXFP4_EXP_FP8_LATE_TRIGGER=1, 2 or 3: the GEMM lets its dependents launch only when its
+/// consumers start their last tile (1) or that tile's epilogue (2), or when its CTAs exit (3),
+/// not after the PDL wait, to
+/// time a chain image -> GEMM without the fix-up in between (call_split's image+gemm), i.e. a
+/// fix-up folded into the GEMM. Correct results (the fix-up waits for the GEMM either way).
+constexpr int kExpLateTrigger = MXFP4_EXP_FP8_LATE_TRIGGER;
+
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
 
@@ -164,7 +163,7 @@ __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2
 /// before its wait.
 __device__ __forceinline__ void wait_then_release_dependents() {
   if constexpr (!kExpNoWait) grid_dependency_wait();
-  grid_dependents_launch();
+  if constexpr (kExpLateTrigger == 0) grid_dependents_launch();
 }
 
 /// The four parts of a stage, one per producer thread (lane 0 of producer warp `part`).
@@ -251,7 +250,7 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
 /// shared memory in rank order 0..split-1 (deterministic), each CTA storing 1/split of the
 /// tile's rows.
 template <int BM, int BN, int WN, bool PAIR>
-__global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, Plan<BM, BN, WN>::kPerSm) gemm_fp8_kernel(const Fp8Params p) {
+__global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel(const Fp8Params p) {
   using P = Plan<BM, BN, WN>;
   constexpr int kCons = P::kCons;
   constexpr int kCtas = PAIR ? 2 : 1;
@@ -317,6 +316,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, Plan<BM, BN, WN>::
     for (int id = first; id < tiles_total; id += clusters) {
       int mt, nt;
       raster(id, p.m_tiles, p.n_tiles, mt, nt);
+      if constexpr (kExpLateTrigger == 1)
+        if (id + clusters >= tiles_total) grid_dependents_launch();
 #pragma unroll
       for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
       bool chained = false;  // the previous slice left its sums for this one to add to
@@ -469,6 +470,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, Plan<BM, BN, WN>::
       // that ptxas need not inject the wait into every slice for the registers the epilogue
       // reuses: C7517.)
       wgmma_wait<0>();
+      if constexpr (kExpLateTrigger == 2)
+        if (id + clusters >= tiles_total) grid_dependents_launch();
 
       // Epilogue: straight from the accumulators to C (bf16 rounded to nearest even, or fp32),
       // or, split-K, into this CTA's partial tile in shared memory.

@@ -6,7 +6,7 @@
 // reported (or deadlocks, reported too). bf16x2 arithmetic and prmt use the library's host
 // models (src/core/qdq_bf16x2.hpp). For each shape: random A (per-block exponents in [-7, 7],
 // rows of steady magnitude so chains continue, NaN, -Inf, zero and 2^-60 blocks), lda = K and
-// K + 3 (unaligned loads), two scale rules; every kernel kind writes into a poisoned buffer
+// K + 3 (unaligned loads), all three scale rules; every kernel kind writes into a poisoned buffer
 // with guard bytes and is compared byte for byte with fp8::build_image of the CPU-quantized
 // matrix; the weights' source (prepacked) likewise. Not modelled: data races, memory order,
 // PDL. `launch` below mirrors launch_image's kernel choice: keep it in step with it.
@@ -166,7 +166,7 @@ void launch(const Source& src, int64_t rows, int64_t K, uint8_t* out, ImageKerne
   else if (kernel == ImageKernel::per_chunk)
     grid(chunks, kChunkThreads, [&] { fp8_image_chunk_kernel<Source>(src, rows, K, out); });
   else
-    grid(g.slices, 256, [&] { fp8_image_slice_kernel<Source>(src, rows, K, out); });
+    grid(g.slices, 256, [&] { fp8_image_serial_kernel<Source, 1>(src, rows, K, out); });
 }
 }  // namespace mxfp4::cuda
 
@@ -231,7 +231,8 @@ int main(int argc, char** argv) {
           if (mode == 3) for (int64_t k = 32 * b; k < 32 * b + 32; ++k) A[size_t(r * lda + k)] = fmt::f32_to_bf16(std::ldexp(1.f, -60));
         }
       // rows of constant magnitude (chains): rows with r % 3 == 0 already have e = 0 everywhere.
-      for (ScaleRule rule : {li == 0 ? ScaleRule::floor : ScaleRule::aiter}) {
+      // Rules: aiter with the unaligned stride; floor (even M) or rceil (odd M) with the aligned one.
+      for (ScaleRule rule : {li == 1 ? ScaleRule::aiter : M % 2 ? ScaleRule::rceil : ScaleRule::floor}) {
         std::vector<uint8_t> codes(size_t(M * K / 2)), scales(size_t(M * K / 32));
         quantize(A.data(), DType::bf16, M, K, lda, codes.data(), scales.data(), rule, Exec{Backend::cpu, nullptr, 1});
         std::vector<uint8_t> cpu(size_t(g.total_bytes()));
@@ -241,7 +242,12 @@ int main(int argc, char** argv) {
         for (auto kern : kernels) {
           for (uint8_t poison : {uint8_t(0xA5)}) {
             std::vector<uint8_t> gpu(cpu.size() + 64, poison);
-            cuda::launch(cuda::Bf16Source{A.data(), M, K, lda, rule}, M, K, gpu.data() + 32, kern, 0);
+            if (rule == ScaleRule::floor)
+              cuda::launch(cuda::Bf16Source<ScaleRule::floor>{A.data(), M, K, lda}, M, K, gpu.data() + 32, kern, 0);
+            else if (rule == ScaleRule::rceil)
+              cuda::launch(cuda::Bf16Source<ScaleRule::rceil>{A.data(), M, K, lda}, M, K, gpu.data() + 32, kern, 0);
+            else
+              cuda::launch(cuda::Bf16Source<ScaleRule::aiter>{A.data(), M, K, lda}, M, K, gpu.data() + 32, kern, 0);
             for (int i = 0; i < 32; ++i) if (gpu[size_t(i)] != poison || gpu[gpu.size() - 1 - size_t(i)] != poison) { fprintf(stderr, "OOB write\n"); ++fails; break; }
             std::vector<uint8_t> img(gpu.begin() + 32, gpu.end() - 32);
             char tag[128];
