@@ -19,6 +19,9 @@ namespace mxfp4::cuda {
 /// `automatic` picks per_chunk_serial from 1.5 (16 rows, chunk) CTAs per SM, per_chunk from
 /// 48 such CTAs, else per_slice (fp8_image.cu: the measurements); tests and probes force one.
 enum class ImageKernel { automatic, per_slice, per_chunk, per_chunk_serial, per_two_slices };
+/// Every image kernel `automatic` can stand for (tests force each in turn).
+inline constexpr ImageKernel kEveryImageKernel[] = {ImageKernel::per_slice, ImageKernel::per_chunk,
+                                                   ImageKernel::per_chunk_serial, ImageKernel::per_two_slices};
 
 /// 8-bit image (core/fp8_layout.hpp) of bf16 activations A [M, K] (row stride lda) quantized
 /// under `rule` (spec §2), into `out` (ImageGeometry::of(M, K).total_bytes() bytes).

@@ -145,16 +145,6 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
-#ifndef MXFP4_EXP_FP8_LATE_TRIGGER  // a measurement only (docs/perf-notes.md, session 22)
-#define MXFP4_EXP_FP8_LATE_TRIGGER 0
-#endif
-/// -DMXFP4_EXP_FP8_LATE_TRIGGER=1, 2 or 3: the GEMM lets its dependents launch only when its
-/// consumers start their last tile (1) or that tile's epilogue (2), or when its CTAs exit (3),
-/// not after the PDL wait, to
-/// time a chain image -> GEMM without the fix-up in between (call_split's image+gemm), i.e. a
-/// fix-up folded into the GEMM. Correct results (the fix-up waits for the GEMM either way).
-constexpr int kExpLateTrigger = MXFP4_EXP_FP8_LATE_TRIGGER;
-
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
 
@@ -163,7 +153,7 @@ __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2
 /// before its wait.
 __device__ __forceinline__ void wait_then_release_dependents() {
   if constexpr (!kExpNoWait) grid_dependency_wait();
-  if constexpr (kExpLateTrigger == 0) grid_dependents_launch();
+  grid_dependents_launch();
 }
 
 /// The four parts of a stage, one per producer thread (lane 0 of producer warp `part`).
@@ -316,8 +306,6 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     for (int id = first; id < tiles_total; id += clusters) {
       int mt, nt;
       raster(id, p.m_tiles, p.n_tiles, mt, nt);
-      if constexpr (kExpLateTrigger == 1)
-        if (id + clusters >= tiles_total) grid_dependents_launch();
 #pragma unroll
       for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
       bool chained = false;  // the previous slice left its sums for this one to add to
@@ -470,8 +458,6 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       // that ptxas need not inject the wait into every slice for the registers the epilogue
       // reuses: C7517.)
       wgmma_wait<0>();
-      if constexpr (kExpLateTrigger == 2)
-        if (id + clusters >= tiles_total) grid_dependents_launch();
 
       // Epilogue: straight from the accumulators to C (bf16 rounded to nearest even, or fp32),
       // or, split-K, into this CTA's partial tile in shared memory.

@@ -66,6 +66,13 @@ std::vector<uint16_t> run_gemm(const DeviceBuf& a, int64_t M, int64_t K, const P
   return c.download<uint16_t>();
 }
 
+/// ImageKernel::automatic, then every kernel it can stand for, each forced.
+std::vector<cuda::ImageKernel> automatic_and_every_image_kernel() {
+  std::vector<cuda::ImageKernel> k{cuda::ImageKernel::automatic};
+  k.insert(k.end(), std::begin(cuda::kEveryImageKernel), std::end(cuda::kEveryImageKernel));
+  return k;
+}
+
 TEST(GpuFp8, WeightImageIsByteIdenticalToTheCpuOracle) {
   MXFP4_REQUIRE_GPU();
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{200, 2880}, {136, 96}, {300, 512}}) {
@@ -77,8 +84,7 @@ TEST(GpuFp8, WeightImageIsByteIdenticalToTheCpuOracle) {
     ASSERT_EQ(gpu.size(), cpu.size());
     for (size_t i = 0; i < cpu.size(); ++i) ASSERT_EQ(gpu[i], cpu[i]) << N << "x" << K << " byte " << i;
     // Each image kernel, forced, into poison: the same bytes.
-    for (const auto kernel : {cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk, cuda::ImageKernel::per_chunk_serial,
-                            cuda::ImageKernel::per_two_slices}) {
+    for (const auto kernel : cuda::kEveryImageKernel) {
       DeviceBuf img(random_bytes(cpu.size(), 910101 + N));
       cuda::fp8_image_from_packed(pk.pw, img.get(), nullptr, kernel);
       const std::vector<uint8_t> forced = img.download<uint8_t>();
@@ -130,9 +136,7 @@ TEST(GpuFp8, ActivationImageIsByteIdenticalToTheCpuOracle) {
       const HostMx aq = quantize_bf16(a, M, K, rule);
       std::vector<uint8_t> cpu(static_cast<size_t>(bytes));
       fp8::build_image(aq.view(), cpu.data());
-      for (const auto kernel : {cuda::ImageKernel::automatic, cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk,
-                                cuda::ImageKernel::per_chunk_serial,
-                            cuda::ImageKernel::per_two_slices}) {
+      for (const auto kernel : automatic_and_every_image_kernel()) {
         DeviceBuf img(random_bytes(size_t(bytes), 920101 + K));
         cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, K, rule, img.get(), nullptr, kernel);
         const std::vector<uint8_t> gpu = img.download<uint8_t>();
@@ -165,9 +169,7 @@ TEST(GpuFp8, ActivationImageOfAnOddlyStridedViewIsByteIdentical) {
   const int64_t bytes = fp8::ImageGeometry::of(M, K).total_bytes();
   std::vector<uint8_t> cpu(static_cast<size_t>(bytes));
   fp8::build_image(quantize_bf16(a, M, K).view(), cpu.data());
-  for (const auto kernel : {cuda::ImageKernel::automatic, cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk,
-                            cuda::ImageKernel::per_chunk_serial,
-                            cuda::ImageKernel::per_two_slices}) {
+  for (const auto kernel : automatic_and_every_image_kernel()) {
     DeviceBuf img(random_bytes(size_t(bytes), 930101));
     cuda::fp8_image_from_bf16(da.get<uint16_t>(), M, K, lda, ScaleRule::aiter, img.get(), nullptr, kernel);
     const std::vector<uint8_t> gpu = img.download<uint8_t>();

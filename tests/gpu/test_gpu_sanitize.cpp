@@ -116,11 +116,10 @@ TEST(GpuSanitize, Fp8ChainsOverSeveralChunks) {
     const ContractReport rep = gemm_within_contract(*da, M, K, K, pw, N, &cfg, aq, b);
     EXPECT_TRUE(rep.ok()) << describe(cfg) << ": " << rep.str();
   }
-  // Both image kernels, forced (the GEMMs above ran the automatic choice), against the oracle.
+  // Every image kernel, forced (the GEMMs above ran the automatic choice), against the oracle.
   std::vector<uint8_t> cpu(size_t(fp8::ImageGeometry::of(M, K).total_bytes()));
   fp8::build_image(aq.view(), cpu.data());
-  for (const auto kernel : {cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk, cuda::ImageKernel::per_chunk_serial,
-                            cuda::ImageKernel::per_two_slices}) {
+  for (const auto kernel : cuda::kEveryImageKernel) {
     DeviceBuf img(cpu.size(), NoInit{});
     cuda::fp8_image_from_bf16(da->get<uint16_t>(), M, K, K, ScaleRule::aiter, img.get(), nullptr, kernel);
     EXPECT_EQ(img.download<uint8_t>(), cpu) << "image kernel " << int(kernel);
