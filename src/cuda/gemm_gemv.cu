@@ -41,14 +41,6 @@ constexpr int kBatch = 2;  // K chunks per warp whose loads are in flight, per r
 #define MXFP4_EXP_GEMV 0
 #endif
 constexpr int kExpGemv = MXFP4_EXP_GEMV;
-// A measurement (docs/perf-notes.md, session 22's plan), correct results:
-// -DMXFP4_EXP_GEMV_NO_TRIGGER=1 never signals the PDL dependents early, so the next kernel
-// launches as this grid's CTAs exit (path fp8's GEMM gained 0.6-1.9 us per call in a chain
-// of calls from that, session 22).
-#ifndef MXFP4_EXP_GEMV_NO_TRIGGER
-#define MXFP4_EXP_GEMV_NO_TRIGGER 0
-#endif
-constexpr bool kExpGemvNoTrigger = MXFP4_EXP_GEMV_NO_TRIGGER != 0;
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
   int64_t M, K, lda;
@@ -182,10 +174,11 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
     prefetch_l2(p.packed + first_slab * p.geo.k_chunks * 512, uint32_t(chunks * 512));
     prefetch_l2(p.packed + p.geo.code_bytes + first_slab * p.geo.k_chunks * 32, uint32_t(chunks * 32));
   }
-  // The trigger comes after the wait. Before it (session 16), 4x2880x512 and 1x2880x2880 ran
-  // 50% slower in the benchmark's graphs (docs/perf-notes.md).
+  // The trigger comes right after the wait (docs/perf-notes.md): before it (session 16),
+  // 4x2880x512 and 1x2880x2880 ran 50% slower in the benchmark's graphs; without it (the next
+  // kernel launching as this grid exits, session 23) 15-25% slower on the three gemv shapes.
   grid_dependency_wait();  // the previous kernel may write A, B or C
-  if constexpr (!kExpGemvNoTrigger) grid_dependents_launch();
+  grid_dependents_launch();
 
   // This warp's chunks kc = kw + kws * i of its slab in batches of kBatch; two named register sets so
   // that nothing is indexed at run time.

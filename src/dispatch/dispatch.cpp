@@ -69,6 +69,41 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
 /// Path fp8 pays off at 64 < M <= 128 only for long K (see fp8_config).
 constexpr int64_t kFp8MinK = 2048;
 
+/// 32 <= M <= 64: path fp8 where the weights have at least this many elements (N x K).
+constexpr int64_t kFp8SmallMMinWeights = int64_t(10) << 20;
+
+/// Path fp8 for 32 <= M <= 64 (choose_gemm_config), on 64-row tiles: 64 x 64 (one consumer
+/// warpgroup, 8 warps) or 64 x 128 (two 64 x 64 warpgroups, 12 warps). H200 tune of session 23
+/// (bench/results/logs/tune-m64-fp8-splitk-session23-h200.log, every fp8 tile at split 1, 2,
+/// 4 and 8 against the small-M kernel's best):
+///   - up to one tile per SM and K < 4096 (32 slices): 64 x 64 unsplit, once its tiles give
+///     half the SMs one (64x7168x2048 10.95 us against the small-M kernel's 13.07; 5120, 6144
+///     and 8192 x 2048 likewise; M = 32, 40, 48 at 7168x2048 11.06-11.62 against 11.96-12.78);
+///   - more 64 x 64 tiles than SMs: 64 x 128 unsplit (64x14336x2048 15.19 against 16.94 for
+///     64 x 64 and the small-M kernel's 18.72);
+///   - otherwise (long K or few tiles) the split rule of fp8_config on both tiles, 64 x 64 on a
+///     tie: 64x7168x4096 64 x 128 s2 16.36 (small-M 19.94), 64x4096x4096 64 x 64 s2 14.96
+///     (15.41), 64x3072x4096 64 x 128 s4 12.83 (13.28), 64x2112x7168 64 x 128 s4 15.90 (18.07).
+/// Below 10 Mi weights the small-M kernel won: 64x4096x2048 (10.29 against 10.74),
+/// 64x3072x1536, 64x2880x512, 32x4096x512 (8.68, 5.97, 5.56 against 9.14, 6.56, 5.93), except
+/// 64x7168x1024 (8.50 against 9.32, left out of the rule). M = 16 lost by 35-50% (16x2112x7168
+/// 15.73 against 10.66).
+GemmConfig fp8_config_small_m(int64_t N, int64_t K, const DeviceInfo& dev) {
+  const int64_t sms = std::max(dev.sm_count, 1);
+  const int64_t slices = ceil_div(K, 128), t64 = ceil_div(N, 64), t128 = ceil_div(N, 128);
+  if (t64 > sms) return GemmConfig{GemmPath::fp8, 128, 64, 1, 12};
+  if (slices < 32 && 2 * t64 >= sms) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
+  auto split_for = [&](int64_t t) {
+    int split = 1;
+    for (int s : {2, 4})
+      if (t * s <= fp8_split_grid_limit(s, sms) && slices >= 4 * int64_t(s)) split = s;
+    return split;
+  };
+  const int split64 = split_for(t64), split128 = split_for(t128);
+  if (split128 > split64) return GemmConfig{GemmPath::fp8, 128, 64, split128, 12};
+  return GemmConfig{GemmPath::fp8, 64, 64, split64, 8};
+}
+
 void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
   constexpr int64_t kMax = int64_t(1) << 40;  // far beyond any matrix that fits a GPU
   if (M < 1 || N < 1 || K < 1 || M > kMax || N > kMax || K > kMax) {
@@ -181,9 +216,11 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
 }
 }  // namespace
 
-/// M <= 16 where A's quantization in every CTA stays small: path gemv (gemv_config). M <= 64, and 64 < M <= 128
-/// with K < 2048: the small-M kernel (small_m_config above); else the FP8 wgmma path
-/// (fp8_config; gemm() runs config_without_fp8 instead when the weights have no FP8 image).
+/// M <= 16 where A's quantization in every CTA stays small: path gemv (gemv_config). 32 <= M <=
+/// 64 with N x K >= 10 Mi weights: the FP8 wgmma path on 64-row tiles (fp8_config_small_m,
+/// session 23). Other M <= 64, and 64 < M <= 128 with K < 2048: the small-M kernel
+/// (small_m_config above); else the FP8 wgmma path (fp8_config). gemm() runs config_without_fp8
+/// instead of path fp8 when the weights have no FP8 image.
 /// Until session 18 the small-M kernel kept 64 < M <= 128 where its grid was one full wave
 /// (session 12: 128x2112x7168, 132 CTAs, 23.5 us against path fp8's 26.3); with chains and
 /// 12-warp 128 x 128 tiles path fp8 wins there too (session 19 tune, bench/results/logs/
@@ -194,7 +231,11 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
   check_shape(M, N, K, "choose_gemm_config");
   if (M > 128) return fp8_config(M, N, K, dev);
   if (const auto gemv = gemv_config(M, N, K, dev)) return *gemv;
-  return M <= 64 || K < kFp8MinK ? small_m_config(M, N, K, dev) : fp8_config(M, N, K, dev);
+  if (M <= 64) {
+    const bool fp8 = M >= 32 && N >= ceil_div(kFp8SmallMMinWeights, K);  // N x K >= 10 Mi, no overflow
+    return fp8 ? fp8_config_small_m(N, K, dev) : small_m_config(M, N, K, dev);
+  }
+  return K < kFp8MinK ? small_m_config(M, N, K, dev) : fp8_config(M, N, K, dev);
 }
 
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
