@@ -69,16 +69,16 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
 /// Path fp8 pays off at 64 < M <= 128 only for long K (see fp8_config).
 constexpr int64_t kFp8MinK = 2048;
 
-/// 32 <= M <= 64: path fp8 where the weights have at least this many elements (N x K).
+/// 32 < M <= 64: path fp8 where the weights have at least this many elements (N x K).
 constexpr int64_t kFp8SmallMMinWeights = int64_t(10) << 20;
 
-/// Path fp8 for 32 <= M <= 64 (choose_gemm_config), on 64-row tiles: 64 x 64 (one consumer
+/// Path fp8 for 32 < M <= 64 (choose_gemm_config), on 64-row tiles: 64 x 64 (one consumer
 /// warpgroup, 8 warps) or 64 x 128 (two 64 x 64 warpgroups, 12 warps). H200 tune of session 23
 /// (bench/results/logs/tune-m64-fp8-splitk-session23-h200.log, every fp8 tile at split 1, 2,
 /// 4 and 8 against the small-M kernel's best):
 ///   - up to one tile per SM and K < 4096 (32 slices): 64 x 64 unsplit, once its tiles give
 ///     half the SMs one (64x7168x2048 10.95 us against the small-M kernel's 13.07; 5120, 6144
-///     and 8192 x 2048 likewise; M = 32, 40, 48 at 7168x2048 11.06-11.62 against 11.96-12.78);
+///     and 8192 x 2048 likewise; M = 40, 48 at 7168x2048 11.62, 11.15 against 12.60, 12.78);
 ///   - more 64 x 64 tiles than SMs: 64 x 128 unsplit (64x14336x2048 15.19 against 16.94 for
 ///     64 x 64 and the small-M kernel's 18.72);
 ///   - otherwise (long K or few tiles) the split rule of fp8_config on both tiles, 64 x 64 on a
@@ -86,8 +86,11 @@ constexpr int64_t kFp8SmallMMinWeights = int64_t(10) << 20;
 ///     (15.41), 64x3072x4096 64 x 128 s4 12.83 (13.28), 64x2112x7168 64 x 128 s4 15.90 (18.07).
 /// Below 10 Mi weights the small-M kernel won: 64x4096x2048 (10.29 against 10.74),
 /// 64x3072x1536, 64x2880x512, 32x4096x512 (8.68, 5.97, 5.56 against 9.14, 6.56, 5.93), except
-/// 64x7168x1024 (8.50 against 9.32, left out of the rule). M = 16 lost by 35-50% (16x2112x7168
-/// 15.73 against 10.66).
+/// 64x7168x1024 (8.50 against 9.32, left out of the rule). At M <= 32 the 64-row tile is half
+/// empty: M = 32 won 7168x2048 and 2112x7168 (11.06 against 11.96, 15.74 against 16.20) but
+/// lost 5120x2048 and 4096x4096 (10.76 against 10.43, 14.98 against 13.43; tune-edges-
+/// session23-h200.log); M = 24 and 17 at 7168x2048 were even (11.26 / 11.55 against 11.58 /
+/// 11.53); M = 16 lost by 35-50% (16x2112x7168 15.73 against 10.66). So M > 32 only.
 GemmConfig fp8_config_small_m(int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   const int64_t slices = ceil_div(K, 128), t64 = ceil_div(N, 64), t128 = ceil_div(N, 128);
@@ -216,7 +219,7 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
 }
 }  // namespace
 
-/// M <= 16 where A's quantization in every CTA stays small: path gemv (gemv_config). 32 <= M <=
+/// M <= 16 where A's quantization in every CTA stays small: path gemv (gemv_config). 32 < M <=
 /// 64 with N x K >= 10 Mi weights: the FP8 wgmma path on 64-row tiles (fp8_config_small_m,
 /// session 23). Other M <= 64, and 64 < M <= 128 with K < 2048: the small-M kernel
 /// (small_m_config above); else the FP8 wgmma path (fp8_config). gemm() runs config_without_fp8
@@ -232,7 +235,7 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
   if (M > 128) return fp8_config(M, N, K, dev);
   if (const auto gemv = gemv_config(M, N, K, dev)) return *gemv;
   if (M <= 64) {
-    const bool fp8 = M >= 32 && N >= ceil_div(kFp8SmallMMinWeights, K);  // N x K >= 10 Mi, no overflow
+    const bool fp8 = M > 32 && N >= ceil_div(kFp8SmallMMinWeights, K);  // N x K >= 10 Mi, no overflow
     return fp8 ? fp8_config_small_m(N, K, dev) : small_m_config(M, N, K, dev);
   }
   return K < kFp8MinK ? small_m_config(M, N, K, dev) : fp8_config(M, N, K, dev);

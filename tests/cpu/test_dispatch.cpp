@@ -212,13 +212,13 @@ TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   EXPECT_EQ(describe(choose_gemm_config(256, 2880, 512, dev)), narrow);    // 46 tiles
 }
 
-// 32 <= M <= 64 with N x K >= 10 Mi weights: path fp8 on 64-row tiles (session 23 tune,
+// 32 < M <= 64 with N x K >= 10 Mi weights: path fp8 on 64-row tiles (session 23 tune,
 // bench/results/logs/tune-m64-fp8-splitk-session23-h200.log: each shape below got the fastest
 // fp8 tile of that tune).
 TEST(Dispatch, Fp8TakesLargeWeightsFromM32To64) {
   const DeviceInfo dev = h200();
   const std::string s64 = "path=fp8 block_n=64 block_m=64 split_k=1 warps=8";
-  for (int64_t M : {32, 40, 48, 64}) EXPECT_EQ(describe(choose_gemm_config(M, 7168, 2048, dev)), s64) << M;
+  for (int64_t M : {33, 40, 48, 64}) EXPECT_EQ(describe(choose_gemm_config(M, 7168, 2048, dev)), s64) << M;
   for (int64_t N : {5120, 6144, 8192}) EXPECT_EQ(describe(choose_gemm_config(64, N, 2048, dev)), s64) << N;
   EXPECT_EQ(describe(choose_gemm_config(64, 14336, 2048, dev)), "path=fp8 block_n=128 block_m=64 split_k=1 warps=12");
   EXPECT_EQ(describe(choose_gemm_config(64, 7168, 4096, dev)), "path=fp8 block_n=128 block_m=64 split_k=2 warps=12");
@@ -226,15 +226,16 @@ TEST(Dispatch, Fp8TakesLargeWeightsFromM32To64) {
   EXPECT_EQ(describe(choose_gemm_config(64, 3072, 4096, dev)), "path=fp8 block_n=128 block_m=64 split_k=4 warps=12");
   EXPECT_EQ(describe(choose_gemm_config(64, 2112, 7168, dev)), "path=fp8 block_n=128 block_m=64 split_k=4 warps=12");
   // The small-M kernel keeps fewer weights (it won 64x4096x2048, 64x3072x1536, 64x2880x512,
-  // 32x4096x512) and M < 32 (16x2112x7168: 10.66 us against path fp8's 15.73).
+  // 32x4096x512) and M <= 32 (32x4096x4096: 13.43 us against path fp8's 14.98; 16x2112x7168:
+  // 10.66 against 15.73; tune-edges-session23-h200.log).
   for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{64, 4096, 2048}, {64, 3072, 1536}, {64, 2880, 512},
-                         {32, 4096, 512}, {31, 7168, 2048}, {16, 2112, 7168}, {64, 5119, 2048}})
+                         {32, 4096, 512}, {32, 4096, 4096}, {32, 7168, 2048}, {16, 2112, 7168}, {64, 5119, 2048}})
     EXPECT_NE(choose_gemm_config(M, N, K, dev).path, GemmPath::fp8) << M << "x" << N << "x" << K;
   EXPECT_EQ(choose_gemm_config(64, 5120, 2048, dev).path, GemmPath::fp8);  // exactly 10 Mi
   // Every choice is a valid configuration, also at the limits of N and K (no overflow in N x K).
   for (auto [N, K] : {std::pair<int64_t, int64_t>{int64_t(1) << 40, int64_t(1) << 40}, {1, int64_t(1) << 40},
                       {int64_t(1) << 40, 32}, {int64_t(1) << 20, 32}})
-    for (int64_t M : {32, 64}) {
+    for (int64_t M : {33, 64}) {
       const GemmConfig c = choose_gemm_config(M, N, K, dev);
       EXPECT_EQ(gemm_config_problem(c, M), "") << describe(c) << " " << N << "x" << K;
     }
@@ -350,9 +351,9 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
           EXPECT_LE(c.split_k, (K + 63) / 64) << describe(c);
         }
         // Path fp8 for M > 128; at 64 < M <= 128 only for long K, and the small-M kernel there
-        // only in one wave; at 32 <= M <= 64 only for N x K >= 10 Mi, on 64-row tiles.
+        // only in one wave; at 32 < M <= 64 only for N x K >= 10 Mi, on 64-row tiles.
         if (M > 128) EXPECT_EQ(c.path, GemmPath::fp8) << describe(c);
-        if (M < 32 || (M <= 64 && N * K < (int64_t(10) << 20)) || (M > 64 && M <= 128 && K < 2048))
+        if (M <= 32 || (M <= 64 && N * K < (int64_t(10) << 20)) || (M > 64 && M <= 128 && K < 2048))
           EXPECT_NE(c.path, GemmPath::fp8) << describe(c);
         if (M <= 64 && c.path == GemmPath::fp8) EXPECT_EQ(c.block_m, 64) << describe(c);
         if (M > 64 && M <= 128 && K >= 2048 && c.path != GemmPath::fp8) {
