@@ -200,9 +200,10 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec&
 ///           thread-block cluster (split_k > 1) with a deterministic DSMEM reduction;
 ///   splitk: small M, A quantized once by its own kernel, then the same cluster split-K GEMM;
 ///   tiled:  large M, A quantized once by its own kernel, then a tiled tensor-core GEMM.
-///   fp8:    M > 128, and 64 < M <= 128 with K >= 2048 (docs/dispatch.md), on the 8-bit (s8) tensor cores
-///           (docs/fp8-path.md): A's 8-bit image built per call, wgmma against the weights'
-///           image (PackedWeights::fp8, from prepack_fp8), optionally split-K clusters,
+///   fp8:    M > 64, and 32 < M <= 64 with N x K >= 10 Mi weights (docs/dispatch.md), on the
+///           8-bit (s8) tensor cores (docs/fp8-path.md): A's 8-bit image built per call,
+///           wgmma against the weights' image (PackedWeights::fp8, from prepack_fp8),
+///           optionally split-K clusters,
 ///           then an exact fix-up of rows/columns with flagged groups. Without B.fp8 a
 ///           dispatcher or tune-cache choice of fp8 runs a bf16 path instead (the small-M
 ///           rule for M <= 128, tiled beyond); a forced one throws.

@@ -87,8 +87,8 @@ class PackedTensor:
             data's framework and on data's device (about 1.065 bytes per weight; made by
             :func:`prepack_fp8` or ``prepack(..., fp8=True)``; docs/fp8-path.md). With it
             the CUDA GEMM takes path fp8 (8-bit tensor cores) where the dispatcher picks it
-            (M > 128, or M > 64 with K >= 2048: :func:`explain` tells); without it that shape
-            runs a bf16 path. Results on the CPU backend are identical with and without it. It
+            (M > 64, or M > 32 with N x K >= 10 Mi weights: :func:`explain` tells); without it
+            that shape runs a bf16 path. Results on the CPU backend are identical with and without it. It
             must describe the same weights as ``data``: :func:`gemm` checks its size
             (ValueError) and dtype (TypeError), not its contents. The image carries no
             version of its own: a pickled PackedTensor records :data:`mxfp4.FP8_IMAGE_LAYOUT`
@@ -305,7 +305,8 @@ def prepack(codes, scales, N: int | None = None, K: int | None = None, code_layo
             (``scale_layout="aiter_shuffled"``). torch ``float8_e8m0fnu`` is accepted.
         N, K: optional; checked against codes' shape when given.
         fp8: also build the FP8 image (:func:`prepack_fp8`): about 1.065 more bytes per
-            weight, for the CUDA FP8 prefill path (M > 128, or M > 64 with K >= 2048: explain() tells).
+            weight, for the CUDA FP8 path (M > 64, or M > 32 with N x K >= 10 Mi weights:
+            explain() tells).
 
     Returns:
         :class:`PackedTensor` on codes' device and framework (``fp8`` set when asked for).
@@ -350,8 +351,8 @@ def prepack_fp8(packed: PackedTensor) -> PackedTensor:
     the row's chain chunk where it fits, else max s - 3 capped at min s - 1), else e = s - 1
     per block; groups with a NaN scale or a block exponent outside [-47, 49] are flagged and
     computed exactly by the GEMM's fix-up instead. The CUDA GEMM reads it on path fp8, which
-    the dispatcher picks for M > 128 and for 64 < M <= 128 with K >= 2048 (:func:`explain`
-    tells); the CPU GEMM ignores it (identical results with and without).
+    the dispatcher picks for M > 64 and for 32 < M <= 64 with N x K >= 10 Mi weights
+    (:func:`explain` tells); the CPU GEMM ignores it (identical results with and without).
 
     Args:
         packed: a :class:`PackedTensor` (numpy or torch, CPU or CUDA). An image it already
@@ -404,7 +405,8 @@ def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: st
             bits), unit stride along K. Quantized per 1x32 block under ``rule``.
         b: the weights B [N, K], either a :class:`PackedTensor` (fastest; the only form the
             CUDA kernels read directly; its FP8 image, when it has one, is passed along and
-            lets the CUDA GEMM take path fp8 for M > 128, or M > 64 with K >= 2048: explain() tells) or a tuple
+            lets the CUDA GEMM take path fp8 for M > 64, or M > 32 with N x K >= 10 Mi
+            weights: explain() tells) or a tuple
             ``(codes uint8 [N, K/2], scales)`` in ``code_layout`` / ``scale_layout`` (on CUDA
             these are packed into a temporary on every call: prepack once instead).
         rule: scale rule used to quantize ``a``.
@@ -460,7 +462,8 @@ def explain(M: int, N: int, K: int, device="cpu"):
         ``mxfp4._C.GemmConfig`` with ``path`` (``mxfp4._C.GemmPath``: fused / splitk / tiled /
         fp8 / gemv), ``block_n``, ``block_m``, ``split_k`` and ``warps``; ``str()`` gives a one-line
         description such as ``"path=splitk block_n=64 block_m=16 split_k=4 warps=4"``. Path
-        fp8 (CUDA, M > 128, or M > 64 with K >= 2048: explain() tells) runs only for weights with an FP8 image
+        fp8 (CUDA, M > 64, or M > 32 with N x K >= 10 Mi weights: explain() tells) runs only
+        for weights with an FP8 image
         (:func:`prepack_fp8`); :func:`gemm` runs a bf16 path for weights without one (the
         small-M kernel's configuration up to M = 128, the tiled kernel beyond).
 

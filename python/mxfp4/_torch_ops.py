@@ -19,7 +19,7 @@ Ops (all functional, no input is mutated; ``str`` arguments as in the Python API
 * ``gemm(Tensor a, Tensor packed, int N, int K, int version=PACKED_LAYOUT_VERSION, str rule="aiter",
   ScalarType? out_dtype=None, Tensor? fp8=None) -> Tensor``  (bf16, or float32 with
   ``out_dtype=torch.float32``; ``fp8``: the weights' FP8 image, which lets the CUDA GEMM take
-  path fp8 for M > 128, or M > 64 with K >= 2048: explain() tells)
+  path fp8 for M > 64, or M > 32 with N x K >= 10 Mi weights: explain() tells)
 * ``gemm_mx(Tensor a, Tensor codes, Tensor scales, str code_layout="plain",
   str scale_layout="plain", str rule="aiter", ScalarType? out_dtype=None) -> Tensor``
 * ``shuffle_scales(Tensor scales) -> Tensor``, ``unshuffle_scales(Tensor shuffled, int rows,

@@ -39,7 +39,7 @@ class MXFP4Linear(nn.Module):
     ``[fp8_weights_bytes(N, K)]``, about 1.065 more bytes per weight, on the weights' device;
     ``None`` without the option), built at construction and rebuilt after
     ``load_state_dict``; with it the CUDA GEMM takes path fp8 (8-bit tensor cores) for more
-    than 128 tokens (more than 64 with K >= 2048: explain() tells), without it those
+    than 64 tokens (more than 32 with N x K >= 10 Mi weights: explain() tells), without it those
     shapes run a bf16 path.
     It is not part of the state dict (it is derived from ``weight_packed``); after writing
     ``weight_packed`` in place, call :meth:`refresh_fp8`. CPU results are identical with and without it.

@@ -26,7 +26,7 @@ group, any backend: gloo for CPU tensors, nccl for CUDA). Inference only: no gra
 FP8 image (opt-in, ``fp8=True`` on the constructors and ``from_*``): each rank's
 ``local`` MXFP4Linear holds the FP8 image of its own shard (see
 :class:`mxfp4.nn.MXFP4Linear`; docs/fp8-path.md), so the CUDA GEMM takes path fp8 for more
-than 128 tokens (more than 64 with K >= 2048: explain() tells). A full PackedTensor
+than 64 tokens (more than 32 with N x K >= 10 Mi weights: explain() tells). A full PackedTensor
 that carries an image gives shards with images too.
 """
 

@@ -66,8 +66,30 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   return GemmConfig{GemmPath::fp8, 64, 128, split64, 12};
 }
 
-/// Path fp8 pays off at 64 < M <= 128 only for long K (see fp8_config).
+/// 64 < M <= 128 from this K on: fp8_config (128-row tiles, split-K for few tiles); below it
+/// fp8_config_short_k.
 constexpr int64_t kFp8MinK = 2048;
+
+/// Path fp8 for 64 < M <= 128 with K < kFp8MinK (choose_gemm_config): the smallest tile whose
+/// tiles fit one wave, unsplit: 64 x 64 (8 warps), else 128 x 64 (12 warps), else the
+/// persistent 128 x 128. H200 tune of session 23 (bench/results/logs/tune-mid-short-k-
+/// session23-h200.log; us; the small-M kernel's best candidate and the small-M rule's own
+/// choice, which that tune found 1.7-2x slower than the best): 128x2880x512 64 x 64 5.86
+/// (small-M best 6.22, rule 10.98), 128x4096x1024 64 x 64 8.10 (9.26, 13.40), 128x3072x1536
+/// 64 x 64 9.33 (10.79, 16.07), 128x7168x1536 128 x 64 11.24 (15.25, 21.98), 96x7168x1024
+/// 128 x 64 9.29 (11.73, 16.25), 80x7168x1024 128 x 64 9.37 (best fp8 9.36; 11.72, 16.10).
+/// Edges (tune-mid-edges-session23-h200.log): 128x1024x1024 (32 tiles) 7.15, 128x2048x512
+/// 6.03, 128x8192x1024 128 x 64 9.63, 128x16384x1024 128 x 128 12.58: each the fastest of the
+/// tune; 128x2112x1536 9.22 (small-M best 9.15), 72x2880x512 6.63 (6.27), 100x512x1024 (16
+/// tiles) 7.71 (6.00; the small-M rule's choice there: 10.47). Until session 23 the small-M
+/// kernel took these shapes (session 12: 128x2880x512 6.2 us against path fp8's 7.1).
+GemmConfig fp8_config_short_k(int64_t M, int64_t N, const DeviceInfo& dev) {
+  const int64_t sms = std::max(dev.sm_count, 1);
+  const int64_t n64 = ceil_div(N, 64);
+  if (ceil_div(M, 64) * n64 <= sms) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
+  if (ceil_div(M, 128) * n64 <= sms) return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};
+  return GemmConfig{GemmPath::fp8, 128, 128, 1, 12};
+}
 
 /// 32 < M <= 64: path fp8 where the weights have at least this many elements (N x K).
 constexpr int64_t kFp8SmallMMinWeights = int64_t(10) << 20;
@@ -221,9 +243,10 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
 
 /// M <= 16 where A's quantization in every CTA stays small: path gemv (gemv_config). 32 < M <=
 /// 64 with N x K >= 10 Mi weights: the FP8 wgmma path on 64-row tiles (fp8_config_small_m,
-/// session 23). Other M <= 64, and 64 < M <= 128 with K < 2048: the small-M kernel
-/// (small_m_config above); else the FP8 wgmma path (fp8_config). gemm() runs config_without_fp8
-/// instead of path fp8 when the weights have no FP8 image.
+/// session 23). Other M <= 64: the small-M kernel (small_m_config above). 64 < M <= 128 with K
+/// < 2048: path fp8 on the smallest tile that fits one wave (fp8_config_short_k, session 23);
+/// else the FP8 wgmma path (fp8_config). gemm() runs config_without_fp8 instead of path fp8
+/// when the weights have no FP8 image.
 /// Until session 18 the small-M kernel kept 64 < M <= 128 where its grid was one full wave
 /// (session 12: 128x2112x7168, 132 CTAs, 23.5 us against path fp8's 26.3); with chains and
 /// 12-warp 128 x 128 tiles path fp8 wins there too (session 19 tune, bench/results/logs/
@@ -238,7 +261,7 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
     const bool fp8 = M > 32 && N >= ceil_div(kFp8SmallMMinWeights, K);  // N x K >= 10 Mi, no overflow
     return fp8 ? fp8_config_small_m(N, K, dev) : small_m_config(M, N, K, dev);
   }
-  return K < kFp8MinK ? small_m_config(M, N, K, dev) : fp8_config(M, N, K, dev);
+  return K < kFp8MinK ? fp8_config_short_k(M, N, dev) : fp8_config(M, N, K, dev);
 }
 
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {

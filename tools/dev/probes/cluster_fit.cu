@@ -19,7 +19,9 @@
 #define REGS 0
 #endif
 
-__global__ void __launch_bounds__(256, 2) spin(unsigned long long* starts, unsigned* sms, int spin_ns, int* sink) {
+template <int kMaxThreads>
+__global__ void __launch_bounds__(kMaxThreads, 512 / kMaxThreads) spin(unsigned long long* starts, unsigned* sms,
+                                                                      int spin_ns, int* sink) {
   extern __shared__ int smem[];
   unsigned long long t0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -56,15 +58,20 @@ int main() {
   };
   // 16x2112x7168 as dispatched (N8 = 2, 4 slabs x 2 warps, 4 stages: 67712 bytes), the same
   // with 4 warps, clusters of 4, and no cluster.
-  const Case cases[] = {{256, 67712, 8, 264}, {128, 67712, 8, 264}, {256, 67712, 4, 264}, {256, 67712, 1, 264},
-                        {256, 110000, 8, 264}};
+  // Session 23: path fp8's 2-CTA pair (128 x 128 tiles, 384 threads, 210400 bytes) and its
+  // unpaired kernel, 132 CTAs (is the pair's grid resident at once?).
+  const Case cases[] = {{256, 67712, 8, 264},  {128, 67712, 8, 264},  {256, 67712, 4, 264}, {256, 67712, 1, 264},
+                        {256, 110000, 8, 264}, {384, 210400, 2, 132}, {384, 210400, 1, 132}};
   unsigned long long* starts;
   unsigned* sms;
   int* sink;
   cudaMalloc(&starts, 4096 * 8), cudaMalloc(&sms, 4096 * 4), cudaMalloc(&sink, 4096 * 4);
-  cudaFuncSetAttribute(spin, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024);
-  cudaFuncSetAttribute(spin, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  for (auto k : {spin<256>, spin<384>}) {
+    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024);
+    cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  }
   for (const Case& c : cases) {
+    auto spin_k = c.threads > 256 ? spin<384> : spin<256>;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(unsigned(c.ctas));
     cfg.blockDim = dim3(unsigned(c.threads));
@@ -76,8 +83,8 @@ int main() {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     int clusters = -1;
-    const cudaError_t oe = cudaOccupancyMaxActiveClusters(&clusters, spin, &cfg);
-    const cudaError_t le = cudaLaunchKernelEx(&cfg, spin, starts, sms, 20000, sink);
+    const cudaError_t oe = cudaOccupancyMaxActiveClusters(&clusters, spin_k, &cfg);
+    const cudaError_t le = cudaLaunchKernelEx(&cfg, spin_k, starts, sms, 20000, sink);
     const cudaError_t se = cudaDeviceSynchronize();
     std::vector<unsigned long long> t(size_t(c.ctas));
     std::vector<unsigned> sm(size_t(c.ctas));
