@@ -148,7 +148,8 @@ void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
 ///     halved until each rank has >= 4 K chunks, 2 warps per slab from 4 chunks), halved while
 ///     the grid's warps exceed 16 per SM (launch bounds cap a thread at 128 registers, so 16
 ///     warps per SM always fit: more would run a second, mostly idle wave);
-///   - 64 < M <= 128: 64-row CTAs of 16 warps, split_k until about one CTA per SM.
+///   - 64 < M <= 128: 64-row CTAs, split_k until about one CTA per SM; 16 warps where the grid
+///     fits one CTA per SM and each CTA has >= 12 K chunks, else 8.
 /// Path fused (A quantized inside the GEMM, one launch) when M <= 8 and a CTA quantizes at
 /// most 16 row-chunks of A (M x K chunks per CTA); else A is quantized once first (splitk).
 GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
@@ -164,11 +165,19 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     return std::min<int>(split, int(max_split));
   };
   if (m_tiles > 1) {
-    // Two token CTAs per weight tile: 64-row CTAs of 16 warps (4 per slab), about one CTA per
-    // SM (measured best for 128 x 2112 x 7168: split 2, 32 us against 49 us for split 8).
+    // Two token CTAs per weight tile: 64-row CTAs, about one CTA per SM (measured best for 128
+    // x 2112 x 7168: split 2, 32 us against 49 us for split 8). 16 warps (4 per slab) only
+    // when the grid fits one CTA per SM and each CTA has >= 12 K chunks, else 8. Session 23
+    // tunes (tune-mid-short-k-, tune-mid-edges-session23-h200.log; session 13's
+    // tune-m128-session13-h200.log), 16 against 8 warps at the rule's split: 128x2112x7168
+    // 23.38 against 30.67 us, 128x2112x1536 9.15 / 10.54 (132 CTAs); 128x7168x1536 21.98 /
+    // 15.46, 128x2880x512 10.98 / 7.09, 96x4096x4096 27.81 / 20.30 (more CTAs than SMs: 16
+    // warps per SM at 128 registers is the whole register file, so a second CTA waits);
+    // 100x512x1024 10.47 / 6.41 (2 K chunks per CTA).
     cfg.block_n = 64;
     cfg.split_k = split_for(ceil_div(N, 64) * m_tiles, sms);
-    cfg.warps = 16;
+    const int64_t ctas = ceil_div(N, 64) * m_tiles * cfg.split_k;
+    cfg.warps = ctas <= sms && ceil_div(chunks, cfg.split_k) >= 12 ? 16 : 8;
   } else {
     // Measured on H200 (session 3, docs/perf-notes.md; tune times of old -> new choice):
     //   - split target one CTA per SM for M > 16: 64x2880x512 split 8 -> 4: 9.07 -> 7.75 us,

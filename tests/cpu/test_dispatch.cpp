@@ -260,6 +260,13 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   EXPECT_EQ(describe(choose_gemm_config(65, 64, 32, dev)), s64);
   // Long K keeps fp8_config's 128-row tiles and split-K.
   EXPECT_EQ(describe(choose_gemm_config(128, 2112, 7168, dev)), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
+  // Without an FP8 image: the small-M kernel, 16 warps per 64-row CTA only where the grid fits
+  // one CTA per SM and each CTA has >= 12 K chunks (session 23 tunes).
+  EXPECT_EQ(config_without_fp8(128, 2112, 7168, dev).warps, 16);  // 132 CTAs, 56 chunks
+  EXPECT_EQ(config_without_fp8(128, 2112, 1536, dev).warps, 16);  // 132 CTAs, 12 chunks
+  EXPECT_EQ(config_without_fp8(128, 7168, 1536, dev).warps, 8);   // 224 CTAs
+  EXPECT_EQ(config_without_fp8(96, 4096, 4096, dev).warps, 8);    // 256 CTAs
+  EXPECT_EQ(config_without_fp8(100, 512, 1024, dev).warps, 8);    // 2 chunks per CTA
 }
 
 TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
