@@ -38,9 +38,9 @@ int64_t fp8_split_grid_limit(int split, int64_t sms) { return split == 2 ? sms -
 ///   - 128x2176x7168 (like 128x2112x7168): 128 x 128 s4 (68 CTAs) 25.4 stays (128 x 64 s2
 ///     26.6, s4 in 132 CTAs 30.1); session 19, 128x2112x7168: 128 x 128 s4 with 12 warps 22.05
 ///     against 20 warps 22.67 (s2 30.3 against 32.3);
-///   - 128x2880x512: the small-M kernel 6.2 us (session 12), the best fp8 tile 7.1: short K
-///     stays on the small-M kernel (kFp8MinK).
-/// 64-row tiles and the 2-CTA pair (block_m 256) never won.
+///   - 128x2880x512: the small-M kernel 6.2 us (session 12), the best fp8 tile 7.1 (since
+///     session 23 short K at 64 < M <= 128 goes to fp8_config_short_k instead: 5.86 on 64 x 64).
+/// Here (M > 128, or K >= 2048) 64-row tiles and the 2-CTA pair (block_m 256) never won.
 GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   // Tiles of 128 rows x block_n, capped at the SM count (M and N up to 2^40 each: the product
@@ -72,7 +72,8 @@ constexpr int64_t kFp8MinK = 2048;
 
 /// Path fp8 for 64 < M <= 128 with K < kFp8MinK (choose_gemm_config): the smallest tile whose
 /// tiles fit one wave, unsplit: 64 x 64 (8 warps), else 128 x 64 (12 warps), else the
-/// persistent 128 x 128. H200 tune of session 23 (bench/results/logs/tune-mid-short-k-
+/// persistent 128 x 128 (choose_gemm_config keeps the small-M kernel where 64 x 64 tiles would
+/// give at most one SM in 8 a tile). H200 tune of session 23 (bench/results/logs/tune-mid-short-k-
 /// session23-h200.log; us; the small-M kernel's best candidate and the small-M rule's own
 /// choice, which that tune found 1.7-2x slower than the best): 128x2880x512 64 x 64 5.86
 /// (small-M best 6.22, rule 10.98), 128x4096x1024 64 x 64 8.10 (9.26, 13.40), 128x3072x1536
@@ -98,7 +99,7 @@ constexpr int64_t kFp8SmallMMinWeights = int64_t(10) << 20;
 /// warpgroup, 8 warps) or 64 x 128 (two 64 x 64 warpgroups, 12 warps). H200 tune of session 23
 /// (bench/results/logs/tune-m64-fp8-splitk-session23-h200.log, every fp8 tile at split 1, 2,
 /// 4 and 8 against the small-M kernel's best):
-///   - up to one tile per SM and K < 4096 (32 slices): 64 x 64 unsplit, once its tiles give
+///   - up to one tile per SM and fewer than 32 slices (K <= 3968): 64 x 64 unsplit, once its tiles give
 ///     half the SMs one (64x7168x2048 10.95 us against the small-M kernel's 13.07; 5120, 6144
 ///     and 8192 x 2048 likewise; M = 40, 48 at 7168x2048 11.62, 11.15 against 12.60, 12.78);
 ///   - more 64 x 64 tiles than SMs: 64 x 128 unsplit (64x14336x2048 15.19 against 16.94 for
@@ -253,8 +254,9 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
 /// M <= 16 where A's quantization in every CTA stays small: path gemv (gemv_config). 32 < M <=
 /// 64 with N x K >= 10 Mi weights: the FP8 wgmma path on 64-row tiles (fp8_config_small_m,
 /// session 23). Other M <= 64: the small-M kernel (small_m_config above). 64 < M <= 128 with K
-/// < 2048: path fp8 on the smallest tile that fits one wave (fp8_config_short_k, session 23);
-/// else the FP8 wgmma path (fp8_config). gemm() runs config_without_fp8 instead of path fp8
+/// < 2048: path fp8 on the smallest tile that fits one wave (fp8_config_short_k, session 23),
+/// unless its 64 x 64 tiles would give at most one SM in 8 a tile (the small-M kernel); else
+/// the FP8 wgmma path (fp8_config). gemm() runs config_without_fp8 instead of path fp8
 /// when the weights have no FP8 image.
 /// Until session 18 the small-M kernel kept 64 < M <= 128 where its grid was one full wave
 /// (session 12: 128x2112x7168, 132 CTAs, 23.5 us against path fp8's 26.3); with chains and
@@ -270,7 +272,11 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
     const bool fp8 = M > 32 && N >= ceil_div(kFp8SmallMMinWeights, K);  // N x K >= 10 Mi, no overflow
     return fp8 ? fp8_config_small_m(N, K, dev) : small_m_config(M, N, K, dev);
   }
-  return K < kFp8MinK ? fp8_config_short_k(M, N, dev) : fp8_config(M, N, K, dev);
+  if (K >= kFp8MinK) return fp8_config(M, N, K, dev);
+  // Few 64 x 64 tiles: 100x512x1024 (16) ran 7.71 us on path fp8 against the small-M rule's
+  // 6.41, 128x1024x1024 (32) 7.15 against 10.46 (tune-mid-edges-session23-h200.log).
+  const bool few_tiles = 8 * ceil_div(M, 64) * ceil_div(N, 64) <= std::max(dev.sm_count, 1);
+  return few_tiles ? small_m_config(M, N, K, dev) : fp8_config_short_k(M, N, dev);
 }
 
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {

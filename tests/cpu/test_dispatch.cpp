@@ -240,8 +240,12 @@ TEST(Dispatch, Fp8TakesLargeWeightsFromM32To64) {
                       {int64_t(1) << 40, 32}, {int64_t(1) << 20, 32}})
     for (int64_t M : {33, 64}) {
       const GemmConfig c = choose_gemm_config(M, N, K, dev);
+      EXPECT_EQ(c.path, GemmPath::fp8) << describe(c) << " " << N << "x" << K;  // N x K >= 10 Mi
       EXPECT_EQ(gemm_config_problem(c, M), "") << describe(c) << " " << N << "x" << K;
     }
+  // The threshold where K does not divide 10 Mi: 3413 x 3072 = 10484736 < 10 Mi <= 3414 x 3072.
+  EXPECT_NE(choose_gemm_config(64, 3413, 3072, dev).path, GemmPath::fp8);
+  EXPECT_EQ(describe(choose_gemm_config(64, 3414, 3072, dev)), "path=fp8 block_n=64 block_m=64 split_k=2 warps=8");
 }
 
 // 64 < M <= 128 with K < 2048: path fp8 on the smallest tile whose tiles fit one wave (session
@@ -257,8 +261,16 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   for (int64_t M : {80, 96, 128}) EXPECT_EQ(describe(choose_gemm_config(M, 7168, 1024, dev)), s128) << M;  // 112
   EXPECT_EQ(describe(choose_gemm_config(128, 7168, 1536, dev)), s128);
   EXPECT_EQ(describe(choose_gemm_config(128, 16384, 1024, dev)), "path=fp8 block_n=128 block_m=128 split_k=1 warps=12");
-  EXPECT_EQ(describe(choose_gemm_config(65, 64, 32, dev)), s64);
-  // Long K keeps fp8_config's 128-row tiles and split-K.
+  EXPECT_EQ(describe(choose_gemm_config(128, 1024, 1024, dev)), s64);  // 32 tiles: 7.15 us against 10.46
+  // At most one SM in 8 with a 64 x 64 tile: the small-M kernel (100x512x1024: 16 tiles, 6.41 us
+  // against path fp8's 7.71).
+  for (auto [M, N] : {std::pair<int64_t, int64_t>{100, 512}, {65, 64}, {128, 512}})  // <= 16 tiles
+    EXPECT_NE(choose_gemm_config(M, N, 1024, dev).path, GemmPath::fp8) << M << "x" << N;
+  EXPECT_EQ(choose_gemm_config(128, 513, 1024, dev).path, GemmPath::fp8);  // 18 tiles
+  // Long K (from kFp8MinK = 2048) keeps fp8_config's 128-row tiles and split-K.
+  EXPECT_EQ(describe(choose_gemm_config(128, 7168, 2016, dev)), s128);
+  for (int64_t M : {65, 128})
+    EXPECT_EQ(describe(choose_gemm_config(M, 7168, 2048, dev)), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12") << M;
   EXPECT_EQ(describe(choose_gemm_config(128, 2112, 7168, dev)), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
   // Without an FP8 image: the small-M kernel, 16 warps per 64-row CTA only where the grid fits
   // one CTA per SM and each CTA has >= 12 K chunks (session 23 tunes).
@@ -351,8 +363,9 @@ TEST(Dispatch, SmallMWarpsPerSlabKeepTheGridInOneWave) {
     for (int64_t M : {1, 8, 16, 32, 64})
       for (int64_t N : {64, 2112, 2880, 7168, 65536})
         for (int64_t K : {512, 2048, 7168, 16384}) {
-          const GemmConfig c = choose_gemm_config(M, N, K, dev);
-          if (c.path == GemmPath::gemv || c.path == GemmPath::fp8) continue;  // not the small-M kernel
+          // The small-M kernel's rule (the dispatcher's choice for many of these shapes is gemv
+          // or fp8; config_without_fp8 gives the small-M rule for every M <= 128).
+          const GemmConfig c = config_without_fp8(M, N, K, dev);
           const int slabs = c.block_n / 16;
           const int64_t ctas = (N + c.block_n - 1) / c.block_n * c.split_k;
           if (c.warps > slabs)
@@ -378,16 +391,13 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
           EXPECT_TRUE(c.warps == slabs || c.warps == 2 * slabs || (c.warps == 16 && slabs == 4)) << describe(c);
           EXPECT_LE(c.split_k, (K + 63) / 64) << describe(c);
         }
-        // Path fp8 for M > 128; at 64 < M <= 128 only for long K, and the small-M kernel there
-        // only in one wave; at 32 < M <= 64 only for N x K >= 10 Mi, on 64-row tiles.
-        if (M > 128) EXPECT_EQ(c.path, GemmPath::fp8) << describe(c);
+        // Path fp8 for M > 64 (the small-M kernel at short K where 64 x 64 tiles would give at
+        // most one SM in 8 a tile); at 32 < M <= 64 only for N x K >= 10 Mi, on 64-row tiles.
         if (M <= 32 || (M <= 64 && N * K < (int64_t(10) << 20))) EXPECT_NE(c.path, GemmPath::fp8) << describe(c);
-        if (M > 64) EXPECT_EQ(c.path, GemmPath::fp8) << describe(c);
+        const bool few_tiles = 8 * ((M + 63) / 64) * ((N + 63) / 64) <= 132;  // short K: the small-M kernel
+        if (M > 128 || (M > 64 && (K >= 2048 || !few_tiles))) EXPECT_EQ(c.path, GemmPath::fp8) << describe(c);
+        if (M > 64 && M <= 128 && K < 2048 && few_tiles) EXPECT_NE(c.path, GemmPath::fp8) << describe(c);
         if (M <= 64 && c.path == GemmPath::fp8) EXPECT_EQ(c.block_m, 64) << describe(c);
-        if (M > 64 && M <= 128 && K >= 2048 && c.path != GemmPath::fp8) {
-          const int64_t grid = (N + c.block_n - 1) / c.block_n * 2 * c.split_k;
-          EXPECT_TRUE(grid <= 132 && 10 * grid >= 9 * 132) << describe(c);
-        }
         EXPECT_EQ(gemm_config_problem(c, M), "") << describe(c);
         EXPECT_EQ(gemm_workspace_bytes(M, K, c) == 0, c.path == GemmPath::fused || c.path == GemmPath::gemv)
             << describe(c);

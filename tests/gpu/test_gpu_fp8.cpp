@@ -292,8 +292,8 @@ TEST(GpuFp8, SplitKClustersStayWithinContractAndDeterministic) {
   }
 }
 
-/// Path fp8 at decode sizes (M <= 64; tune candidates since session 13, never the dispatcher's
-/// choice): 64-token tiles with most rows past M, unsplit and split-K clusters (split 8 over 8
+/// Path fp8 at decode sizes (M <= 64; tune candidates since session 13, the dispatcher's choice
+/// for 32 < M <= 64 with N x K >= 10 Mi weights since session 23): 64-token tiles with most rows past M, unsplit and split-K clusters (split 8 over 8
 /// slices gives every rank one), every element within the contract and reproducible.
 TEST(GpuFp8, SmallMTilesStayWithinContract) {
   MXFP4_REQUIRE_GPU();
@@ -517,21 +517,27 @@ TEST(GpuFp8, ChainsAcrossPersistentTilesStayWithinContract) {
 
 TEST(GpuFp8, ForcedFp8WithoutImageThrowsAndTheDispatcherFallsBack) {
   MXFP4_REQUIRE_GPU();
-  constexpr int64_t M = 512, N = 64, K = 256;
-  const std::vector<uint16_t> a = randn_bf16(size_t(M * K), 950001);
-  const HostMx aq = quantize_bf16(a, M, K), b = random_mx(N, K, 950002);
-  const DeviceBuf da(a);
-  const DevicePacked pk(b);
-  PackedWeights plain = pk.pw;
-  plain.fp8 = nullptr;
-  const GemmConfig cfg = fp8_cfg(128, 128);
-  DeviceBuf c(size_t(M * N * 2), 0xFF);
-  GemmOptions opt;
-  opt.config = &cfg;
-  EXPECT_THROW(gemm(da.get<uint16_t>(), M, K, K, plain, c.get<uint16_t>(), N, opt, cuda_exec()), InvalidArgument);
-  const std::vector<uint16_t> C = run_gemm(da, M, K, plain, nullptr);  // default config, no image
-  const ContractReport rep = check_gemm_contract(C.data(), N, aq.view(), b.view());
-  EXPECT_TRUE(rep.ok()) << rep.str();
+  // The dispatcher picks path fp8 for each shape; without an image gemm() runs the tiled path
+  // (M > 128) or the small-M kernel (M = 100: short K; M = 40: N x K = 10 Mi, session 23).
+  struct Shape { int64_t M, N, K; };
+  for (const Shape s : {Shape{512, 64, 256}, Shape{100, 1024, 256}, Shape{40, 5120, 2048}}) {
+    const int64_t M = s.M, N = s.N, K = s.K;
+    ASSERT_EQ(choose_gemm_config(M, N, K, cuda_device_info(0)).path, GemmPath::fp8) << M << "x" << N << "x" << K;
+    const std::vector<uint16_t> a = randn_bf16(size_t(M * K), uint64_t(950001 + M));
+    const HostMx aq = quantize_bf16(a, M, K), b = random_mx(N, K, uint64_t(950002 + M));
+    const DeviceBuf da(a);
+    const DevicePacked pk(b);
+    PackedWeights plain = pk.pw;
+    plain.fp8 = nullptr;
+    const GemmConfig cfg = fp8_cfg(128, 128);
+    DeviceBuf c(size_t(M * N * 2), 0xFF);
+    GemmOptions opt;
+    opt.config = &cfg;
+    EXPECT_THROW(gemm(da.get<uint16_t>(), M, K, K, plain, c.get<uint16_t>(), N, opt, cuda_exec()), InvalidArgument);
+    const std::vector<uint16_t> C = run_gemm(da, M, K, plain, nullptr);  // default config, no image
+    const ContractReport rep = check_gemm_contract(C.data(), N, aq.view(), b.view());
+    EXPECT_TRUE(rep.ok()) << M << "x" << N << "x" << K << ": " << rep.str();
+  }
 }
 
 }  // namespace

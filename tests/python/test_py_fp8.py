@@ -200,7 +200,10 @@ def test_explain_names_path_fp8():
     dev = mxfp4._C.DeviceInfo()
     assert mxfp4._C.choose_gemm_config(256, 4096, 4096, dev).path == mxfp4.GemmPath.fp8
     assert mxfp4._C.choose_gemm_config(128, 4096, 4096, dev).path == mxfp4.GemmPath.fp8
-    assert mxfp4._C.choose_gemm_config(64, 4096, 4096, dev).path != mxfp4.GemmPath.fp8
+    # 32 < M <= 64: path fp8 from N x K = 10 Mi weights (session 23).
+    assert mxfp4._C.choose_gemm_config(64, 4096, 4096, dev).path == mxfp4.GemmPath.fp8
+    assert mxfp4._C.choose_gemm_config(64, 4096, 2048, dev).path != mxfp4.GemmPath.fp8
+    assert mxfp4._C.choose_gemm_config(32, 4096, 4096, dev).path != mxfp4.GemmPath.fp8
     # A's image, or the tiled fallback's bf16 fragments (256 * 512 * 2 bytes) when larger.
     assert mxfp4._C.gemm_workspace_bytes(256, 512, cfg) == max(mxfp4.fp8_weights_bytes(256, 512), 256 * 512 * 2)
     # With N: the same for path fp8; path splitk with split_k = 8 and K >= 4096 adds its split-K

@@ -122,7 +122,7 @@ Command add_tune(CLI::App& app) {
               if (!run.empty() && wanted(chosen) &&
                   std::none_of(run.begin(), run.end(), [&](const mxfp4::GemmConfig& c) { return mxfp4::describe(c) == chosen_name; }))
                 run.push_back(chosen);
-              if (run.empty()) {  // e.g. --paths fp8 at M <= 64: nothing to time, nothing stored
+              if (run.empty()) {  // e.g. --paths gemv at M > 16: nothing to time, nothing stored
                 std::printf("%6lld %6lld %6lld  skipped: no candidate of the given paths at this M\n", (long long)s.M,
                             (long long)s.N, (long long)s.K);
                 continue;
