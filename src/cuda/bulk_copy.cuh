@@ -90,12 +90,18 @@ __device__ __forceinline__ uint32_t cluster_rank() {
   return r;
 }
 
-/// Arrives once (release, cluster scope) on the mbarrier at `bar`'s offset in the shared
-/// memory of cluster CTA `rank` (PTX "mapa", "mbarrier.arrive" on shared::cluster).
+/// Arrives once on the mbarrier at `bar`'s offset in the shared memory of cluster CTA `rank`
+/// (PTX "mapa", "mbarrier.arrive" on shared::cluster) with the instruction's default
+/// semantics, release at CTA scope, as CUTLASS's ClusterBarrier::arrive does. For releasing a
+/// stage buffer whose reads have completed (the caller has used every value it read from it),
+/// so that the peer's next copy into it cannot overtake them. The cluster-scope release
+/// (`.release.cluster`) puts a MEMBAR before every arrival: in path fp8's 2-CTA pair, whose
+/// consumers arrive on both CTAs' empty barriers every stage, that fence took a third of the
+/// stall samples and made the pair 2x slower than unpaired tiles (ncu, session 23).
 __device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t rank) {
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(bar)), "r"(rank));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
 /// The 16 bytes at `local`'s offset in the shared memory of cluster CTA `rank` (PTX "mapa",
