@@ -15,6 +15,16 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// ~200 KB shared memory each (fp8_config's comment has the measurements).
 int64_t fp8_split_grid_limit(int split, int64_t sms) { return split == 2 ? sms - sms / 32 : sms * 3 / 4; }
 
+/// Path fp8's split-K for `tiles` tiles (at most a few times `sms`) of `slices` 128-K slices:
+/// the larger of 2 and 4 whose grid runs in one wave (fp8_split_grid_limit) with >= 4 slices
+/// per CTA, else 1 (fp8_config's comment has the measurements).
+int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
+  int split = 1;
+  for (int s : {2, 4})
+    if (tiles * s <= fp8_split_grid_limit(s, sms) && slices >= 4 * int64_t(s)) split = s;
+  return split;
+}
+
 /// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048: choose_gemm_config), persistent (one CTA per SM walks the tiles): 128 x 128
 /// tiles as two 64 x 128 consumer warpgroups (12 warps) when they give at least half the SMs
 /// a tile; else, for M > 128, 128 x 64 tiles (two consumer warpgroups, 12 warps). H200 tunes
@@ -53,15 +63,7 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t tiles = tiles_of(128);
   if (2 * tiles >= sms) return GemmConfig{GemmPath::fp8, 128, 128, 1, 12};
   if (M > 128) return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};
-  auto split_for = [&](int64_t t) {
-    int split = 1;
-    for (int s : {2, 4}) {
-      const int64_t limit = fp8_split_grid_limit(s, sms);
-      if (t * s <= limit && slices >= 4 * int64_t(s)) split = s;
-    }
-    return split;
-  };
-  const int split64 = split_for(tiles_of(64)), split128 = split_for(tiles);
+  const int split64 = fp8_split_for(tiles_of(64), slices, sms), split128 = fp8_split_for(tiles, slices, sms);
   if (split128 > split64) return GemmConfig{GemmPath::fp8, 128, 128, split128, 12};
   return GemmConfig{GemmPath::fp8, 64, 128, split64, 12};
 }
@@ -72,8 +74,8 @@ constexpr int64_t kFp8MinK = 2048;
 
 /// Path fp8 for 64 < M <= 128 with K < kFp8MinK (choose_gemm_config): the smallest tile whose
 /// tiles fit one wave, unsplit: 64 x 64 (8 warps), else 128 x 64 (12 warps), else the
-/// persistent 128 x 128 (choose_gemm_config keeps the small-M kernel where 64 x 64 tiles would
-/// give at most one SM in 8 a tile). H200 tune of session 23 (bench/results/logs/tune-mid-short-k-
+/// persistent 128 x 128; none (the small-M kernel) where 64 x 64 tiles would give at most one SM
+/// in 8 a tile. H200 tune of session 23 (bench/results/logs/tune-mid-short-k-
 /// session23-h200.log; us; the small-M kernel's best candidate and the small-M rule's own
 /// choice, which that tune found 1.7-2x slower than the best): 128x2880x512 64 x 64 5.86
 /// (small-M best 6.22, rule 10.98), 128x4096x1024 64 x 64 8.10 (9.26, 13.40), 128x3072x1536
@@ -84,10 +86,13 @@ constexpr int64_t kFp8MinK = 2048;
 /// tune; 128x2112x1536 9.22 (small-M best 9.15), 72x2880x512 6.63 (6.27), 100x512x1024 (16
 /// tiles) 7.71 (6.00; the small-M rule's choice there: 10.47). Until session 23 the small-M
 /// kernel took these shapes (session 12: 128x2880x512 6.2 us against path fp8's 7.1).
-GemmConfig fp8_config_short_k(int64_t M, int64_t N, const DeviceInfo& dev) {
+std::optional<GemmConfig> fp8_config_short_k(int64_t M, int64_t N, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
-  const int64_t n64 = ceil_div(N, 64);
-  if (ceil_div(M, 64) * n64 <= sms) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
+  const int64_t n64 = ceil_div(N, 64), tiles64 = ceil_div(M, 64) * n64;
+  // Few 64 x 64 tiles: 100x512x1024 (16) ran 7.71 us on path fp8 against the small-M rule's
+  // 6.41, 128x1024x1024 (32) 7.15 against 10.46 (tune-mid-edges-session23-h200.log).
+  if (8 * tiles64 <= sms) return std::nullopt;
+  if (tiles64 <= sms) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
   if (ceil_div(M, 128) * n64 <= sms) return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};
   return GemmConfig{GemmPath::fp8, 128, 128, 1, 12};
 }
@@ -119,13 +124,7 @@ GemmConfig fp8_config_small_m(int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t slices = ceil_div(K, 128), t64 = ceil_div(N, 64), t128 = ceil_div(N, 128);
   if (t64 > sms) return GemmConfig{GemmPath::fp8, 128, 64, 1, 12};
   if (slices < 32 && 2 * t64 >= sms) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
-  auto split_for = [&](int64_t t) {
-    int split = 1;
-    for (int s : {2, 4})
-      if (t * s <= fp8_split_grid_limit(s, sms) && slices >= 4 * int64_t(s)) split = s;
-    return split;
-  };
-  const int split64 = split_for(t64), split128 = split_for(t128);
+  const int split64 = fp8_split_for(t64, slices, sms), split128 = fp8_split_for(t128, slices, sms);
   if (split128 > split64) return GemmConfig{GemmPath::fp8, 128, 64, split128, 12};
   return GemmConfig{GemmPath::fp8, 64, 64, split64, 8};
 }
@@ -176,9 +175,9 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     // warps per SM at 128 registers is the whole register file, so a second CTA waits);
     // 100x512x1024 10.47 / 6.41 (2 K chunks per CTA).
     cfg.block_n = 64;
-    cfg.split_k = split_for(ceil_div(N, 64) * m_tiles, sms);
-    const int64_t ctas = ceil_div(N, 64) * m_tiles * cfg.split_k;
-    cfg.warps = ctas <= sms && ceil_div(chunks, cfg.split_k) >= 12 ? 16 : 8;
+    const int64_t tiles = ceil_div(N, 64) * m_tiles;
+    cfg.split_k = split_for(tiles, sms);
+    cfg.warps = tiles * cfg.split_k <= sms && ceil_div(chunks, cfg.split_k) >= 12 ? 16 : 8;
   } else {
     // Measured on H200 (session 3, docs/perf-notes.md; tune times of old -> new choice):
     //   - split target one CTA per SM for M > 16: 64x2880x512 split 8 -> 4: 9.07 -> 7.75 us,
@@ -273,10 +272,8 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
     return fp8 ? fp8_config_small_m(N, K, dev) : small_m_config(M, N, K, dev);
   }
   if (K >= kFp8MinK) return fp8_config(M, N, K, dev);
-  // Few 64 x 64 tiles: 100x512x1024 (16) ran 7.71 us on path fp8 against the small-M rule's
-  // 6.41, 128x1024x1024 (32) 7.15 against 10.46 (tune-mid-edges-session23-h200.log).
-  const bool few_tiles = 8 * ceil_div(M, 64) * ceil_div(N, 64) <= std::max(dev.sm_count, 1);
-  return few_tiles ? small_m_config(M, N, K, dev) : fp8_config_short_k(M, N, dev);
+  if (const auto fp8 = fp8_config_short_k(M, N, dev)) return *fp8;
+  return small_m_config(M, N, K, dev);
 }
 
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {

@@ -218,7 +218,7 @@ TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
 // 32 < M <= 64 with N x K >= 10 Mi weights: path fp8 on 64-row tiles (session 23 tune,
 // bench/results/logs/tune-m64-fp8-splitk-session23-h200.log: each shape below got the fastest
 // fp8 tile of that tune).
-TEST(Dispatch, Fp8TakesLargeWeightsFromM32To64) {
+TEST(Dispatch, Fp8TakesLargeWeightsFromM33To64) {
   const DeviceInfo dev = h200();
   const std::string s64 = "path=fp8 block_n=64 block_m=64 split_k=1 warps=8";
   for (int64_t M : {33, 40, 48, 64}) EXPECT_EQ(describe(choose_gemm_config(M, 7168, 2048, dev)), s64) << M;

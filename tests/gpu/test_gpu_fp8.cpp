@@ -293,8 +293,9 @@ TEST(GpuFp8, SplitKClustersStayWithinContractAndDeterministic) {
 }
 
 /// Path fp8 at decode sizes (M <= 64; tune candidates since session 13, the dispatcher's choice
-/// for 32 < M <= 64 with N x K >= 10 Mi weights since session 23): 64-token tiles with most rows past M, unsplit and split-K clusters (split 8 over 8
-/// slices gives every rank one), every element within the contract and reproducible.
+/// for 32 < M <= 64 with N x K >= 10 Mi weights since session 23): 64-token tiles with most
+/// rows past M, unsplit and split-K clusters (split 8 over 8 slices gives every rank one),
+/// every element within the contract and reproducible.
 TEST(GpuFp8, SmallMTilesStayWithinContract) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t N = 200, K = 1024;
