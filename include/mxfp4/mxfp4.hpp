@@ -164,11 +164,12 @@ PackedWeights prepack_dense(const void* b, DType dtype, int64_t N, int64_t K, in
                             uint8_t* tmp, ScaleRule rule = ScaleRule::aiter, const Exec& exec = {});
 
 /// Version of the 8-bit image layout built by prepack_fp8 (docs/fp8-path.md): 1 e4m3 codes
-/// (sessions 3-16), 2 s8 codes, 3 s8 codes with chains (the records' break bytes). The image
+/// (sessions 3-16), 2 s8 codes, 3 s8 codes with chains (the records' break bytes), 4 the
+/// same with each 64-row atom's scales, exponent words and record in one block (session 24). The image
 /// itself carries no version: an image built by a library of another version is read wrongly,
 /// so build images with the library that runs the GEMM rather than storing them (the Python
 /// PackedTensor records this number when pickled and drops an image of another version).
-inline constexpr int kFp8ImageLayout = 3;
+inline constexpr int kFp8ImageLayout = 4;
 
 /// Bytes of the 8-bit image of B [N, K] for path fp8 (docs/fp8-path.md): about 1.065 * N * K
 /// (s8 codes, one fp32 scale and one word of four E8M0 block exponents per row and 128-K

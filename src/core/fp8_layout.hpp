@@ -15,27 +15,30 @@
 //              swizzle), so one bulk copy moves an atom into shared memory ready for wgmma.
 //              Byte = the s8 integer e2m1 * 2^(s - e) of an element of block exponent s (scale
 //              byte - 127), e the block's image exponent below; 0 for padding and flagged groups.
-//   scales     S * Rp floats at offset S * Rp * 128: [j][row] = 2^R of the group (the one
-//              scale of a narrow group; R = lo - 1 for a wide one), 0.0 for a flagged group,
-//              1.0 for padding rows.
-//   exponents  S * Rp 32-bit words after the scales: [j][row] holds the image exponents
-//              e_0 .. e_3 of the group's blocks as E8M0 bytes (byte b = e_b + 127): element
-//              value = code * 2^e_b, and byte << 23 is 2^e_b as fp32 bits. A narrow group
-//              (block exponents span <= 3 binades) has e_b = R for every b (choose_exponent picks R
-//              so that the slices of a row's chain chunk share it where they can); a wide group has
-//              e_b = s_b - 1 per nonzero block and R for zero blocks. Every e_b of a group on
-//              the path lies in [-kMaxAbsR, kMaxAbsR]. Padding rows: e = 0 (byte 127); flagged
-//              groups: byte 0 (kFlaggedExponent, read as +0.0).
-//   records    S * Rp/64 records of 16 bytes after the exponents: record (j, t) of slice j and
-//              64-row atom t has byte q = 1 when quarter q (rows 64 t + 16 q ..) has a wide group
-//              on the path, and byte 4 + q = 1 when the quarter's chain breaks after slice j:
-//              some row of the quarter does not continue (chain_continues) into slice j + 1, or
-//              j is the last slice of its chain chunk (kChainSlices) or of the matrix. Bytes
-//              8-15 are 0. A GEMM tile whose wide bytes are all zero chains a slice's four k32
-//              steps in the tensor core (integer sums are exact); if its break bytes are zero
-//              too, the next slice adds into the same integer sums, and the tile promotes once
-//              per chain with the scales of the chain's last slice. Any other tile promotes each
-//              k32 step with its block's exponents.
+//   metadata   S * Rp/64 blocks of kMetaBlockBytes = 528 bytes at offset S * Rp * 128, one per
+//              (slice j, 64-row atom t) at (j * Rp/64 + t) * 528 (so the metadata of any
+//              multiple of 64 rows of one slice is contiguous, and the GEMM moves a tile's with
+//              one bulk copy per operand and stage: layout 4, session 24; layout 3 had three
+//              arrays and three copies). A block holds, for rows 64 t + i (i = 0 .. 63):
+//     scales     at byte 4 i, a float: 2^R of the group (the one scale of a narrow group;
+//                R = lo - 1 for a wide one), 0.0 for a flagged group, 1.0 for padding rows;
+//     exponents  at byte 256 + 4 i, a word holding the image exponents e_0 .. e_3 of the
+//                group's blocks as E8M0 bytes (byte b = e_b + 127): element value = code *
+//                2^e_b, and byte << 23 is 2^e_b as fp32 bits. A narrow group (block exponents
+//                span <= 3 binades) has e_b = R for every b (choose_exponent picks R so that
+//                the slices of a row's chain chunk share it where they can); a wide group has
+//                e_b = s_b - 1 per nonzero block and R for zero blocks. Every e_b of a group
+//                on the path lies in [-kMaxAbsR, kMaxAbsR]. Padding rows: e = 0 (byte 127);
+//                flagged groups: byte 0 (kFlaggedExponent, read as +0.0);
+//     record     at byte 512, 16 bytes: byte q = 1 when quarter q (rows 64 t + 16 q ..) has
+//                a wide group on the path, and byte 4 + q = 1 when the quarter's chain breaks
+//                after slice j: some row of the quarter does not continue (chain_continues)
+//                into slice j + 1, or j is the last slice of its chain chunk (kChainSlices)
+//                or of the matrix. Bytes 8-15 are 0. A GEMM tile whose wide bytes are all zero
+//                chains a slice's four k32 steps in the tensor core (integer sums are exact);
+//                if its break bytes are zero too, the next slice adds into the same integer
+//                sums, and the tile promotes once per chain with the scales of the chain's
+//                last slice. Any other tile promotes each k32 step with its block's exponents.
 //   flags      S * Rp/16 bytes after the records: [j][q] = 1 when a group of 16-row
 //              quarter tile q (rows 16q .. 16q+15) in slice j is flagged, else 0 (written by
 //              the image-kernel CTA of those 16 rows).
@@ -58,6 +61,10 @@ inline constexpr int kAtomRows = 64;      ///< rows per 8192-byte atom
 inline constexpr int kAtomBytes = kAtomRows * kSliceK;
 inline constexpr int kFlagRows = 16;      ///< rows per flag byte
 inline constexpr int kWideRecordBytes = 16;  ///< per (slice, atom): wide and break bytes per 16-row quarter
+/// Metadata block of one (slice, atom): 64 scales, 64 exponent words, the record.
+inline constexpr int kMetaExponents = 4 * kAtomRows, kMetaRecord = 8 * kAtomRows;  ///< byte offsets in a block
+inline constexpr int kMetaBlockBytes = kMetaRecord + kWideRecordBytes;
+static_assert(kMetaBlockBytes % 16 == 0, "metadata blocks keep bulk copies 16-byte aligned");
 /// Byte offset of the break bytes in a record (the wide bytes are at 0).
 inline constexpr int kBreakByte = 4;
 /// Slices per chain chunk: a chain (slices of a row sharing R, summed in s32) never crosses a
@@ -86,24 +93,30 @@ struct ImageGeometry {
     return {(rows + kRowPad - 1) / kRowPad * kRowPad, (K + kSliceK - 1) / kSliceK};
   }
   MXFP4_HD int64_t code_bytes() const { return slices * rows_padded * kSliceK; }
-  MXFP4_HD int64_t scale_offset() const { return code_bytes(); }
-  MXFP4_HD int64_t exponent_offset() const { return scale_offset() + slices * rows_padded * 4; }
-  MXFP4_HD int64_t wide_offset() const { return exponent_offset() + slices * rows_padded * 4; }
-  MXFP4_HD int64_t flag_offset() const { return wide_offset() + slices * (rows_padded / kAtomRows) * kWideRecordBytes; }
+  MXFP4_HD int64_t meta_offset() const { return code_bytes(); }
+  MXFP4_HD int64_t flag_offset() const { return meta_offset() + slices * (rows_padded / kAtomRows) * kMetaBlockBytes; }
   MXFP4_HD int64_t flag_count() const { return slices * (rows_padded / kFlagRows); }
-  /// A multiple of 16 bytes: codes, scales, exponents and records are (rows_padded is), and
-  /// so are the flags (kFlagRows's static_assert).
+  /// A multiple of 16 bytes: codes and metadata blocks are, and so are the flags (kFlagRows's
+  /// static_assert).
   MXFP4_HD int64_t total_bytes() const { return flag_offset() + flag_count(); }
   /// Byte offset of the s8 code of element (row r, column k).
   MXFP4_HD int64_t code_offset(int64_t r, int64_t k) const {
     const int64_t j = k / kSliceK, kk = k % kSliceK, t = r / kAtomRows, rr = r % kAtomRows;
     return (j * (rows_padded / kAtomRows) + t) * kAtomBytes + rr * kSliceK + (((kk / 16) ^ (rr % 8)) * 16) + kk % 16;
   }
-  /// Index of group (row r, slice j) in the two per-group arrays: its scale (in floats from
-  /// scale_offset()) and its exponent word (in 32-bit words from exponent_offset()).
-  MXFP4_HD int64_t group_index(int64_t r, int64_t j) const { return j * rows_padded + r; }
-  /// Byte offset (from wide_offset()) of the record of (64-row atom t, slice j).
-  MXFP4_HD int64_t wide_index(int64_t t, int64_t j) const { return (j * (rows_padded / kAtomRows) + t) * kWideRecordBytes; }
+  /// Byte offset of the metadata block of (64-row atom t, slice j).
+  MXFP4_HD int64_t meta_block(int64_t t, int64_t j) const {
+    return meta_offset() + (j * (rows_padded / kAtomRows) + t) * kMetaBlockBytes;
+  }
+  /// Byte offsets of group (row r, slice j)'s scale (a float) and exponent word.
+  MXFP4_HD int64_t scale_at(int64_t r, int64_t j) const { return meta_block(r / kAtomRows, j) + 4 * (r % kAtomRows); }
+  MXFP4_HD int64_t exponent_at(int64_t r, int64_t j) const {
+    return meta_block(r / kAtomRows, j) + kMetaExponents + 4 * (r % kAtomRows);
+  }
+  /// Byte offset of the record of (64-row atom t, slice j).
+  MXFP4_HD int64_t record_at(int64_t t, int64_t j) const { return meta_block(t, j) + kMetaRecord; }
+  /// Bytes from one slice's metadata blocks to the next slice's (the same atom).
+  MXFP4_HD int64_t meta_slice_stride() const { return (rows_padded / kAtomRows) * kMetaBlockBytes; }
   /// Index (in bytes from flag_offset()) of the flag of (16-row quarter tile q, slice j): rows
   /// 16q .. 16q+15.
   MXFP4_HD int64_t flag_index(int64_t q, int64_t j) const { return j * (rows_padded / kFlagRows) + q; }

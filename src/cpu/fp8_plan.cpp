@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "mxfp4/format.hpp"
@@ -86,25 +87,25 @@ void build_image(const MxMatrix& m, uint8_t* out) {
   const GroupPlan p = plan_groups(m);
   const int64_t kblocks = m.K / 32;
   std::fill(out, out + g.total_bytes(), uint8_t(0));
-  float* scales = reinterpret_cast<float*>(out + g.scale_offset());
-  uint8_t* exps = out + g.exponent_offset();
-  uint8_t* wide = out + g.wide_offset();
   uint8_t* flags = out + g.flag_offset();
+  auto set_scale = [&](int64_t r, int64_t j, float v) { std::memcpy(out + g.scale_at(r, j), &v, 4); };
   for (int64_t j = 0; j < g.slices; ++j)
     for (int64_t r = 0; r < g.rows_padded; ++r) {
+      uint8_t* record = out + g.record_at(r / kAtomRows, j);
+      uint8_t* exps = out + g.exponent_at(r, j);
       // A chunk's last slice breaks every quarter's chain, padding quarters' too; padding rows
       // (zero codes) never break one themselves.
-      uint8_t& brk = wide[g.wide_index(r / kAtomRows, j) + kBreakByte + (r % kAtomRows) / kFlagRows];
+      uint8_t& brk = record[kBreakByte + (r % kAtomRows) / kFlagRows];
       if (chunk_ends(j, g.slices)) brk = 1;
       if (r >= m.rows) {  // padding: codes 0, scale 1, exponents 0
-        scales[g.group_index(r, j)] = 1.f;
-        for (int b = 0; b < 4; ++b) exps[4 * g.group_index(r, j) + b] = exponent_byte(0);
+        set_scale(r, j, 1.f);
+        for (int b = 0; b < 4; ++b) exps[b] = exponent_byte(0);
         continue;
       }
       const size_t i = size_t(r * p.slices + j);
-      scales[g.group_index(r, j)] = p.exact[i] ? std::ldexp(1.f, p.R[i]) : 0.f;
-      for (int b = 0; b < 4; ++b) exps[4 * g.group_index(r, j) + b] = exponent_byte(p.e[4 * i + size_t(b)]);
-      if (p.wide[i]) wide[g.wide_index(r / kAtomRows, j) + (r % kAtomRows) / kFlagRows] = 1;
+      set_scale(r, j, p.exact[i] ? std::ldexp(1.f, p.R[i]) : 0.f);
+      for (int b = 0; b < 4; ++b) exps[b] = exponent_byte(p.e[4 * i + size_t(b)]);
+      if (p.wide[i]) record[(r % kAtomRows) / kFlagRows] = 1;
       if (!p.cont[i]) brk = 1;
       if (!p.exact[i]) {
         flags[g.flag_index(r / kFlagRows, j)] = 1;

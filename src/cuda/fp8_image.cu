@@ -151,20 +151,21 @@ __device__ fp8::GroupRange slice_range_only(const Source& src, const typename So
 }
 
 /// Where row r's group in slice j goes in the image: lane i's 8 codes, the group's exponent
-/// word and its scale. Every array is slice-major, so next_slice() moves all three by one slice.
+/// word and its scale (in the metadata block of the row's atom). Codes and metadata blocks are
+/// slice-major, so next_slice() moves all three by one slice.
 struct GroupSlot {
   uint8_t* codes;
   uint32_t* exponent;
   float* scale;
   __device__ static GroupSlot of(const fp8::ImageGeometry& g, int64_t r, int64_t j, int i, uint8_t* out) {
-    return {out + g.code_offset(r, j * fp8::kSliceK + 8 * i),
-            reinterpret_cast<uint32_t*>(out + g.exponent_offset()) + g.group_index(r, j),
-            reinterpret_cast<float*>(out + g.scale_offset()) + g.group_index(r, j)};
+    return {out + g.code_offset(r, j * fp8::kSliceK + 8 * i), reinterpret_cast<uint32_t*>(out + g.exponent_at(r, j)),
+            reinterpret_cast<float*>(out + g.scale_at(r, j))};
   }
-  /// The same slot one slice later: codes move by a slice of atoms, the per-group arrays by
-  /// rows_padded entries.
+  /// The same slot one slice later: codes move by a slice of atoms, the metadata by a slice of
+  /// blocks.
   __device__ void next_slice(const fp8::ImageGeometry& g) {
-    codes += g.rows_padded * fp8::kSliceK, exponent += g.rows_padded, scale += g.rows_padded;
+    const int64_t words = g.meta_slice_stride() / 4;
+    codes += g.rows_padded * fp8::kSliceK, exponent += words, scale += words;
   }
 };
 
@@ -199,7 +200,7 @@ __device__ void write_group(const Source& src, const typename Source::Raw& raw, 
 /// quarter's wide and break bytes (quarter t: atom t / 4, its byte t % 4).
 __device__ void write_tile_bytes(const fp8::ImageGeometry& g, int64_t t, int64_t j, int bits, uint8_t* __restrict__ out) {
   out[g.flag_offset() + g.flag_index(t, j)] = uint8_t(bits & 1);
-  uint8_t* record = out + g.wide_offset() + g.wide_index(t / 4, j);
+  uint8_t* record = out + g.record_at(t / 4, j);
   record[t % 4] = uint8_t((bits >> 1) & 1);
   record[fp8::kBreakByte + t % 4] = uint8_t((bits >> 2) & 1);
   if (t % 4 == 0) {  // the record's padding

@@ -92,10 +92,9 @@ __device__ void store(const FixupArgs& a, int64_t m, int64_t n, float v) {
 /// True when some group of row r of the image (geometry g) is flagged (its exponent word is 0:
 /// kFlaggedExponent's byte in every block).
 __device__ bool row_flagged(const uint8_t* img, const fp8::ImageGeometry& g, int64_t r) {
-  const uint32_t* exps = reinterpret_cast<const uint32_t*>(img + g.exponent_offset());
   static_assert(fp8::exponent_byte(fp8::kFlaggedExponent) == 0, "flagged groups have exponent word 0");
   for (int64_t j = 0; j < g.slices; ++j)
-    if (exps[g.group_index(r, j)] == 0u) return true;
+    if (*reinterpret_cast<const uint32_t*>(img + g.exponent_at(r, j)) == 0u) return true;
   return false;
 }
 

@@ -9,10 +9,10 @@
 // computes a BM x BN tile of C (BM = 64 tokens per consumer warpgroup, BN = 64 or 128 weight
 // rows):
 //   - four producer threads (B's atoms, B's metadata, A's atoms, A's metadata) stream, per
-//     128-K slice, the A and B atoms and their metadata (scales, exponent words, records:
-//     8 bulk copies per stage) into a ring of shared-memory stages with 1-D bulk copies (TMA
-//     engine), signalling `full` mbarriers by transaction bytes; consumers release a stage
-//     on its `empty` mbarrier. The kernel is launched with PDL after the A image kernel: B's
+//     128-K slice, the A and B atoms and their metadata blocks (scales, exponent words and
+//     records of 64 rows each: 4 bulk copies per stage) into a ring of shared-memory stages
+//     with 1-D bulk copies (TMA engine), signalling `full` mbarriers by transaction bytes;
+//     consumers release a stage on its `empty` mbarrier. The kernel is launched with PDL after the A image kernel: B's
 //     first stages are requested before griddepcontrol.wait, A's after it;
 //   - each consumer warpgroup (64 rows x WN columns: one m64n64k32 or m64n128k32 per k32
 //     step) runs s8 x s8 -> s32 wgmma, whose integer sums are exact. When every group of its
@@ -65,10 +65,10 @@ struct Plan {
   static constexpr int kCons = (BM / 64) * kWeightBlocks;
   static constexpr int kABytes = kBM * fp8::kSliceK, kBBytes = BN * fp8::kSliceK;
   static constexpr int kTileBytes = kABytes + kBBytes;
-  /// Per stage after the tiles: A's and B's scales (kBM + BN floats), exponent words (kBM + BN)
-  /// and records (4 words per 64-row atom: wide and break bytes), in that order.
-  static constexpr int kScaleWords = kBM + BN, kWideWords = 4 * (kBM / 64 + BN / 64);
-  static constexpr int kMetaWords = 2 * kScaleWords + kWideWords;
+  /// Per stage after the tiles: the image's metadata blocks (fp8_layout.hpp: 64 scales, 64
+  /// exponent words and a record per 64-row atom) of A's kBM rows, then of B's BN rows.
+  static constexpr int kAAtoms = kBM / 64, kBlockWords = fp8::kMetaBlockBytes / 4;
+  static constexpr int kMetaWords = (kAAtoms + BN / 64) * kBlockWords;
   static constexpr int kBudget = 224 * 1024;
   static constexpr int kStages = std::min(8, (kBudget - 1024) / (kTileBytes + kMetaWords * 4 + 16));
   static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kMetaWords * 4 + 16);
@@ -145,6 +145,14 @@ constexpr bool kExpNoWait = MXFP4_EXP_FP8_NOWAIT != 0;
 /// no wgmma and no promotion, to time the ring's data path alone (C is zero). Never a default.
 constexpr bool kExpDataOnly = MXFP4_EXP_FP8_DATA_ONLY != 0;
 
+#ifndef MXFP4_EXP_FP8_MMA_ONLY  // a measurement only (docs/perf-notes.md, session 24): wrong results
+#define MXFP4_EXP_FP8_MMA_ONLY 0
+#endif
+/// -DMXFP4_EXP_FP8_MMA_ONLY=1: nothing is copied; the consumers run their slices on the ring's
+/// resident (stale) stages without waiting or releasing, with zeroed metadata (every slice
+/// narrow, one chain per tile), to time the consumers alone. Never a default.
+constexpr bool kExpMmaOnly = MXFP4_EXP_FP8_MMA_ONLY != 0;
+
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
 
@@ -174,8 +182,7 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
                                              int tiles_total, Part part) {
   using P = Plan<BM, BN, WN>;
   constexpr int kCtas = PAIR ? 2 : 1;
-  constexpr int kBMetaBytes = 8 * BN + (BN / 64) * fp8::kWideRecordBytes;
-  constexpr int kAMetaBytes = 8 * P::kBM + (P::kBM / 64) * fp8::kWideRecordBytes;
+  constexpr int kBMetaBytes = (BN / 64) * fp8::kMetaBlockBytes, kAMetaBytes = P::kAAtoms * fp8::kMetaBlockBytes;
   static_assert(P::kTileBytes + 4 * P::kMetaWords == P::kABytes + P::kBBytes + kAMetaBytes + kBMetaBytes,
                 "the four parts make up the stage");
   const bool weights = part == kBAtoms || part == kBMeta;
@@ -213,13 +220,8 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
       }
     } else if (part == kAAtoms) {
       bulk_copy_g2s(tile, p.a_img + (j * (p.a_rows / 64) + r0 / 64) * fp8::kAtomBytes, P::kABytes, &full[s]);
-    } else {  // metadata: A's rows first in each array, then B's
-      const int rows = weights ? BN : P::kBM, at = weights ? P::kBM : 0;
-      const int64_t group = 4 * g.group_index(r0, j);
-      bulk_copy_g2s(meta + at, img + g.scale_offset() + group, rows * 4, &full[s]);
-      bulk_copy_g2s(meta + P::kScaleWords + at, img + g.exponent_offset() + group, rows * 4, &full[s]);
-      bulk_copy_g2s(meta + 2 * P::kScaleWords + 4 * (at / 64), img + g.wide_offset() + g.wide_index(r0 / 64, j),
-                    (rows / 64) * fp8::kWideRecordBytes, &full[s]);
+    } else {  // metadata: the blocks of the part's 64-row atoms (one copy), A's first, then B's
+      bulk_copy_g2s(meta + (weights ? P::kAAtoms * P::kBlockWords : 0), img + g.meta_block(r0 / 64, j), bytes, &full[s]);
     }
     if (++j == j1) {
       j = j0, id += clusters;
@@ -259,6 +261,9 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     }
     fence_mbarrier_init();
   }
+  if constexpr (kExpMmaOnly) {
+    for (int i = int(threadIdx.x); i < P::kStages * P::kMetaWords; i += P::kThreads) metas[i] = 0u;
+  }
   if constexpr (PAIR) {
     cluster_sync_acq_rel();  // the peer's barriers exist before any multicast or remote arrival
   } else {
@@ -282,7 +287,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
                 "register rebalance exceeds the CTA's pool");
   if (wg == kCons) {  // producer warpgroup: lane 0 of each warp issues one part of every stage
     if constexpr (kRebalance) setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x % 32 == 0) {
+    if (threadIdx.x % 32 == 0 && !kExpMmaOnly) {
       produce_part<BM, BN, WN, PAIR>(p, tiles, metas, full, empty, rank, first, clusters, j0, j1, tiles_total,
                                      Part(int(threadIdx.x) / 32 - 4 * kCons));
     } else {
@@ -323,34 +328,42 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         // lane arrived for its warp after __syncwarp (session 9).
         auto release_stage = [&](int rit) {
           const int rs = rit % P::kStages;
+          if constexpr (!kExpMmaOnly) {
 #pragma unroll
-          for (int c = 0; c < kCtas; ++c) {
-            if constexpr (PAIR) {
-              mbarrier_arrive_cluster(&empty[rs], uint32_t(c));
-            } else {
-              mbarrier_arrive(&empty[rs]);
+            for (int c = 0; c < kCtas; ++c) {
+              if constexpr (PAIR) {
+                mbarrier_arrive_cluster(&empty[rs], uint32_t(c));
+              } else {
+                mbarrier_arrive(&empty[rs]);
+              }
             }
           }
         };
-        mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
+        if constexpr (!kExpMmaOnly) mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);
         __syncwarp();  // reconverge before the .aligned wgmma instructions
         const uint8_t* a_tile = tiles + s * P::kTileBytes + tb * 64 * fp8::kSliceK;
         const uint8_t* b_tile = tiles + s * P::kTileBytes + P::kABytes + wb * WN * fp8::kSliceK;
         const uint64_t da = smem_desc_sw128(a_tile), db = smem_desc_sw128(b_tile);
-        // The stage's metadata (fp8_layout.hpp): scales, exponent words and records of the
-        // CTA's A rows, then of its B rows. This thread's rows are row0 and row0 + 8, its
-        // columns 8 jn + 2 (lane % 4) + c of the warpgroup's WN (m64nN fragment register
-        // 4 jn + 2 i + c).
+        // The stage's metadata (fp8_layout.hpp): one block (64 scales, 64 exponent words, the
+        // record) per 64-row atom, A's atoms first, then B's. This thread's rows are row0 and
+        // row0 + 8 (in A's atom tb), its columns 8 jn + 2 (lane % 4) + c of the warpgroup's WN
+        // (m64nN fragment register 4 jn + 2 i + c).
         const uint32_t* meta = metas + s * P::kMetaWords;
-        const int col = P::kBM + wb * WN + 2 * (lane % 4);  // + 8 jn: this thread's B words
+        const uint32_t* a_meta = meta + tb * P::kBlockWords + (row0 - tb * 64);  // + 8: row0 + 8
+        // Word of this thread's first B column of n8 tile jn in its block (+ 64: its exponent word).
+        auto b_word = [&](int jn) {
+          const int n = wb * WN + 8 * jn;
+          return (P::kAAtoms + n / 64) * P::kBlockWords + n % 64 + 2 * (lane % 4);
+        };
         // The records of the warpgroup's A atom and its B atoms (wide bytes in word 0, break
         // bytes in word 1): the same words for every thread, so the branches below are
         // uniform over the warpgroup.
-        const uint32_t* rec = meta + 2 * P::kScaleWords;
-        uint2 bits = *reinterpret_cast<const uint2*>(rec + 4 * tb);
+        constexpr int kRecord = fp8::kMetaRecord / 4;
+        uint2 bits = *reinterpret_cast<const uint2*>(meta + tb * P::kBlockWords + kRecord);
 #pragma unroll
         for (int t = 0; t < WN / 64; ++t) {
-          const uint2 b = *reinterpret_cast<const uint2*>(rec + 4 * (P::kBM / 64 + wb * (WN / 64) + t));
+          const uint2 b =
+              *reinterpret_cast<const uint2*>(meta + (P::kAAtoms + wb * (WN / 64) + t) * P::kBlockWords + kRecord);
           bits.x |= b.x, bits.y |= b.y;
         }
         // (Votes: the values are the same in every lane, but ptxas must see uniform branches,
@@ -426,11 +439,10 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
             }
             held = true;
           } else {  // the chain ends: promote once with its scales (those of every slice in it)
-            // One scale per row and column (the scales array, fp8_layout.hpp).
+            // One scale per row and column (the blocks' scales, fp8_layout.hpp).
             finish(true, [&](int jn, float& a0, float& a1, float (&b)[2]) {
-              const float* sc = reinterpret_cast<const float*>(meta);
-              a0 = sc[row0], a1 = sc[row0 + 8];
-              const float2 v = *reinterpret_cast<const float2*>(sc + col + 8 * jn);
+              a0 = __uint_as_float(a_meta[0]), a1 = __uint_as_float(a_meta[8]);
+              const float2 v = *reinterpret_cast<const float2*>(meta + b_word(jn));
               b[0] = v.x, b[1] = v.y;
             });
           }
@@ -445,9 +457,9 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           for (int kk = 0; kk < 4; ++kk) {
             issue(kk, std::integral_constant<int, 1>{}, false);
             finish(kk == 3, [&](int jn, float& a0, float& a1, float (&b)[2]) {
-              const uint32_t* ew = meta + P::kScaleWords;
-              a0 = exp2_byte(ew[row0], kk), a1 = exp2_byte(ew[row0 + 8], kk);
-              const uint2 w = *reinterpret_cast<const uint2*>(ew + col + 8 * jn);
+              constexpr int kExp = fp8::kMetaExponents / 4;
+              a0 = exp2_byte(a_meta[kExp], kk), a1 = exp2_byte(a_meta[kExp + 8], kk);
+              const uint2 w = *reinterpret_cast<const uint2*>(meta + b_word(jn) + kExp);
               b[0] = exp2_byte(w.x, kk), b[1] = exp2_byte(w.y, kk);
             });
           }

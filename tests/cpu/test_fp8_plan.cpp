@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -168,7 +169,7 @@ TEST(Fp8Plan, NarrowSlicesTakeTheirChunksAnchor) {
   // Break bytes of atom 0, quarter 0 (rows 0..15): set where row 0 or 1 breaks. Row 1 (all 6,
   // exponent 0) chains within each chunk.
   for (int j = 0; j < 12; ++j)
-    EXPECT_EQ(img[size_t(g.wide_offset() + g.wide_index(0, j) + fp8::kBreakByte)], uint8_t(!cont[j])) << j;
+    EXPECT_EQ(img[size_t(g.record_at(0, j) + fp8::kBreakByte)], uint8_t(!cont[j])) << j;
   EXPECT_TRUE(p.cont[size_t(12 + 0)] && !p.cont[size_t(12 + 7)] && p.cont[size_t(12 + 8)]);
 }
 
@@ -247,16 +248,15 @@ TEST(Fp8Image, DecodesToTheDequantizedValuesAndFlagsTheRest) {
   fp8::build_image(m.view(), img.data());
   const fp8::GroupPlan p = fp8::plan_groups(m.view());
   ASSERT_TRUE(p.wide[size_t(71 * p.slices + 1)]);
-  const uint8_t* exps = img.data() + g.exponent_offset();
-  const float* scales = reinterpret_cast<const float*>(img.data() + g.scale_offset());
-  const uint8_t* wide = img.data() + g.wide_offset();
   const uint8_t* flags = img.data() + g.flag_offset();
   for (int64_t r = 0; r < g.rows_padded; ++r)
     for (int64_t j = 0; j < g.slices; ++j) {
-      const uint8_t* word = exps + 4 * g.group_index(r, j);
+      const uint8_t* word = img.data() + g.exponent_at(r, j);
+      const uint8_t* record = img.data() + g.record_at(r / 64, j);
       const bool on_path = r < m.rows && p.exact[size_t(r * p.slices + j)];
       const bool differ = word[0] != word[1] || word[0] != word[2] || word[0] != word[3];
-      const float scale = scales[g.group_index(r, j)];
+      float scale;
+      std::memcpy(&scale, img.data() + g.scale_at(r, j), 4);
       if (r >= m.rows) ASSERT_TRUE(word[0] == fp8::exponent_byte(0) && !differ && scale == 1.f) << r;
       if (r < m.rows) ASSERT_EQ(differ, bool(p.wide[size_t(r * p.slices + j)])) << r << "," << j;
       if (on_path) ASSERT_EQ(scale, std::ldexp(1.f, p.R[size_t(r * p.slices + j)])) << r << "," << j;
@@ -264,13 +264,13 @@ TEST(Fp8Image, DecodesToTheDequantizedValuesAndFlagsTheRest) {
       // The wide record of r's atom has r's quarter byte set iff some row of the quarter is wide.
       bool quarter_wide = false;
       for (int64_t q = r / 16 * 16; q < r / 16 * 16 + 16 && q < m.rows; ++q) quarter_wide |= p.wide[size_t(q * p.slices + j)] != 0;
-      ASSERT_EQ(wide[g.wide_index(r / 64, j) + (r % 64) / 16], uint8_t(quarter_wide)) << r << "," << j;
+      ASSERT_EQ(record[(r % 64) / 16], uint8_t(quarter_wide)) << r << "," << j;
       // Its break byte is set iff some row of the quarter does not continue its chain or the
       // slice ends a chunk (padding quarters too).
       bool quarter_breaks = fp8::chunk_ends(j, g.slices);
       for (int64_t q = r / 16 * 16; q < r / 16 * 16 + 16 && q < m.rows; ++q) quarter_breaks |= !p.cont[size_t(q * p.slices + j)];
-      ASSERT_EQ(wide[g.wide_index(r / 64, j) + fp8::kBreakByte + (r % 64) / 16], uint8_t(quarter_breaks)) << r << "," << j;
-      for (int b = 8; b < 16; ++b) ASSERT_EQ(wide[g.wide_index(r / 64, j) + b], 0) << r << "," << j;
+      ASSERT_EQ(record[fp8::kBreakByte + (r % 64) / 16], uint8_t(quarter_breaks)) << r << "," << j;
+      for (int b = 8; b < 16; ++b) ASSERT_EQ(record[b], 0) << r << "," << j;
       if (r < m.rows && !on_path) {
         for (int b = 0; b < 4; ++b) ASSERT_EQ(word[b], 0) << r << "," << j;
         ASSERT_EQ(flags[g.flag_index(r / fp8::kFlagRows, j)], 1) << r << "," << j;
@@ -291,8 +291,17 @@ TEST(Fp8Image, DecodesToTheDequantizedValuesAndFlagsTheRest) {
   EXPECT_EQ(flags[g.flag_index(3, 0)], 0);  // rows 48..63 share row 70's 64-row tile, not its flag
   EXPECT_EQ(flags[g.flag_index(5, 0)], 0);
   EXPECT_EQ(g.flag_count(), 4 * (256 / 16));
-  EXPECT_EQ(wide[g.wide_index(1, 1) + 0], 1);  // row 71: atom 1, quarter 0, slice 1
+  EXPECT_EQ(img[size_t(g.record_at(1, 1))], 1);  // row 71: atom 1, quarter 0, slice 1
   EXPECT_EQ(g.total_bytes(), 4 * 256 * (128 + 4 + 4) + 4 * (256 / 64) * 16 + 4 * (256 / 16));
+  // Layout 4: one 528-byte metadata block per (slice, 64-row atom) after the codes, slice-major
+  // (64 scales, 64 exponent words, the record), so 128 rows of a slice are 1056 contiguous bytes.
+  EXPECT_EQ(g.meta_block(0, 0), 4 * 256 * 128);
+  EXPECT_EQ(g.meta_block(1, 0), 4 * 256 * 128 + 528);
+  EXPECT_EQ(g.meta_block(0, 1), 4 * 256 * 128 + 4 * 528);
+  EXPECT_EQ(g.scale_at(70, 2), g.meta_block(1, 2) + 4 * 6);
+  EXPECT_EQ(g.exponent_at(70, 2), g.meta_block(1, 2) + 256 + 4 * 6);
+  EXPECT_EQ(g.record_at(3, 3), g.meta_block(3, 3) + 512);
+  EXPECT_EQ(g.flag_offset(), g.meta_block(0, 4));
   // Rows of one 64-row tile and one slice are contiguous 128-byte lines, chunk-swizzled.
   EXPECT_EQ(g.code_offset(0, 0), 0);
   EXPECT_EQ(g.code_offset(1, 0), 128 + 16);

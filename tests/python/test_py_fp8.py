@@ -38,9 +38,11 @@ def _decode_image(img, N, K):
     8-bit image, from the layout documented in src/core/fp8_layout.hpp: value = s8 code times
     2^(byte - 127) of its block's exponent byte (byte 0: zero, a flagged group)."""
     Rp, S = _image_geometry(N, K)
-    exp_at = S * Rp * 128 + S * Rp * 4  # after the codes and the float32 scales
-    exps = img[exp_at:exp_at + S * Rp * 4].reshape(S, Rp, 4)
-    flag_at = exp_at + S * Rp * 4 + S * (Rp // 64) * 16  # after the exponents and the wide records
+    # Layout 4: after the codes one 528-byte block per (slice, 64-row atom): 64 float32 scales,
+    # 64 exponent words (bytes 256 .. 511 of the block), a 16-byte record.
+    blocks = img[S * Rp * 128:S * Rp * 128 + S * (Rp // 64) * 528].reshape(S, Rp // 64, 528)
+    exps = np.ascontiguousarray(blocks[:, :, 256:512]).reshape(S, Rp, 4)
+    flag_at = S * Rp * 128 + S * (Rp // 64) * 528  # after the metadata blocks
     flags = img[flag_at:flag_at + S * (Rp // 16)].reshape(S, Rp // 16)
     r, k = np.meshgrid(np.arange(N), np.arange(K), indexing="ij")
     j, kk, t, rr = k // 128, k % 128, r // 64, r % 64

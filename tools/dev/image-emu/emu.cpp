@@ -186,10 +186,12 @@ static const char* kname(cuda::ImageKernel k) {
 
 static std::string where(const fp8::ImageGeometry& g, int64_t i) {
   char b[160];
-  if (i < g.scale_offset()) snprintf(b, sizeof b, "codes");
-  else if (i < g.exponent_offset()) snprintf(b, sizeof b, "scale j=%lld r=%lld", (long long)((i - g.scale_offset()) / 4 / g.rows_padded), (long long)((i - g.scale_offset()) / 4 % g.rows_padded));
-  else if (i < g.wide_offset()) snprintf(b, sizeof b, "exponent j=%lld r=%lld", (long long)((i - g.exponent_offset()) / 4 / g.rows_padded), (long long)((i - g.exponent_offset()) / 4 % g.rows_padded));
-  else if (i < g.flag_offset()) { int64_t o = i - g.wide_offset(); snprintf(b, sizeof b, "record j=%lld atom=%lld byte %lld", (long long)(o / 16 / (g.rows_padded / 64)), (long long)(o / 16 % (g.rows_padded / 64)), (long long)(o % 16)); }
+  if (i < g.meta_offset()) snprintf(b, sizeof b, "codes");
+  else if (i < g.flag_offset()) {
+    const int64_t o = i - g.meta_offset(), blk = o / fp8::kMetaBlockBytes, at = o % fp8::kMetaBlockBytes, atoms = g.rows_padded / 64;
+    const char* what = at < fp8::kMetaExponents ? "scale" : at < fp8::kMetaRecord ? "exponent" : "record";
+    snprintf(b, sizeof b, "%s j=%lld atom=%lld byte %lld", what, (long long)(blk / atoms), (long long)(blk % atoms), (long long)at);
+  }
   else snprintf(b, sizeof b, "flag");
   return b;
 }
@@ -237,7 +239,7 @@ int main(int argc, char** argv) {
         quantize(A.data(), DType::bf16, M, K, lda, codes.data(), scales.data(), rule, Exec{Backend::cpu, nullptr, 1});
         std::vector<uint8_t> cpu(size_t(g.total_bytes()));
         fp8::build_image(MxMatrix{codes.data(), scales.data(), M, K}, cpu.data());
-        { long brk0 = 0, brk1 = 0; for (int64_t j = 0; j < g.slices; ++j) for (int64_t t = 0; t < g.rows_padded / 64; ++t) for (int q = 0; q < 4; ++q) { if (cpu[size_t(g.wide_offset() + g.wide_index(t, j) + 4 + q)]) ++brk1; else ++brk0; }
+        { long brk0 = 0, brk1 = 0; for (int64_t j = 0; j < g.slices; ++j) for (int64_t t = 0; t < g.rows_padded / 64; ++t) for (int q = 0; q < 4; ++q) { if (cpu[size_t(g.record_at(t, j) + 4 + q)]) ++brk1; else ++brk0; }
           if (getenv("STATS")) fprintf(stderr, "M=%lld K=%lld: quarters continuing %ld, breaking %ld\n", (long long)M, (long long)K, brk0, brk1); }
         for (auto kern : kernels) {
           for (uint8_t poison : {uint8_t(0xA5)}) {
