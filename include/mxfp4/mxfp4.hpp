@@ -262,6 +262,14 @@ struct GemmOptions {
 /// cache entry exists. Deterministic; unit-tested on the CPU (docs/dispatch.md).
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev);
 
+/// The configuration gemm() runs where path fp8 was chosen (dispatcher or tune cache) but the
+/// weights have no FP8 image (PackedWeights::fp8 == nullptr): the small-M kernel's rule for
+/// M <= 128, else the tiled kernel (128 x 128, 8 warps); never path fp8 or gemv. Its
+/// gemm_workspace_bytes never exceeds the fp8 choice's, so callers that allocate the
+/// workspace themselves can size it for the path that runs. Pure and deterministic.
+/// Throws InvalidArgument for sizes outside [1, 2^40].
+GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev);
+
 /// Human-readable one-line description of a configuration, e.g.
 /// "path=splitk block_n=64 block_m=16 split_k=4 warps=4".
 std::string describe(const GemmConfig& cfg);

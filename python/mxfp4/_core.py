@@ -13,6 +13,8 @@ constraint); this module only maps names and dtypes and shapes the outputs.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import _C
@@ -373,6 +375,35 @@ def _unpack_impl(data, N, K, version):
     return codes, scales
 
 
+@functools.lru_cache(maxsize=None)
+def _device_info(device):
+    """``_C.cuda_device_info(device)`` for CUDA device index ``device``, cached: the properties
+    never change within a process and cudaGetDeviceProperties is slow (the C++ gemm() caches
+    them too). Raises ValueError for an index out of range, RuntimeError for a CPU-only build."""
+    return _C.cuda_device_info(device)
+
+
+def _workspace_bytes(M, N, K, device, has_fp8):
+    """Bytes of device workspace the CUDA gemm() needs for ``C [M, N] = quantize(A [M, K]) *
+    B [N, K]^T`` on CUDA device index ``device`` without a forced configuration; 0 where it
+    needs none (paths fused and gemv).
+
+    The configuration is the one gemm() runs (src/cuda/gemm.cu): ``explain_gemm``'s (the tune
+    cache entry for this device and shape, else the dispatcher's), except that a path fp8
+    configuration runs as ``config_without_fp8`` when B has no FP8 image (``has_fp8`` false).
+    The size is ``gemm_workspace_bytes(M, N, K, cfg)`` with N: path splitk's split-K scratch
+    included where it reduces through the workspace.
+
+    Raises:
+        ValueError: M, N or K the library rejects (e.g. < 1, or K not a multiple of 32), a
+        device index out of range. RuntimeError: no CUDA device, or a CPU-only build.
+    """
+    cfg = _C.explain_gemm(M, N, K, _C.Backend.cuda, device)
+    if not has_fp8 and cfg.path == _C.GemmPath.fp8:
+        cfg = _C.config_without_fp8(M, N, K, _device_info(device))
+    return int(_C.gemm_workspace_bytes(M, N, K, cfg))
+
+
 def _gemm_impl(a, data, N, K, version, rule, out_dtype=None, fp8=None):
     rl = _rule(rule)
     kind = _gemm_out_kind(out_dtype)
@@ -390,11 +421,8 @@ def _gemm_impl(a, data, N, K, version, rule, out_dtype=None, fp8=None):
     out = _empty(av, (*lead, N), kind)
     if M > 0:
         ws = None
-        if _is_cuda(av):
-            # For path fp8 this also covers the bf16 fallback (splitk / tiled) of weights without an image.
-            cfg = _C.explain_gemm(M, N, K, _C.Backend.cuda, av.device.index)
-            # With N: path splitk's split-K scratch too (reduction through the workspace).
-            nbytes = int(_C.gemm_workspace_bytes(M, N, K, cfg))
+        if _is_cuda(av):  # sized for the configuration gemm() runs, with or without B's FP8 image
+            nbytes = _workspace_bytes(M, N, K, av.device.index, fp8 is not None)
             if nbytes > 0:
                 ws = torch.empty((nbytes,), dtype=torch.uint8, device=av.device)
         _C.gemm(a2, data, N, K, version, out.reshape(M, N), rl, None, ws, _stream(av), fp8)

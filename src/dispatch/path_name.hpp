@@ -30,12 +30,6 @@ std::optional<GemmPath> parse_gemm_path(std::string_view name);
 /// memory, which depends on K, is gemm_config_problem_for_shape's check).
 std::string gemm_config_problem(const GemmConfig& cfg, int64_t M);
 
-/// The configuration gemm() runs where path fp8 was chosen (dispatcher or tune cache) but the
-/// weights have no FP8 image: the small-M kernel's rule for M <= 128, else the tiled kernel
-/// (128 x 128, 8 warps). Its workspace never exceeds gemm_workspace_bytes of the fp8 choice.
-/// Throws InvalidArgument for sizes outside [1, 2^40].
-GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev);
-
 /// Path gemv (src/cuda/gemm_gemv.cu): token rows it keeps in shared memory for M <= 16
 /// tokens (1, 2, 4, 8 or 16), its token tiles of 8 (1 for M <= 8, else 2: the kernel
 /// instantiation) and its dynamic shared memory in bytes: A's bf16 mma fragments
