@@ -54,6 +54,10 @@ struct Fp8Params {
   int split;       ///< split-K: a cluster of `split` CTAs per tile, each a contiguous share of the slices
 };
 
+/// Most ring stages of any tile: the 64 x 64 tile's 17 KB stages would fit 13, but 13 were
+/// slower (session 24: 64x7168x2048 GEMM alone 7.02 -> 7.27 us).
+constexpr int kMaxStages = 8;
+
 /// Shared-memory plan of one instantiation: the stage ring (A and B atoms, 1024-byte aligned
 /// for the 128-byte swizzle), the per-stage group scales, then the mbarriers. kCons consumer
 /// warpgroups, each 64 tokens x WN weight rows of the BM x BN tile, plus one producer warpgroup.
@@ -70,7 +74,7 @@ struct Plan {
   static constexpr int kAAtoms = kBM / 64, kBlockWords = fp8::kMetaBlockBytes / 4;
   static constexpr int kMetaWords = (kAAtoms + BN / 64) * kBlockWords;
   static constexpr int kBudget = 224 * 1024;
-  static constexpr int kStages = std::min(8, (kBudget - 1024) / (kTileBytes + kMetaWords * 4 + 16));
+  static constexpr int kStages = std::min(kMaxStages, (kBudget - 1024) / (kTileBytes + kMetaWords * 4 + 16));
   static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kMetaWords * 4 + 16);
   static constexpr int kThreads = 128 * (kCons + 1);
   static constexpr int kRedPitch = BN + 4;  ///< floats per row of the split-K partial tile (reuses the ring)

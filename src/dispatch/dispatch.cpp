@@ -144,8 +144,10 @@ void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
 ///     64; split_k doubles up to 8 (at most one per 64-wide K chunk) until the grid reaches
 ///     two 4-slab CTAs per SM (one 8-slab CTA) for M <= 16, half that for M > 16 (the cluster
 ///     reduction of a 32- or 64-token tile costs more than the extra CTAs gain); 2 (or, with
-///     4 slabs, 4) warps per slab when each CTA still has >= 8 (>= 16) K chunks (M > 16: split
-///     halved until each rank has >= 4 K chunks, 2 warps per slab from 4 chunks), halved while
+///     4 slabs and M <= 16, 4) warps per slab when each CTA still has >= 8 (>= 16) K chunks (M
+///     > 16: split halved until each rank has >= 4 K chunks, 2 warps per slab from 4 chunks;
+///     but split 2 with 16 warps where its pairs fill 7/8 of the SMs to one wave and each CTA
+///     has >= 16 K chunks, e.g. N = 4096, K >= 2048), halved while
 ///     the grid's warps exceed 16 per SM (launch bounds cap a thread at 128 registers, so 16
 ///     warps per SM always fit: more would run a second, mostly idle wave);
 ///   - 64 < M <= 128: 64-row CTAs, split_k until about one CTA per SM; 16 warps where the grid
@@ -194,17 +196,35 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     cfg.block_n = M <= 8 && ceil_div(N, 128) * max_split >= 2 * sms ? 128 : 64;
     const int64_t target = (M > 16 ? sms : 2 * sms) * 64 / cfg.block_n;
     const int64_t n_tiles = ceil_div(N, cfg.block_n);
-    cfg.split_k = split_for(n_tiles, target);
-    // M > 16: halve until every rank has >= 4 K chunks. The result is a power of two:
-    // split_for doubles from 1 and caps at a non-power of two only for chunks < 8, where this
-    // loop ends at 1.
-    while (M > 16 && cfg.split_k > 1 && 4 * int64_t(cfg.split_k) > chunks) cfg.split_k /= 2;
-    const int64_t chunks_per_cta = ceil_div(chunks, cfg.split_k);
-    const int slabs = cfg.block_n / 16;
-    const int64_t two_per_slab = M > 16 ? 4 : 8;  // K chunks per CTA for 2 warps per slab
-    int per_slab = chunks_per_cta >= 16 && slabs == 4 ? 4 : chunks_per_cta >= two_per_slab ? 2 : 1;
-    while (per_slab > 1 && n_tiles * cfg.split_k * slabs * per_slab > 16 * sms) per_slab /= 2;
-    cfg.warps = slabs * per_slab;
+    // M > 16 (the wgmma K loop): one CTA of 16 warps per SM where split 2's pairs fill one
+    // wave (7/8 of the SMs up to fp8_split_grid_limit) with >= 16 K chunks per CTA. Session 24
+    // tunes (tune-small-m-off-, tune-small-m-rule24-session24-h200.log; session 23's
+    // tune-small-m-, tune-edges-): N = 4096 (128 CTAs), K = 2048 at M = 20, 40, 48, 56, 64:
+    // split 2 x 16 warps 8.76, 9.90, 10.11, 10.45, 10.29 us against split 4 x 8 warps (two
+    // CTAs per SM) 9.97, 14.24, 14.61, 14.51, ~14.5; 24x4096x7168 20.00 against 27.21;
+    // 32x4096x4096 13.43 (best of its tune). With fewer CTAs the 8-warp pairs per SM win:
+    // 40x3584x2048 (112 CTAs) 9.91 against 8.90, 64x3072x1536 (96, 12 chunks) 8.96 against 8.72.
+    const int64_t pairs = 2 * n_tiles;
+    if (M > 16 && pairs <= fp8_split_grid_limit(2, sms) && 8 * pairs >= 7 * sms && chunks >= 32) {
+      cfg.split_k = 2, cfg.warps = 16;
+    } else {
+      cfg.split_k = split_for(n_tiles, target);
+      // M > 16: halve until every rank has >= 4 K chunks. The result is a power of two:
+      // split_for doubles from 1 and caps at a non-power of two only for chunks < 8, where this
+      // loop ends at 1.
+      while (M > 16 && cfg.split_k > 1 && 4 * int64_t(cfg.split_k) > chunks) cfg.split_k /= 2;
+      const int64_t chunks_per_cta = ceil_div(chunks, cfg.split_k);
+      const int slabs = cfg.block_n / 16;
+      const int64_t two_per_slab = M > 16 ? 4 : 8;  // K chunks per CTA for 2 warps per slab
+      // Four warps per slab for M > 16 only while the grid stays within 3/4 of the SMs: the
+      // 16-warp CTA of 32 or 64 tokens holds its SM alone, and 132 CTAs in clusters of 4 ran
+      // in two waves (20x2112x7168: split 4 x 16 warps 22.53 us against 8 warps 16.07, session
+      // 24 tune; fp8_split_grid_limit has the cluster measurements).
+      const bool four_fit = M <= 16 || 4 * n_tiles * cfg.split_k <= 3 * sms;
+      int per_slab = chunks_per_cta >= 16 && slabs == 4 && four_fit ? 4 : chunks_per_cta >= two_per_slab ? 2 : 1;
+      while (per_slab > 1 && n_tiles * cfg.split_k * slabs * per_slab > 16 * sms) per_slab /= 2;
+      cfg.warps = slabs * per_slab;
+    }
   }
   cfg.block_m = int(std::min<int64_t>(64, ceil_div(M, 8) * 8));
   // In-kernel quantization only while it is a small share of each CTA's work: otherwise the

@@ -354,6 +354,43 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
   EXPECT_EQ(choose_gemm_config(16, 8192, 4096, small).split_k, 1);
 }
 
+// M = 17..64 on the small-M kernel, session 24 tunes (bench/results/logs/tune-small-m-off-,
+// tune-small-m-rule24-session24-h200.log): split 2 x 16 warps where its pairs fill one wave
+// (N = 4096: 128 CTAs) with >= 16 K chunks per CTA; four warps per slab never otherwise
+// (clusters of 4 at one CTA per SM ran two waves).
+TEST(Dispatch, SmallMOneWaveOfSixteenWarpsFromM17) {
+  const DeviceInfo dev = h200();
+  for (int64_t M : {20, 40, 48, 56, 64})
+    for (int64_t K : {2048, 4096}) {
+      const GemmConfig c = config_without_fp8(M, 4096, K, dev);
+      EXPECT_EQ(c.path, GemmPath::splitk) << M << "x4096x" << K;
+      EXPECT_EQ(c.split_k, 2) << M << "x4096x" << K;
+      EXPECT_EQ(c.warps, 16) << M << "x4096x" << K;
+    }
+  // The dispatcher itself where path fp8 does not take the shape (N x K < 10 Mi at M > 32).
+  EXPECT_EQ(choose_gemm_config(40, 4096, 2048, dev).warps, 16);
+  EXPECT_EQ(choose_gemm_config(20, 4096, 2048, dev).path, GemmPath::splitk);
+  // 12 K chunks per CTA at split 2 (K = 1536): split 4 x 8 warps as before (8.72 against 8.96).
+  for (int64_t M : {20, 64}) {
+    const GemmConfig c = choose_gemm_config(M, 3072, 1536, dev);
+    EXPECT_EQ(c.split_k, 4) << M;
+    EXPECT_EQ(c.warps, 8) << M;
+  }
+  // 2112 x 7168 at M = 20: 33 tiles, split 4 x 8 warps (16.07 us) instead of 16 warps (22.53).
+  GemmConfig c = choose_gemm_config(20, 2112, 7168, dev);
+  EXPECT_EQ(c.split_k, 4);
+  EXPECT_EQ(c.warps, 8);
+  // Pairs below 7/8 of the SMs (N = 3584: 112 CTAs, 8.90 us at split 4 x 8 warps against
+  // 9.91; session 24 call 4) or above the one-wave limit (N = 7168: 224) keep the old rule;
+  // M <= 16 keeps four warps per slab where it had them.
+  c = choose_gemm_config(40, 3584, 2048, dev);
+  EXPECT_EQ(c.split_k, 4);
+  EXPECT_EQ(c.warps, 8);
+  EXPECT_NE(config_without_fp8(40, 2880, 4096, dev).warps, 16);
+  EXPECT_NE(config_without_fp8(24, 7168, 2048, dev).warps, 16);
+  EXPECT_EQ(config_without_fp8(16, 512, 16384, dev).warps, 16);
+}
+
 // M <= 64: more than one warp per slab only while the grid's warps fit 16 per SM (one wave at
 // the kernel's 128-register launch bound).
 TEST(Dispatch, SmallMWarpsPerSlabKeepTheGridInOneWave) {
