@@ -89,6 +89,8 @@ void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B
   const int bm = cfg.block_m, bn = cfg.block_n, w = cfg.warps;
   if (bm == 256) {
     launch<128, 128, 128, true>(p, sm_count, stream);  // a 2-CTA cluster of 128 x 128 tiles sharing B
+  } else if (bm == 192) {
+    launch<192, 128, 128, false>(p, sm_count, stream);  // three 64 x 128 consumer warpgroups (16 warps)
   } else if (bm == 128 && bn == 128) {
     w == 20 ? launch<128, 128, 64, false>(p, sm_count, stream) : launch<128, 128, 128, false>(p, sm_count, stream);
   } else if (bm == 64 && bn == 128) {

@@ -63,7 +63,9 @@ constexpr int kMaxStages = 8;
 /// warpgroups, each 64 tokens x WN weight rows of the BM x BN tile, plus one producer warpgroup.
 template <int BM, int BN, int WN>
 struct Plan {
-  static_assert((BM == 64 || BM == 128) && (BN == 64 || BN == 128) && (WN == 64 || WN == BN), "FP8 tile");
+  static_assert(((BM == 64 || BM == 128) && (BN == 64 || BN == 128) && (WN == 64 || WN == BN)) ||
+                    (BM == 192 && BN == 128 && WN == 128),
+                "FP8 tile");
   static constexpr int kBM = BM;
   static constexpr int kWeightBlocks = BN / WN;  ///< consumer warpgroups along N
   static constexpr int kCons = (BM / 64) * kWeightBlocks;
@@ -284,9 +286,13 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   // Registers (65536 per SM, one CTA): WN = 128 consumers need ~210 per thread (s32 sums,
   // accumulator and scale products of 64 x 128), the producer ~30; the launch gives 168 (384
   // threads). Four 64 x 64 consumer warpgroups need ~100 each; the launch gives 96 (640 threads).
+  // Three 64 x 128 consumer warpgroups (192 x 128, 512 threads) get 160 each, the producer 32
+  // (ptxas allocates the consumer region to the setmaxnreg value: session 24 compiled the
+  // 128 x 128 consumer at 160 with 28 bytes of spills, none at 168).
   constexpr bool kRebalance = kCons >= 2 && (WN == 128 || kCons == 4);
   // The CTA's pool is what the launch gave: (65536 / threads) rounded down to a multiple of 8.
-  constexpr int kConsumerRegs = WN == 128 ? 232 : 112, kProducerRegs = WN == 128 ? 40 : 32;
+  constexpr int kConsumerRegs = WN == 128 ? (kCons == 3 ? 160 : 232) : 112,
+                kProducerRegs = WN == 128 ? (kCons == 3 ? 32 : 40) : 32;
   static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
                 "register rebalance exceeds the CTA's pool");
   if (wg == kCons) {  // producer warpgroup: lane 0 of each warp issues one part of every stage

@@ -332,6 +332,15 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     // warps = 4 x (consumer warpgroups + 1): one consumer warpgroup per 64 tokens (each all of
     // block_n), or, for block_n = 128, one per 64 x 64 sub-tile (src/cuda/gemm_fp8_kernel.cuh).
     const bool pair = cfg.block_m == 256 && cfg.block_n == 128 && cfg.warps == 12;
+    // 192 x 128 (three 64 x 128 consumer warpgroups, unsplit): its last M tile must stay inside
+    // the A image, whose rows are padded to 256 (fp8_layout.hpp), e.g. M = 384, 520, 1536, 3072.
+    const bool tall = cfg.block_m == 192 && cfg.block_n == 128 && cfg.warps == 16 && cfg.split_k == 1;
+    if (tall) {
+      const int64_t rows = (M + 191) / 192 * 192, padded = (M + 255) / 256 * 256;
+      if (rows > padded)
+        return "path fp8: block_m 192 needs ceil(M / 192) * 192 <= M rounded up to 256; M = " + std::to_string(M);
+      return {};
+    }
     const bool tile_ok = (cfg.block_n == 64 || cfg.block_n == 128) && (cfg.block_m == 64 || cfg.block_m == 128);
     // int64: a forced or cached configuration may hold any int (fuzz_api_args found the overflow).
     const int64_t wide = 4 * (int64_t(cfg.block_m) / 64 + 1),
@@ -341,7 +350,7 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     if (!split_ok || !(pair || single))
       return "path fp8: block_m x block_n 64 or 128 x 64 or 128 with warps = 4 * (block_m / 64 + 1) or "
              "4 * (block_m / 64 * block_n / 64 + 1) and split_k 1, 2, 4 or 8, or 256 x 128 (a 2-CTA cluster) with "
-             "warps = 12 and split_k 1";
+             "warps = 12 and split_k 1, or 192 x 128 with warps = 16 and split_k 1";
     return {};  // the launcher checks the grid (one CTA per tile along grid.x, < 2^31)
   }
   if (cfg.path == GemmPath::gemv) {

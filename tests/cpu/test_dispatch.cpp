@@ -391,6 +391,20 @@ TEST(Dispatch, SmallMOneWaveOfSixteenWarpsFromM17) {
   EXPECT_EQ(config_without_fp8(16, 512, 16384, dev).warps, 16);
 }
 
+// The 192 x 128 fp8 tile (16 warps, unsplit) only where its last M tile stays inside the A
+// image's rows, padded to 256.
+TEST(Dispatch, Fp8TallTileNeedsItsRowsInsideTheImage) {
+  const GemmConfig tall{GemmPath::fp8, 128, 192, 1, 16};
+  for (int64_t M : {1, 192, 384, 520, 1536, 3072, 4608}) EXPECT_EQ(gemm_config_problem(tall, M), "") << M;
+  for (int64_t M : {1024, 4096, 8192, 193}) EXPECT_NE(gemm_config_problem(tall, M), "") << M;
+  GemmConfig bad = tall;
+  bad.split_k = 2;
+  EXPECT_NE(gemm_config_problem(bad, 1536), "");
+  bad = tall;
+  bad.warps = 12;
+  EXPECT_NE(gemm_config_problem(bad, 1536), "");
+}
+
 // M <= 64: more than one warp per slab only while the grid's warps fit 16 per SM (one wave at
 // the kernel's 128-register launch bound).
 TEST(Dispatch, SmallMWarpsPerSlabKeepTheGridInOneWave) {

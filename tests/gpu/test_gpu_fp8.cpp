@@ -466,8 +466,15 @@ TEST(GpuFp8, ChainsOfNarrowSlicesStayExact) {
 TEST(GpuFp8, PersistentTilesWithPartialEdgesStayWithinContract) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t M = 520, N = 3720;
-  const std::vector<GemmConfig> cfgs = {fp8_cfg(128, 128), fp8_cfg(128, 128, true), fp8_cfg(64, 128),
-                                        fp8_cfg(64, 128, true), fp8_cfg(128, 64), fp8_cfg(64, 64)};
+  // (192 x 128: three 64 x 128 consumer warpgroups, a tune-only tile; M = 520 -> 3 M tiles,
+  // inside the A image's 768 padded rows.)
+  const std::vector<GemmConfig> cfgs = {fp8_cfg(128, 128),
+                                        fp8_cfg(128, 128, true),
+                                        fp8_cfg(64, 128),
+                                        fp8_cfg(64, 128, true),
+                                        fp8_cfg(128, 64),
+                                        fp8_cfg(64, 64),
+                                        GemmConfig{GemmPath::fp8, 128, 192, 1, 16}};
   {
     constexpr int64_t K = 384;
     const std::vector<uint16_t> a = randn_bf16(size_t(M * K), 970001);
