@@ -262,12 +262,16 @@ struct GemmOptions {
 /// cache entry exists. Deterministic; unit-tested on the CPU (docs/dispatch.md).
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev);
 
-/// The configuration gemm() runs where path fp8 was chosen (dispatcher or tune cache) but the
-/// weights have no FP8 image (PackedWeights::fp8 == nullptr): the small-M kernel's rule for
-/// M <= 128, else the tiled kernel (128 x 128, 8 warps); never path fp8 or gemv. Its
-/// gemm_workspace_bytes never exceeds the fp8 choice's, so callers that allocate the
-/// workspace themselves can size it for the path that runs. Pure and deterministic.
-/// Throws InvalidArgument for sizes outside [1, 2^40].
+/// The configuration gemm() runs for C [M, N] = quantize(A [M, K]) * B [N, K]^T on `dev` where
+/// path fp8 was chosen (dispatcher or tune cache) but the weights have no FP8 image
+/// (PackedWeights::fp8 == nullptr): the small-M kernel's rule for M <= 128 (path fused or
+/// splitk), else the tiled kernel (128 x 128, 8 warps); never path fp8 or gemv. Its
+/// gemm_workspace_bytes(M, K, cfg) never exceeds any path fp8 configuration's, so a workspace
+/// sized for the fp8 choice serves it; gemm_workspace_bytes(M, N, K, cfg) can (path splitk's
+/// split-K scratch at M <= 16, e.g. 16x4096x4096: 2,228,480 bytes against the fp8 image's
+/// 1,116,672), so callers that allocate the workspace themselves size it with this
+/// configuration for the faster reduction (the Python package does). Pure and deterministic.
+/// Throws InvalidArgument for M, N or K outside [1, 2^40].
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev);
 
 /// Human-readable one-line description of a configuration, e.g.

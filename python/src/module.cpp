@@ -406,7 +406,9 @@ NB_MODULE(_C, m) {
         "Pure dispatcher: configuration the CUDA gemm() runs for (M, N, K) on `dev` instead of a path fp8 one "
         "(choose_gemm_config's or a tune cache entry's) when B has no FP8 image: the small-M kernel's (fused or "
         "splitk) for M <= 128, path tiled beyond; never path fp8 or gemv. Its gemm_workspace_bytes(M, K, config) "
-        "never exceeds a path fp8 configuration's. Raises ValueError for M, N or K outside [1, 2^40].");
+        "never exceeds a path fp8 configuration's; gemm_workspace_bytes(M, N, K, config) can (path splitk's split-K "
+        "scratch at M <= 16). `dev`: a DeviceInfo (cuda_device_info(index) for a real GPU). Raises ValueError for "
+        "M, N or K outside [1, 2^40].");
   m.def("describe", static_cast<std::string (*)(const mxfp4::GemmConfig&)>(&mxfp4::describe), "config"_a,
         "One-line description of a configuration.");
   m.def("describe",

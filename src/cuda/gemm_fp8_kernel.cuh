@@ -59,7 +59,7 @@ struct Fp8Params {
 constexpr int kMaxStages = 8;
 
 /// Shared-memory plan of one instantiation: the stage ring (A and B atoms, 1024-byte aligned
-/// for the 128-byte swizzle), the per-stage group scales, then the mbarriers. kCons consumer
+/// for the 128-byte swizzle), the per-stage metadata blocks, then the mbarriers. kCons consumer
 /// warpgroups, each 64 tokens x WN weight rows of the BM x BN tile, plus one producer warpgroup.
 template <int BM, int BN, int WN>
 struct Plan {
@@ -176,8 +176,8 @@ constexpr int kProducerThreads = 4;
 
 /// Producer thread for one Part of every stage: walks the CTA's (tile, slice) sequence, waits
 /// for the stage's slot, arrives on its full barrier with the part's bytes and issues the
-/// part's bulk copies (atoms: one copy; metadata: scales, exponent words and records,
-/// fp8_layout.hpp). Four threads in four warps instead of one for all 8 copies: session 20's
+/// part's bulk copy (atoms, or the atoms' metadata blocks: one copy each, fp8_layout.hpp).
+/// Four threads in four warps instead of one for all copies (8 under layout 3): session 20's
 /// timeline (bench/results/logs/fp8-timeline-session20-h200.log) had the lone thread at ~0.6 us
 /// per stage, longer than the consumers' ~0.5, and four took 1024x7168x2048's GEMM from 43.0
 /// to 39.9 us (two: 42.4). The weight parts issue their first kStages stages before the PDL

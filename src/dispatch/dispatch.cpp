@@ -144,12 +144,13 @@ void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
 ///     64; split_k doubles up to 8 (at most one per 64-wide K chunk) until the grid reaches
 ///     two 4-slab CTAs per SM (one 8-slab CTA) for M <= 16, half that for M > 16 (the cluster
 ///     reduction of a 32- or 64-token tile costs more than the extra CTAs gain); 2 (or, with
-///     4 slabs and M <= 16, 4) warps per slab when each CTA still has >= 8 (>= 16) K chunks (M
-///     > 16: split halved until each rank has >= 4 K chunks, 2 warps per slab from 4 chunks;
-///     but split 2 with 16 warps where its pairs fill 7/8 of the SMs to one wave and each CTA
-///     has >= 16 K chunks, e.g. N = 4096, K >= 2048), halved while
-///     the grid's warps exceed 16 per SM (launch bounds cap a thread at 128 registers, so 16
-///     warps per SM always fit: more would run a second, mostly idle wave);
+///     4 slabs, 4) warps per slab when each CTA still has >= 8 (>= 16) K chunks (M > 16: split
+///     halved until each rank has >= 4 K chunks, 2 warps per slab from 4 chunks, 4 only while
+///     the grid stays within 3/4 of the SMs), halved while the grid's warps exceed 16 per SM
+///     (launch bounds cap a thread at 128 registers, so 16 warps per SM always fit: more would
+///     run a second, mostly idle wave); but for M > 16 split 2 with 16 warps where its pairs
+///     fill 7/8 of the SMs to one wave and each CTA has >= 16 K chunks (at 132 SMs: N =
+///     3649..4096 and K > 1984, e.g. N = 4096, K >= 2048);
 ///   - 64 < M <= 128: 64-row CTAs, split_k until about one CTA per SM; 16 warps where the grid
 ///     fits one CTA per SM and each CTA has >= 12 K chunks, else 8.
 /// Path fused (A quantized inside the GEMM, one launch) when M <= 8 and a CTA quantizes at
@@ -204,6 +205,8 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     // CTAs per SM) 9.97, 14.24, 14.61, 14.51, ~14.5; 24x4096x7168 20.00 against 27.21;
     // 32x4096x4096 13.43 (best of its tune). With fewer CTAs the 8-warp pairs per SM win:
     // 40x3584x2048 (112 CTAs) 9.91 against 8.90, 64x3072x1536 (96, 12 chunks) 8.96 against 8.72.
+    // At 132 SMs: 116..128 CTAs, i.e. 58..64 tiles of 64 rows (N = 3649..4096), and chunks >= 32
+    // (K > 1984). Only N = 4096 was measured inside that range (N = 3649..4032 follows the bound).
     const int64_t pairs = 2 * n_tiles;
     if (M > 16 && pairs <= fp8_split_grid_limit(2, sms) && 8 * pairs >= 7 * sms && chunks >= 32) {
       cfg.split_k = 2, cfg.warps = 16;
@@ -334,10 +337,12 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     const bool pair = cfg.block_m == 256 && cfg.block_n == 128 && cfg.warps == 12;
     // 192 x 128 (three 64 x 128 consumer warpgroups, unsplit): its last M tile must stay inside
     // the A image, whose rows are padded to 256 (fp8_layout.hpp), e.g. M = 384, 520, 1536, 3072.
+    // ceil(M / 192) * 192 <= round_up(M, 256) compared as the rows each adds to M: no overflow
+    // for any int64 M (the callers bound M far below, but this is a plain function of M).
     const bool tall = cfg.block_m == 192 && cfg.block_n == 128 && cfg.warps == 16 && cfg.split_k == 1;
     if (tall) {
-      const int64_t rows = (M + 191) / 192 * 192, padded = (M + 255) / 256 * 256;
-      if (rows > padded)
+      auto pad_to = [M](int64_t multiple) { return (multiple - M % multiple) % multiple; };
+      if (pad_to(192) > pad_to(fp8::kRowPad))
         return "path fp8: block_m 192 needs ceil(M / 192) * 192 <= M rounded up to 256; M = " + std::to_string(M);
       return {};
     }

@@ -5,8 +5,10 @@
 #include <initializer_list>
 #include <limits>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "core/fp8_layout.hpp"
 #include "dispatch/path_name.hpp"
 #include "dispatch/tune_cache.hpp"
 #include "mxfp4/mxfp4.hpp"
@@ -356,8 +358,8 @@ TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
 
 // M = 17..64 on the small-M kernel, session 24 tunes (bench/results/logs/tune-small-m-off-,
 // tune-small-m-rule24-session24-h200.log): split 2 x 16 warps where its pairs fill one wave
-// (N = 4096: 128 CTAs) with >= 16 K chunks per CTA; four warps per slab never otherwise
-// (clusters of 4 at one CTA per SM ran two waves).
+// (N = 4096: 128 CTAs) with >= 16 K chunks per CTA; otherwise four warps per slab only while
+// the grid stays within 3/4 of the SMs (clusters of 4 at one CTA per SM ran two waves).
 TEST(Dispatch, SmallMOneWaveOfSixteenWarpsFromM17) {
   const DeviceInfo dev = h200();
   for (int64_t M : {20, 40, 48, 56, 64})
@@ -391,13 +393,64 @@ TEST(Dispatch, SmallMOneWaveOfSixteenWarpsFromM17) {
   EXPECT_EQ(config_without_fp8(16, 512, 16384, dev).warps, 16);
 }
 
+// The edges of the M > 16 one-wave rule (small_m_config): 2 x ceil(N / 64) CTAs from 7/8 of
+// the SMs (>= 116 of 132: 58 tiles, N >= 3649) up to fp8_split_grid_limit(2) (128 of 132: 64
+// tiles, N <= 4096), >= 32 K chunks (K > 1984), M > 16; the four-warps-per-slab bound of the
+// other M > 16 shapes (4 x CTAs <= 3 x SMs: at most 99 CTAs of 132).
+TEST(Dispatch, SmallMOneWaveRuleEdges) {
+  const DeviceInfo dev = h200();
+  auto split_warps = [&](int64_t M, int64_t N, int64_t K, const DeviceInfo& d) {
+    const GemmConfig c = config_without_fp8(M, N, K, d);
+    EXPECT_EQ(c.path, GemmPath::splitk) << M << "x" << N << "x" << K;
+    return std::make_pair(c.split_k, c.warps);
+  };
+  const std::pair<int, int> rule{2, 16}, split4_w8{4, 8};
+  for (int64_t M : {17, 40, 64}) {
+    EXPECT_EQ(split_warps(M, 3648, 2048, dev), split4_w8) << M;  // 57 tiles: 114 CTAs < 115.5
+    for (int64_t N : {3649, 3712, 3713, 4032, 4096}) EXPECT_EQ(split_warps(M, N, 2048, dev), rule) << M << "x" << N;
+    EXPECT_NE(split_warps(M, 4097, 2048, dev), rule) << M;  // 65 tiles: 130 CTAs > 128
+    EXPECT_EQ(split_warps(M, 4096, 1984, dev), split4_w8) << M;  // 31 K chunks
+    EXPECT_EQ(split_warps(M, 4096, 2016, dev), rule) << M;        // 32 K chunks
+  }
+  EXPECT_NE(split_warps(16, 4096, 2048, dev), rule);  // M <= 16: the rule of two CTAs per SM
+  // Scales with the SM count: 78 SMs -> 70..76 CTAs (N = 2177..2432).
+  DeviceInfo small = dev;
+  small.sm_count = 78;
+  EXPECT_NE(split_warps(40, 2176, 4096, small), rule);
+  EXPECT_EQ(split_warps(40, 2177, 4096, small), rule);
+  EXPECT_EQ(split_warps(40, 2432, 4096, small), rule);
+  EXPECT_NE(split_warps(40, 2433, 4096, small), rule);
+  // Four warps per slab for M > 16: 12 tiles x split 8 = 96 CTAs (384 <= 396) keep them, 13 x 8
+  // = 104 do not; M <= 16 keeps them at any grid within 16 warps per SM.
+  EXPECT_EQ(split_warps(40, 768, 8192, dev), std::make_pair(8, 16));
+  EXPECT_EQ(split_warps(40, 769, 8192, dev), std::make_pair(8, 8));
+  EXPECT_EQ(split_warps(16, 769, 8192, dev), std::make_pair(8, 16));
+}
+
 // The 192 x 128 fp8 tile (16 warps, unsplit) only where its last M tile stays inside the A
 // image's rows, padded to 256.
 TEST(Dispatch, Fp8TallTileNeedsItsRowsInsideTheImage) {
   const GemmConfig tall{GemmPath::fp8, 128, 192, 1, 16};
   for (int64_t M : {1, 192, 384, 520, 1536, 3072, 4608}) EXPECT_EQ(gemm_config_problem(tall, M), "") << M;
   for (int64_t M : {1024, 4096, 8192, 193}) EXPECT_NE(gemm_config_problem(tall, M), "") << M;
+  // Against the image's own row padding (fp8::ImageGeometry), every M up to 4 x 768 (the
+  // pattern repeats every 768 rows): 1..192, 257..384, 513..960, 1025..1152, ...
+  for (int64_t M = 1; M <= 4 * 768; ++M) {
+    const bool inside = (M + 191) / 192 * 192 <= fp8::ImageGeometry::of(M, 128).rows_padded;
+    ASSERT_EQ(gemm_config_problem(tall, M).empty(), inside) << M;
+  }
+  for (int64_t M : {256, 385, 512, 961}) EXPECT_NE(gemm_config_problem(tall, M), "") << M;
+  for (int64_t M : {257, 513, 960, 1025}) EXPECT_EQ(gemm_config_problem(tall, M), "") << M;
+  // The largest sizes: check_shape's 2^40 (rejected: 2^40 + 128 rows against 2^40), 3 x 2^38
+  // (a multiple of 768), and the largest int64 without overflow (the callers bound M first,
+  // but gemm_config_problem is a plain function of any M).
+  EXPECT_NE(gemm_config_problem(tall, int64_t(1) << 40), "");
+  EXPECT_EQ(gemm_config_problem(tall, int64_t(3) << 38), "");
+  EXPECT_NE(gemm_config_problem(tall, std::numeric_limits<int64_t>::max()), "");  // 511 mod 768
   GemmConfig bad = tall;
+  bad.block_n = 64;
+  EXPECT_NE(gemm_config_problem(bad, 1536), "");
+  bad = tall;
   bad.split_k = 2;
   EXPECT_NE(gemm_config_problem(bad, 1536), "");
   bad = tall;

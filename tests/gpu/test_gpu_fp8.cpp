@@ -466,7 +466,7 @@ TEST(GpuFp8, ChainsOfNarrowSlicesStayExact) {
 TEST(GpuFp8, PersistentTilesWithPartialEdgesStayWithinContract) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t M = 520, N = 3720;
-  // (192 x 128: three 64 x 128 consumer warpgroups, a tune-only tile; M = 520 -> 3 M tiles,
+  // (192 x 128: three 64 x 128 consumer warpgroups, forced configurations only; M = 520 -> 3 M tiles,
   // inside the A image's 768 padded rows.)
   const std::vector<GemmConfig> cfgs = {fp8_cfg(128, 128),
                                         fp8_cfg(128, 128, true),

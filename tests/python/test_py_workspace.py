@@ -133,6 +133,18 @@ def test_workspace_bytes_follows_the_configuration_gemm_runs(fake_device):
         _core._device_info.cache_clear()
     # 16x272x4096 without the image runs splitk split 8, whose split-K scratch follows A's fragments.
     assert _C.gemm_workspace_bytes(16, 272, 4096, _C.config_without_fp8(16, 272, 4096, dev)) > _fragments(16, 4096)
+    # With that scratch the bf16 configuration can need more than the fp8 one (a tune cache
+    # entry of path fp8 at M <= 16): the package allocates the larger size, so gemm() reduces
+    # through the workspace as with its cached one (not through clusters). Without N the fp8
+    # size still covers it (mxfp4.hpp config_without_fp8).
+    fp8 = _cfg(FP8, 64, 64, 1, 8)
+    nb = _C.config_without_fp8(16, 4096, 4096, dev)
+    assert str(nb) == "path=splitk block_n=64 block_m=16 split_k=8 warps=4"
+    fake_device(fp8)
+    assert _core._workspace_bytes(16, 4096, 4096, 3, True) == _C.gemm_workspace_bytes(16, 4096, 4096, fp8) == 1116672
+    assert _core._workspace_bytes(16, 4096, 4096, 3, False) == _C.gemm_workspace_bytes(16, 4096, 4096, nb) == 2228480
+    assert _C.gemm_workspace_bytes(16, 4096, nb) <= _C.gemm_workspace_bytes(16, 4096, fp8)
+    _core._device_info.cache_clear()
     # Any other configuration (a tune cache entry where the dispatcher would say fp8, included)
     # runs as it is, image or not: split-K scratch included, nothing for fused and gemv.
     for M, N, K, cfg in [(64, 7168, 2048, _cfg(SPLITK, 64, 8, 2, 8)), (16, 272, 4096, _cfg(SPLITK, 64, 16, 8, 4)),

@@ -101,9 +101,9 @@ EDITS = [
      "    if (part == @PART@) fp8_stamp(it, 1);\n    if (++j == j1) {\n      j = j0, id += clusters;\n"),
     # Consumer: [4] arriving at the full-wait, [2] after it (before the __syncwarp that
     # reconverges for wgmma).
-    ("        mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);\n",
+    ("        if constexpr (!kExpMmaOnly) mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);\n",
      "        if (wg == 0 && threadIdx.x == 0) fp8_stamp(it, 4);\n"
-     "        mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);\n"
+     "        if constexpr (!kExpMmaOnly) mbarrier_wait(&full[s], uint32_t(it / P::kStages) & 1u);\n"
      "        if (wg == 0 && threadIdx.x == 0) fp8_stamp(it, 2);\n"),
     # Consumer: [3] at the top of release_stage (every caller: data-only, chain goes on, finish).
     ("        auto release_stage = [&](int rit) {\n",

@@ -65,7 +65,7 @@
 //                          and the promotion at a chain's end)
 //   data latency (waited)  t2 - t1 where the consumer waited (t2 - t4 > 50 ns): it was at the
 //                          wait before the data landed, so t2 is the landing (plus the wake):
-//                          issue end -> all 8 copies in shared memory, the copy latency
+//                          issue end -> all 4 copies in shared memory, the copy latency
 //   data wait after issue  t2 - max(t1, t4) where the consumer waited: the part of that latency
 //                          the consumer saw (all of it when it arrived before the issue)
 //   issue -> full (all)    t2 - t1 for every iteration: an upper bound of the data latency
