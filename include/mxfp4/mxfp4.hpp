@@ -270,9 +270,18 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
 /// sized for the fp8 choice serves it; gemm_workspace_bytes(M, N, K, cfg) can (path splitk's
 /// split-K scratch at M <= 16, e.g. 16x4096x4096: 2,228,480 bytes against the fp8 image's
 /// 1,116,672), so callers that allocate the workspace themselves size it with this
-/// configuration for the faster reduction (the Python package does). Pure and deterministic.
+/// configuration for the faster reduction (the Python package does, through
+/// explain_gemm(..., fp8_image = false)). Pure and deterministic.
 /// Throws InvalidArgument for M, N or K outside [1, 2^40].
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev);
+
+/// The configuration gemm() runs when `chosen` (the dispatcher's or a tune cache entry's for
+/// C [M, N] = quantize(A [M, K]) * B [N, K]^T) meets weights with (`fp8_image`) or without an
+/// FP8 image: config_without_fp8(M, N, K, dev) in place of a path fp8 choice without an image,
+/// else `chosen` unchanged. The one place of that rule (gemm() and explain_gemm use it). Pure.
+/// Throws InvalidArgument for M, N or K outside [1, 2^40] where it substitutes.
+GemmConfig config_for_weights(const GemmConfig& chosen, bool fp8_image, int64_t M, int64_t N, int64_t K,
+                              const DeviceInfo& dev);
 
 /// Human-readable one-line description of a configuration, e.g.
 /// "path=splitk block_n=64 block_m=16 split_k=4 warps=4".
@@ -309,9 +318,11 @@ size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg);
 size_t gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, const GemmConfig& cfg);
 
 /// The configuration gemm() would use for this shape on exec's device (tune cache first,
-/// then choose_gemm_config). Backend::cpu answers with the CPU backend's fixed config
-/// {path=tiled, block_n=64, block_m=64, split_k=1, warps=0} (informational only).
-GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, const Exec& exec = {});
+/// then choose_gemm_config) for weights with an FP8 image, or (`fp8_image` false) without one
+/// (config_for_weights: a bf16 path where path fp8 was chosen). Backend::cpu answers with the
+/// CPU backend's fixed config {path=tiled, block_n=64, block_m=64, split_k=1, warps=0}
+/// (informational only).
+GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, const Exec& exec = {}, bool fp8_image = true);
 
 /// C = quantize(A) * B^T with B given as an MXFP4 matrix (CPU backend only; for CUDA call
 /// prepack() once and use the PackedWeights overload).

@@ -13,8 +13,6 @@ constraint); this module only maps names and dtypes and shapes the outputs.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from . import _C
@@ -375,32 +373,21 @@ def _unpack_impl(data, N, K, version):
     return codes, scales
 
 
-@functools.lru_cache(maxsize=None)
-def _device_info(device):
-    """``_C.cuda_device_info(device)`` for CUDA device index ``device``, cached: the properties
-    never change within a process and cudaGetDeviceProperties is slow (the C++ gemm() caches
-    them too). Raises ValueError for an index out of range, RuntimeError for a CPU-only build."""
-    return _C.cuda_device_info(device)
-
-
 def _workspace_bytes(M, N, K, device, has_fp8):
     """Bytes of device workspace the CUDA gemm() needs for ``C [M, N] = quantize(A [M, K]) *
     B [N, K]^T`` on CUDA device index ``device`` without a forced configuration; 0 where it
     needs none (paths fused and gemv).
 
-    The configuration is the one gemm() runs (src/cuda/gemm.cu): ``explain_gemm``'s (the tune
-    cache entry for this device and shape, else the dispatcher's), except that a path fp8
-    configuration runs as ``config_without_fp8`` when B has no FP8 image (``has_fp8`` false).
-    The size is ``gemm_workspace_bytes(M, N, K, cfg)`` with N: path splitk's split-K scratch
-    included where it reduces through the workspace.
+    The configuration is the one gemm() runs, as ``explain_gemm`` gives it for weights with or
+    without an FP8 image (``has_fp8``; the C++ config_for_weights: ``config_without_fp8`` in
+    place of a path fp8 choice without one). The size is ``gemm_workspace_bytes(M, N, K, cfg)``
+    with N: path splitk's split-K scratch included where it reduces through the workspace.
 
     Raises:
         ValueError: M, N or K the library rejects (e.g. < 1, or K not a multiple of 32), a
         device index out of range. RuntimeError: no CUDA device, or a CPU-only build.
     """
-    cfg = _C.explain_gemm(M, N, K, _C.Backend.cuda, device)
-    if not has_fp8 and cfg.path == _C.GemmPath.fp8:
-        cfg = _C.config_without_fp8(M, N, K, _device_info(device))
+    cfg = _C.explain_gemm(M, N, K, _C.Backend.cuda, device, has_fp8)
     return int(_C.gemm_workspace_bytes(M, N, K, cfg))
 
 

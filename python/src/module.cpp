@@ -314,11 +314,11 @@ void gemm_reference(const In& a_codes, const In& a_scales, int64_t M, const In& 
   mxfp4::gemm_reference(q.A, q.B, static_cast<uint16_t*>(q.c.p), q.c.ld, pf, pa);
 }
 
-mxfp4::GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, Backend backend, int device) {
+mxfp4::GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, Backend backend, int device, bool fp8_image) {
   Exec e;
   e.backend = backend;
   DeviceGuard g(Device{backend == Backend::cuda ? kDLCUDA : kDLCPU, device});
-  return mxfp4::explain_gemm(M, N, K, e);
+  return mxfp4::explain_gemm(M, N, K, e, fp8_image);
 }
 
 }  // namespace
@@ -409,6 +409,10 @@ NB_MODULE(_C, m) {
         "never exceeds a path fp8 configuration's; gemm_workspace_bytes(M, N, K, config) can (path splitk's split-K "
         "scratch at M <= 16). `dev`: a DeviceInfo (cuda_device_info(index) for a real GPU). Raises ValueError for "
         "M, N or K outside [1, 2^40].");
+  m.def("config_for_weights", &mxfp4::config_for_weights, "chosen"_a, "fp8_image"_a, "M"_a, "N"_a, "K"_a, "dev"_a,
+        "Pure: the configuration gemm() runs when `chosen` (dispatcher's or tune cache's) meets weights with "
+        "(`fp8_image`) or without an FP8 image: config_without_fp8 in place of a path fp8 choice without one, else "
+        "`chosen`. Raises ValueError for M, N or K outside [1, 2^40] where it substitutes.");
   m.def("describe", static_cast<std::string (*)(const mxfp4::GemmConfig&)>(&mxfp4::describe), "config"_a,
         "One-line description of a configuration.");
   m.def("describe",
@@ -426,8 +430,9 @@ NB_MODULE(_C, m) {
         "M"_a, "N"_a, "K"_a, "config"_a,
         "Device scratch bytes for (M, N, K) with `config`, with path splitk's split-K scratch where it reduces "
         "through the workspace (split_k 8, K >= 4096, M <= 16; bitwise the same result).");
-  m.def("explain_gemm", &explain_gemm, "M"_a, "N"_a, "K"_a, "backend"_a, "device"_a = 0,
-        "Configuration gemm() would use for (M, N, K) on `backend` (CUDA: device index `device`).");
+  m.def("explain_gemm", &explain_gemm, "M"_a, "N"_a, "K"_a, "backend"_a, "device"_a = 0, "fp8_image"_a = true,
+        "Configuration gemm() would use for (M, N, K) on `backend` (CUDA: device index `device`) for weights "
+        "with an FP8 image, or without one (`fp8_image` false: config_for_weights).");
 
   m.def("quantize", &quantize, "x"_a, "dtype"_a, "codes"_a, "scales"_a, "rule"_a, "scale_layout"_a, "stream"_a = 0,
         "x [rows, K] -> codes (rows*K/2 bytes), scales (plain rows*K/32 or shuffled bytes).");

@@ -322,7 +322,7 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec&
 
 // --- GEMM --------------------------------------------------------------------------------
 
-GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, const Exec& exec) {
+GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, const Exec& exec, bool fp8_image) {
   constexpr const char* fn = "explain_gemm";
   detail::require_exec(fn, exec);
   detail::require_positive(fn, "M", M);
@@ -337,7 +337,7 @@ GemmConfig explain_gemm(int64_t M, int64_t N, int64_t K, const Exec& exec) {
     if (cuda::device_count() == 0)
       throw Error(built_with_cuda() ? "mxfp4::explain_gemm: Backend::cuda but no CUDA device is available"
                                     : "mxfp4::explain_gemm: Backend::cuda but the library was built without the CUDA backend");
-    return cuda::config_for(M, N, K);
+    return cuda::config_for(M, N, K, fp8_image);
   }
   return cpu::cpu_config();
 }

@@ -37,8 +37,9 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, void* strea
 /// FP8 image (core/fp8_layout.hpp) of packed weights into `out`, every byte written.
 void prepack_fp8(const PackedWeights& p, uint8_t* out, void* stream);
 
-/// Configuration for (M, N, K) on the current device: tune cache entry or dispatcher.
-GemmConfig config_for(int64_t M, int64_t N, int64_t K);
+/// Configuration for (M, N, K) on the current device: tune cache entry or dispatcher, for
+/// weights with an FP8 image, or without one (config_for_weights).
+GemmConfig config_for(int64_t M, int64_t N, int64_t K, bool fp8_image = true);
 /// C = quantize(A) * B^T on the GPU with configuration `cfg` (path fp8 for weights without an
 /// FP8 image runs the tiled kernel); C is bf16 (c_f32 false) or the
 /// fp32 accumulator without the final rounding (c_f32 true; row-parallel partial sums).

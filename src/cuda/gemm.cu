@@ -82,10 +82,10 @@ Workspace cached_workspace(int device, cudaStream_t stream, size_t bytes, size_t
 
 }  // namespace
 
-GemmConfig config_for(int64_t M, int64_t N, int64_t K) {
+GemmConfig config_for(int64_t M, int64_t N, int64_t K, bool fp8_image) {
   const DeviceInfo& dev = cached_device_info(current_device());
-  if (auto tuned = tune_cache::lookup(dev.name, M, N, K)) return *tuned;
-  return choose_gemm_config(M, N, K, dev);
+  const auto tuned = tune_cache::lookup(dev.name, M, N, K);
+  return config_for_weights(tuned ? *tuned : choose_gemm_config(M, N, K, dev), fp8_image, M, N, K, dev);
 }
 
 void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
@@ -94,9 +94,8 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
   cudaStream_t s = as_stream(stream);
   // Weights without an FP8 image run the bf16 kernels where path fp8 was chosen (the API
   // rejects a forced fp8 configuration without one before this point).
-  const GemmConfig cfg = chosen.path == GemmPath::fp8 && B.fp8 == nullptr
-                             ? config_without_fp8(M, B.N, K, cached_device_info(current_device()))
-                             : chosen;
+  const GemmConfig cfg =
+      config_for_weights(chosen, B.fp8 != nullptr, M, B.N, K, cached_device_info(current_device()));
   if (const std::string problem = gemm_config_problem_for_shape(cfg, M, K); !problem.empty()) {
     throw InvalidArgument("unsupported GemmConfig " + describe(cfg) + " for M=" + std::to_string(M) + ": " + problem);
   }

@@ -25,9 +25,9 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
   return split;
 }
 
-/// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048: choose_gemm_config), persistent (one CTA per SM walks the tiles): 128 x 128
-/// tiles as two 64 x 128 consumer warpgroups (12 warps) when they give at least half the SMs
-/// a tile; else, for M > 128, 128 x 64 tiles (two consumer warpgroups, 12 warps). H200 tunes
+/// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048: choose_gemm_config), persistent (one
+/// CTA per SM walks the tiles): 128 x 128 tiles as two 64 x 128 consumer warpgroups (12 warps)
+/// when they give at least half the SMs a tile; else, for M > 128, 128 x 64 tiles (two consumer warpgroups, 12 warps). H200 tunes
 /// (bench/results/logs/fp8-v2-tune-large-m-h200.log, fp8-v5-tune-h200.log,
 /// tune-fp8-large-session13-h200.log, tune-fp8-large-session19-h200.log):
 ///   - 128 x 128 won 256x7168x2048 (112 tiles) and every M >= 1024 shape. Until session 18
@@ -302,6 +302,11 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   check_shape(M, N, K, "config_without_fp8");
   return M > 128 ? GemmConfig{GemmPath::tiled, 128, 128, 1, 8} : small_m_config(M, N, K, dev);
+}
+
+GemmConfig config_for_weights(const GemmConfig& chosen, bool fp8_image, int64_t M, int64_t N, int64_t K,
+                              const DeviceInfo& dev) {
+  return chosen.path == GemmPath::fp8 && !fp8_image ? config_without_fp8(M, N, K, dev) : chosen;
 }
 
 const char* gemm_path_name(GemmPath p) {

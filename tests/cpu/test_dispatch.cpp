@@ -206,6 +206,21 @@ TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
 // Path fp8: 128 x 128 tiles (two 64 x 128 consumer warpgroups, session 19), 128 x 64 when
 // fewer than half the SMs would get a 128 x 128 tile (the tune winners of every M > 128
 // workload shape).
+// gemm() and explain_gemm substitute the bf16 fallback only for a path fp8 choice meeting
+// weights without an FP8 image (config_for_weights, the one place of that rule).
+TEST(Dispatch, ConfigForWeightsReplacesOnlyFp8WithoutAnImage) {
+  const DeviceInfo dev = h200();
+  const GemmConfig fp8{GemmPath::fp8, 64, 64, 1, 8};
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{33, 7168, 7168}, {16, 4096, 4096}, {300, 7168, 2048}}) {
+    EXPECT_EQ(describe(config_for_weights(fp8, true, M, N, K, dev)), describe(fp8));
+    EXPECT_EQ(describe(config_for_weights(fp8, false, M, N, K, dev)), describe(config_without_fp8(M, N, K, dev)));
+  }
+  for (const GemmConfig& c : {GemmConfig{GemmPath::splitk, 64, 8, 2, 8}, GemmConfig{GemmPath::tiled, 128, 128, 1, 8},
+                              GemmConfig{GemmPath::gemv, 64, 8, 1, 16}})
+    for (bool image : {true, false}) EXPECT_EQ(describe(config_for_weights(c, image, 64, 7168, 2048, dev)), describe(c));
+  EXPECT_THROW(config_for_weights(fp8, false, 0, 8, 64, dev), InvalidArgument);
+}
+
 TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   const DeviceInfo dev = h200();
   const std::string wide = "path=fp8 block_n=128 block_m=128 split_k=1 warps=12";

@@ -1,10 +1,10 @@
 """The CUDA GEMM's per-call workspace from Python (python/mxfp4/_core.py ``_workspace_bytes``):
 sized for the configuration gemm() runs (src/cuda/gemm.cu), which for weights without an FP8
 image is ``config_without_fp8`` wherever the dispatcher or a tune cache entry says path fp8.
-CPU tests check the ``config_without_fp8`` binding against the dispatcher and the sizing rule
-with a stand-in for the device queries; CUDA tests (skipped without a CUDA torch and a CUDA
-build) run gemm() with and without the image, with poisoned outputs and workspaces, and read
-the workspace size the package allocates."""
+CPU tests check the ``config_without_fp8`` and ``config_for_weights`` bindings against the
+dispatcher, and the sizing with a stand-in for the device's explain_gemm; CUDA tests (skipped
+without a CUDA torch and a CUDA build) run gemm() with and without the image, with poisoned
+outputs and workspaces, and read the workspace size the package allocates."""
 import json
 
 import ml_dtypes
@@ -83,21 +83,18 @@ def test_config_without_fp8_rejects_bad_sizes():
 
 
 class _FakeDevice:
-    """Stands in for the extension in _core: explain_gemm answers `cfg` (the tune cache's or the
-    dispatcher's choice on a device), cuda_device_info a default DeviceInfo (132 SMs); every
-    other name is the real extension's."""
+    """Stands in for the extension in _core: explain_gemm answers what the C++ one does on a
+    device (a default DeviceInfo, 132 SMs) whose tune cache or dispatcher chose `cfg`:
+    config_for_weights of it for the weights' image or its absence; every other name is the
+    real extension's."""
 
     def __init__(self, cfg):
-        self.cfg, self.info_calls = cfg, 0
+        self.cfg, self.images = cfg, []
 
-    def explain_gemm(self, M, N, K, backend, device=0):
+    def explain_gemm(self, M, N, K, backend, device=0, fp8_image=True):
         assert backend == _C.Backend.cuda and device == 3
-        return self.cfg
-
-    def cuda_device_info(self, index):
-        assert index == 3
-        self.info_calls += 1
-        return _C.DeviceInfo()
+        self.images.append(fp8_image)
+        return _C.config_for_weights(self.cfg, fp8_image, M, N, K, _C.DeviceInfo())
 
     def __getattr__(self, name):
         return getattr(_C, name)
@@ -105,17 +102,28 @@ class _FakeDevice:
 
 @pytest.fixture
 def fake_device(monkeypatch):
-    """Installs a _FakeDevice (call it with the configuration explain_gemm answers); the cached
-    device properties are cleared before and after."""
-    _core._device_info.cache_clear()
+    """Installs a _FakeDevice (call it with the configuration the device would choose)."""
 
     def install(cfg):
         fake = _FakeDevice(cfg)
         monkeypatch.setattr(_core, "_C", fake)
         return fake
 
-    yield install
-    _core._device_info.cache_clear()
+    return install
+
+
+def test_config_for_weights_substitutes_only_path_fp8_without_an_image():
+    dev = _C.DeviceInfo()
+    fp8 = _cfg(FP8, 64, 64, 1, 8)
+    for M, N, K in FP8_SHAPES + [(16, 4096, 4096), (300, 7168, 2048)]:
+        assert str(_C.config_for_weights(fp8, True, M, N, K, dev)) == str(fp8)
+        assert str(_C.config_for_weights(fp8, False, M, N, K, dev)) == str(_C.config_without_fp8(M, N, K, dev))
+    others = [_cfg(SPLITK, 64, 8, 2, 8), _cfg(TILED, 128, 128, 1, 8), _cfg(FUSED, 64, 8, 4, 8), _cfg(GEMV, 64, 8, 1, 16)]
+    for cfg in others:
+        for image in (True, False):
+            assert str(_C.config_for_weights(cfg, image, 64, 7168, 2048, dev)) == str(cfg)
+    with pytest.raises(ValueError, match=r"config_without_fp8: .*must each be in \[1, 2\^40\]"):
+        _C.config_for_weights(fp8, False, 0, 8, 64, dev)
 
 
 def test_workspace_bytes_follows_the_configuration_gemm_runs(fake_device):
@@ -128,9 +136,7 @@ def test_workspace_bytes_follows_the_configuration_gemm_runs(fake_device):
         assert _core._workspace_bytes(M, N, K, 3, True) == _C.gemm_workspace_bytes(M, N, K, fp8)
         want = _C.gemm_workspace_bytes(M, N, K, _C.config_without_fp8(M, N, K, dev))
         assert _core._workspace_bytes(M, N, K, 3, False) == want
-        assert _core._workspace_bytes(M, N, K, 3, False) == want
-        assert fake.info_calls == 1  # the device's properties are read once
-        _core._device_info.cache_clear()
+        assert fake.images == [True, False]  # the weights' image (or its absence) reaches explain_gemm
     # 16x272x4096 without the image runs splitk split 8, whose split-K scratch follows A's fragments.
     assert _C.gemm_workspace_bytes(16, 272, 4096, _C.config_without_fp8(16, 272, 4096, dev)) > _fragments(16, 4096)
     # With that scratch the bf16 configuration can need more than the fp8 one (a tune cache
@@ -144,7 +150,6 @@ def test_workspace_bytes_follows_the_configuration_gemm_runs(fake_device):
     assert _core._workspace_bytes(16, 4096, 4096, 3, True) == _C.gemm_workspace_bytes(16, 4096, 4096, fp8) == 1116672
     assert _core._workspace_bytes(16, 4096, 4096, 3, False) == _C.gemm_workspace_bytes(16, 4096, 4096, nb) == 2228480
     assert _C.gemm_workspace_bytes(16, 4096, nb) <= _C.gemm_workspace_bytes(16, 4096, fp8)
-    _core._device_info.cache_clear()
     # Any other configuration (a tune cache entry where the dispatcher would say fp8, included)
     # runs as it is, image or not: split-K scratch included, nothing for fused and gemv.
     for M, N, K, cfg in [(64, 7168, 2048, _cfg(SPLITK, 64, 8, 2, 8)), (16, 272, 4096, _cfg(SPLITK, 64, 16, 8, 4)),
@@ -153,7 +158,7 @@ def test_workspace_bytes_follows_the_configuration_gemm_runs(fake_device):
         fake = fake_device(cfg)
         for has_fp8 in (True, False):
             assert _core._workspace_bytes(M, N, K, 3, has_fp8) == _C.gemm_workspace_bytes(M, N, K, cfg), str(cfg)
-        assert fake.info_calls == 0
+        assert fake.images == [True, False]
     assert _C.gemm_workspace_bytes(16, 272, 4096, _cfg(SPLITK, 64, 16, 8, 4)) > _fragments(16, 4096)
     assert _C.gemm_workspace_bytes(8, 7168, 2048, _cfg(FUSED, 64, 8, 4, 8)) == 0
 
