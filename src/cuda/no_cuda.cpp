@@ -22,7 +22,7 @@ void unshuffle_weight(const uint8_t*, int64_t, int64_t, uint8_t*, void*) { missi
 void prepack(const MxMatrix&, uint8_t*, void*) { missing(); }
 void unpack(const PackedWeights&, uint8_t*, uint8_t*, void*) { missing(); }
 void prepack_fp8(const PackedWeights&, uint8_t*, void*) { missing(); }
-GemmConfig config_for(int64_t, int64_t, int64_t) { missing(); }
+GemmConfig config_for(int64_t, int64_t, int64_t, bool) { missing(); }
 void gemm(const uint16_t*, int64_t, int64_t, int64_t, const PackedWeights&, void*, bool, int64_t, const GemmConfig&,
           ScaleRule, void*, size_t, void*) {
   missing();
