@@ -170,6 +170,24 @@ __device__ __forceinline__ void wait_then_release_dependents() {
   grid_dependents_launch();
 }
 
+/// A 192-row tile reaching past the A image (its rows are padded to 256 only), part `atoms`
+/// (A's atoms) or A's metadata blocks: the atoms inside the image, then the slice's last atom
+/// again for each one past it, so that the stage holds real bytes (the full barrier's count,
+/// no uninitialised shared memory); the rows they feed lie past M, and nothing stores them.
+__device__ __forceinline__ void copy_a_past_image(const Fp8Params& p, uint8_t* tile, uint32_t* meta, uint64_t* full,
+                                               int64_t r0, int j, bool atoms, int n_atoms, int block_words) {
+  const fp8::ImageGeometry g{p.a_rows, p.slices};
+  const int64_t inside = (p.a_rows - r0) / 64, last = p.a_rows / 64 - 1;
+  for (int a = 0; a < n_atoms; ++a) {
+    const int64_t atom = a < inside ? r0 / 64 + a : last;
+    if (atoms)
+      bulk_copy_g2s(tile + a * fp8::kAtomBytes, p.a_img + (j * (p.a_rows / 64) + atom) * fp8::kAtomBytes,
+                    fp8::kAtomBytes, full);
+    else
+      bulk_copy_g2s(meta + a * block_words, p.a_img + g.meta_block(atom, j), fp8::kMetaBlockBytes, full);
+  }
+}
+
 /// The four parts of a stage, one per producer thread (lane 0 of producer warp `part`).
 enum Part : int { kBAtoms = 0, kBMeta = 1, kAAtoms = 2, kAMeta = 3 };
 constexpr int kProducerThreads = 4;
@@ -224,6 +242,8 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
       } else {
         bulk_copy_g2s(tile + P::kABytes, src, P::kBBytes, &full[s]);
       }
+    } else if (!weights && P::kBM == 192 && r0 + P::kBM > p.a_rows) {
+      copy_a_past_image(p, tile, meta, &full[s], r0, j, part == kAAtoms, P::kAAtoms, P::kBlockWords);
     } else if (part == kAAtoms) {
       bulk_copy_g2s(tile, p.a_img + (j * (p.a_rows / 64) + r0 / 64) * fp8::kAtomBytes, P::kABytes, &full[s]);
     } else {  // metadata: the blocks of the part's 64-row atoms (one copy), A's first, then B's
@@ -286,13 +306,14 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   // Registers (65536 per SM, one CTA): WN = 128 consumers need ~210 per thread (s32 sums,
   // accumulator and scale products of 64 x 128), the producer ~30; the launch gives 168 (384
   // threads). Four 64 x 64 consumer warpgroups need ~100 each; the launch gives 96 (640 threads).
-  // Three 64 x 128 consumer warpgroups (192 x 128, 512 threads) get 160 each, the producer 32
-  // (ptxas allocates the consumer region to the setmaxnreg value: session 24 compiled the
-  // 128 x 128 consumer at 160 with 28 bytes of spills, none at 168).
+  // Three 64 x 128 consumer warpgroups (192 x 128, 512 threads) get 152 each, the producer 56
+  // (ptxas allocates each region to its setmaxnreg value; with the wide branch's k32 steps in a
+  // rolled loop the consumer fits 152, and the producer's copies past the A image need more
+  // than 32: no spills at 152 / 56, session 24).
   constexpr bool kRebalance = kCons >= 2 && (WN == 128 || kCons == 4);
   // The CTA's pool is what the launch gave: (65536 / threads) rounded down to a multiple of 8.
-  constexpr int kConsumerRegs = WN == 128 ? (kCons == 3 ? 160 : 232) : 112,
-                kProducerRegs = WN == 128 ? (kCons == 3 ? 32 : 40) : 32;
+  constexpr int kConsumerRegs = WN == 128 ? (kCons == 3 ? 152 : 232) : 112,
+                kProducerRegs = WN == 128 ? (kCons == 3 ? 56 : 40) : 32;
   static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
                 "register rebalance exceeds the CTA's pool");
   if (wg == kCons) {  // producer warpgroup: lane 0 of each warp issues one part of every stage
@@ -463,7 +484,13 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           // (No group is in flight here, as no chain goes on into a wide slice; said
           // explicitly so that ptxas can follow the waits below: else C7514.)
           wgmma_wait<0>();
-#pragma unroll
+          // The k32 steps are a rolled loop (unrolled, ptxas keeps the steps' exponent words
+          // live together: 132 bytes of spills in 192 x 128, 32 in the 20-warp 128 x 128).
+          // Rolled in every kernel: session 25 measured the narrow path fp8 shapes 1-4% faster
+          // (64x7168x2048 11.07 -> 10.77 us, 256x7168x2048 14.97 -> 14.31; a smaller loop
+          // body) and every-group-wide calls 7-21% slower than with the default kernels'
+          // steps unrolled; narrow activations are the common case.
+#pragma unroll 1
           for (int kk = 0; kk < 4; ++kk) {
             issue(kk, std::integral_constant<int, 1>{}, false);
             finish(kk == 3, [&](int jn, float& a0, float& a1, float (&b)[2]) {

@@ -463,6 +463,35 @@ TEST(GpuFp8, ChainsOfNarrowSlicesStayExact) {
 /// 132-SM GPU). K = 384 (3 slices) with random operands, within the contract and reproducible;
 /// K = 640 with cancelling slices (48 a1 per slice, exact: narrow chains and wide groups),
 /// every element equal. (Written for session 21's tail-split experiment, kept as a shape test.)
+// The 192 x 128 tile where its last M tile reaches past the A image's rows (padded to 256):
+// M = 1000 (6 tiles, rows 960..1151 against 1024 image rows) and 1024 (the same tiles, the last
+// one holding 64 real rows). The producer repeats the image's last atom past it; every real
+// row must stay within the contract, narrow, wide and chained slices alike.
+TEST(GpuFp8, TallTilePastTheImageStaysWithinContract) {
+  MXFP4_REQUIRE_GPU();
+  const GemmConfig tall{GemmPath::fp8, 128, 192, 1, 16};
+  for (const int64_t M : {int64_t(1000), int64_t(1024)}) {
+    constexpr int64_t N = 264, K = 1152;  // 9 slices: a chain chunk of 8 and one more
+    const std::vector<uint16_t> a = randn_bf16(size_t(M * K), uint64_t(980000 + M));
+    const HostMx aq = quantize_bf16(a, M, K), b = random_mx(N, K, 980003);
+    const DeviceBuf da(a);
+    const DevicePacked pk(b);
+    const Reference r(aq, b);
+    const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &tall);
+    const ContractReport rep = check_gemm_contract(C.data(), M, N, N, r.sum.data(), r.abs_sum.data());
+    EXPECT_TRUE(rep.ok()) << "M " << M << ": " << rep.str();
+    EXPECT_EQ(run_gemm(da, M, K, pk.pw, &tall), C) << "M " << M << ": not reproducible";
+    for (const float a1 : {0.75f, 0.375f}) {  // narrow groups (chains), wide groups
+      const auto [ca, cb] = cancelling_slices(M, N, 640, a1);
+      const DeviceBuf dca(ca);
+      const DevicePacked cpk(quantize_bf16(cb, N, 640));
+      const std::vector<uint16_t> CC = run_gemm(dca, M, 640, cpk.pw, &tall);
+      for (size_t e = 0; e < CC.size(); ++e)
+        ASSERT_EQ(fmt::bf16_to_f32(CC[e]), 5 * 48 * a1) << "M " << M << " a1 " << a1 << " element " << e;
+    }
+  }
+}
+
 TEST(GpuFp8, PersistentTilesWithPartialEdgesStayWithinContract) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t M = 520, N = 3720;

@@ -48,6 +48,7 @@ std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t K) {
         v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, bn, bm, 1, 4 * (bm / 64 + 1)});
         if (bn == 128) v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, bn, bm, 1, 4 * (bm / 64 * 2 + 1)});
       }
+    v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 128, 192, 1, 16});  // three 64 x 128 warpgroups
     v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 128, 256, 1, 12});  // 2-CTA cluster sharing B
     for (int split : {2, 4, 8}) {
       v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 64, 128, split, 12});
