@@ -11,13 +11,12 @@
 
 namespace mxfp4::cuda {
 
-/// Which image kernel runs (src/cuda/fp8_image.cu): all write the same bytes. per_slice: a
-/// CTA per (16 rows, slice); per_chunk: 1024 threads per (16 rows, chain chunk), 2 slices per
-/// thread; per_chunk_serial: 256 threads per (16 rows, chain chunk), 8 slices per thread;
-/// per_two_slices: 256 threads per (16 rows, 2 slices) (a measurement: faster alone at M = 256
-/// with K >= 1536, but the whole call is not; docs/perf-notes.md, session 22).
-/// `automatic` picks per_chunk_serial from 1.5 (16 rows, chunk) CTAs per SM, per_chunk from
-/// 48 such CTAs, else per_slice (fp8_image.cu: the measurements); tests and probes force one.
+/// Which image kernel runs (src/cuda/fp8_image.cu): all write the same bytes. per_chunk: 1024
+/// threads per (16 rows, chain chunk), 2 slices per thread; per_chunk_serial: 128 threads per (16 rows, chain chunk), 8 slices per thread;
+/// per_two_slices: 128 threads per (16 rows, 2 slices); per_slice: 128 threads per (16 rows,
+/// slice). `automatic` picks per_chunk_serial from 1.5 (16 rows, chunk) units per SM,
+/// per_two_slices from 48 such units, else per_slice, and per_chunk past 65535 slices
+/// (fp8_image.cu: the measurements); tests and probes force one.
 enum class ImageKernel { automatic, per_slice, per_chunk, per_chunk_serial, per_two_slices };
 /// Every image kernel `automatic` can stand for (tests force each in turn).
 inline constexpr ImageKernel kEveryImageKernel[] = {ImageKernel::per_slice, ImageKernel::per_chunk,

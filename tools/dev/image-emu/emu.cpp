@@ -160,13 +160,13 @@ void launch(const Source& src, int64_t rows, int64_t K, uint8_t* out, ImageKerne
   };
   (void)only_tiles_mask_from;
   if (kernel == ImageKernel::per_chunk_serial)
-    grid(chunks, 256, [&] { fp8_image_serial_kernel<Source, fp8::kChainSlices>(src, rows, K, out); });
+    grid(chunks, kSerialThreads, [&] { fp8_image_serial_kernel<Source, fp8::kChainSlices>(src, rows, K, out); });
   else if (kernel == ImageKernel::per_two_slices)
-    grid((g.slices + 1) / 2, 256, [&] { fp8_image_serial_kernel<Source, 2>(src, rows, K, out); });
+    grid((g.slices + 1) / 2, kSerialThreads, [&] { fp8_image_serial_kernel<Source, 2>(src, rows, K, out); });
   else if (kernel == ImageKernel::per_chunk)
     grid(chunks, kChunkThreads, [&] { fp8_image_chunk_kernel<Source>(src, rows, K, out); });
   else
-    grid(g.slices, 256, [&] { fp8_image_serial_kernel<Source, 1>(src, rows, K, out); });
+    grid(g.slices, kSerialThreads, [&] { fp8_image_serial_kernel<Source, 1>(src, rows, K, out); });
 }
 }  // namespace mxfp4::cuda
 

@@ -3,7 +3,8 @@
 # Needs a configured and built tree (default build-cuda; BUILD=dir, relative to the repository
 # or absolute, to change) for libmxfp4.a. ctest runs it on a few shapes (test image_emu).
 # Usage: tools/dev/image-emu/run.sh [M K ...]   (default: 40 shapes, about a minute;
-#        FULL=1 adds M = 16, 255, 256, 512 and more K: about 5 minutes)
+#        FULL=1 adds M = 16, 255, 256, 512 and more K: about 5 minutes; EMU_FLAGS: extra g++
+#        flags, e.g. -DMXFP4_EXP_SERIAL_E=1)
 # Exit status 0 when every image is byte-identical and no sync diverged.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -14,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 src=$root/src/cuda/fp8_image.cu
 # The kernels and their helpers: from the unaligned-load helper to launch_image's constants.
 first=$(grep -n '^/// Elements p\[0..7\] of a bf16 row' "$src" | cut -d: -f1)
-last=$(grep -n '^/// ImageKernel::automatic runs a per-chunk kernel' "$src" | cut -d: -f1)
+last=$(grep -n '^/// ImageKernel::automatic runs a' "$src" | cut -d: -f1)
 [ -n "$first" ] && [ -n "$last" ] || { echo "run.sh: markers not found in $src" >&2; exit 2; }
 sed -n "${first},$((last - 1))p" "$src" > "$work/kernels.inc"
 libs=()
@@ -26,7 +27,7 @@ blas=$(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' "$build/CMakeCache.txt")
 if ar t "$build/libmxfp4.a" | grep -q '\.cu\.o$'; then
   libs+=(-L"${CUDA_LIB_DIR:-/usr/local/cuda/lib64}" -lcudart -lcublas -lcublasLt)
 fi
-g++ -std=c++17 -O2 -I"$root/include" -I"$root/src" -I"$work" "$root/tools/dev/image-emu/emu.cpp" \
+g++ -std=c++17 -O2 ${EMU_FLAGS:-} -I"$root/include" -I"$root/src" -I"$work" "$root/tools/dev/image-emu/emu.cpp" \
   "$root/tools/dev/image-emu/fibers.S" "$build/libmxfp4.a" "${libs[@]}" -lpthread -o "$work/emu"
 if [ $# -gt 0 ]; then
   shapes=("$@")
