@@ -131,6 +131,14 @@ constexpr int kBlockLanes = 4 / E;
 #endif
 constexpr int kSerialE = MXFP4_EXP_SERIAL_E, kSerialThreads = kImageRows * kRowLanes<kSerialE>;
 static_assert(kSerialE == 1 || kSerialE == 2, "8 or 16 elements per lane and slice");
+/// The serial kernel's window: a whole chain chunk, or MXFP4_EXP_SERIAL_W slices of it (more
+/// CTAs, each also reading the chunk's first slice or the slice after its window; a
+/// measurement).
+#ifndef MXFP4_EXP_SERIAL_W
+#define MXFP4_EXP_SERIAL_W 8
+#endif
+constexpr int kSerialW = MXFP4_EXP_SERIAL_W;
+static_assert(fp8::kChainSlices % kSerialW == 0 && kSerialW >= 2, "the serial window divides a chain chunk");
 
 /// The scale byte of a block and whether it has a nonzero code, from this lane's E loads of
 /// its elements (the block's kBlockLanes<E> adjacent lanes hold it; all 32 lanes of the warp
@@ -481,13 +489,15 @@ void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cuda
   if (kernel != ImageKernel::per_slice && chunks > 65535)
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 chain chunks of " +
                           std::to_string(fp8::kChainSlices * fp8::kSliceK));
-  if ((kernel == ImageKernel::per_slice || kernel == ImageKernel::per_two_slices) && g.slices > 65535)
+  if (((kernel == ImageKernel::per_slice || kernel == ImageKernel::per_two_slices) && g.slices > 65535) ||
+      (kernel == ImageKernel::per_chunk_serial && (g.slices + kSerialW - 1) / kSerialW > 65535))
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 slices of " +
                           std::to_string(fp8::kSliceK) + " for the per-slice kernels");
   const dim3 chunk_grid{unsigned(tiles), unsigned(chunks)};
   if (kernel == ImageKernel::per_chunk_serial)
-    launch_pdl(fp8_image_serial_kernel<Source, fp8::kChainSlices>, chunk_grid, dim3(kSerialThreads), stream, name, src,
-               rows, K, out);
+    launch_pdl(fp8_image_serial_kernel<Source, kSerialW>,
+               dim3(unsigned(tiles), unsigned(kSerialW == fp8::kChainSlices ? chunks : (g.slices + kSerialW - 1) / kSerialW)),
+               dim3(kSerialThreads), stream, name, src, rows, K, out);
   else if (kernel == ImageKernel::per_two_slices)
     launch_pdl(fp8_image_serial_kernel<Source, 2>, dim3(unsigned(tiles), unsigned((g.slices + 1) / 2)), dim3(kSerialThreads),
                stream, name, src, rows, K, out);

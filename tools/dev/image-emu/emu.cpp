@@ -160,7 +160,8 @@ void launch(const Source& src, int64_t rows, int64_t K, uint8_t* out, ImageKerne
   };
   (void)only_tiles_mask_from;
   if (kernel == ImageKernel::per_chunk_serial)
-    grid(chunks, kSerialThreads, [&] { fp8_image_serial_kernel<Source, fp8::kChainSlices>(src, rows, K, out); });
+    grid(kSerialW == fp8::kChainSlices ? chunks : (g.slices + kSerialW - 1) / kSerialW, kSerialThreads,
+         [&] { fp8_image_serial_kernel<Source, kSerialW>(src, rows, K, out); });
   else if (kernel == ImageKernel::per_two_slices)
     grid((g.slices + 1) / 2, kSerialThreads, [&] { fp8_image_serial_kernel<Source, 2>(src, rows, K, out); });
   else if (kernel == ImageKernel::per_chunk)
