@@ -12,9 +12,10 @@
 namespace mxfp4::cuda {
 
 /// Which image kernel runs (src/cuda/fp8_image.cu): all write the same bytes. per_chunk: 1024
-/// threads per (16 rows, chain chunk), 2 slices per thread; per_chunk_serial: 128 threads per (16 rows, chain chunk), 8 slices per thread;
-/// per_two_slices: 128 threads per (16 rows, 2 slices); per_slice: 128 threads per (16 rows,
-/// slice). `automatic` picks per_chunk_serial from 1.5 (16 rows, chunk) units per SM,
+/// threads per (16 rows, chain chunk), 2 slices per thread; per_chunk_serial: 128 threads per
+/// (16 rows, window of kSerialW slices: the chain chunk's 8 by default), 16 elements of each
+/// slice per thread; per_two_slices: the same on windows of 2 slices; per_slice: on windows of
+/// one. `automatic` picks per_chunk_serial from 1.5 (16 rows, chunk) units per SM,
 /// per_two_slices from 48 such units, else per_slice, and per_chunk past 65535 slices
 /// (fp8_image.cu: the measurements); tests and probes force one.
 enum class ImageKernel { automatic, per_slice, per_chunk, per_chunk_serial, per_two_slices };
