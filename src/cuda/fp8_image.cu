@@ -131,11 +131,13 @@ constexpr int kBlockLanes = 4 / E;
 #endif
 constexpr int kSerialE = MXFP4_EXP_SERIAL_E, kSerialThreads = kImageRows * kRowLanes<kSerialE>;
 static_assert(kSerialE == 1 || kSerialE == 2, "8 or 16 elements per lane and slice");
-/// The serial kernel's window: a whole chain chunk, or MXFP4_EXP_SERIAL_W slices of it (more
-/// CTAs, each also reading the chunk's first slice or the slice after its window; a
-/// measurement).
+/// The window kernel's slices (ImageKernel::per_window): 4 of a chain chunk's 8, or
+/// MXFP4_EXP_SERIAL_W (a measurement; 8 = the whole chunk). Windows of 4 run twice the CTAs of
+/// whole chunks for ~25% more reads (each window also reads the chunk's first slice or the
+/// slice after it, mostly from L2). Session 25 call 6 (call_split, image alone): 4096x7168x2048
+/// 12.03 -> 10.97 us, 2048x7168x2048 6.78 (two slices 7.80); 8192^3 bench 974 -> 939.
 #ifndef MXFP4_EXP_SERIAL_W
-#define MXFP4_EXP_SERIAL_W 8
+#define MXFP4_EXP_SERIAL_W 4
 #endif
 constexpr int kSerialW = MXFP4_EXP_SERIAL_W;
 static_assert(fp8::kChainSlices % kSerialW == 0 && kSerialW >= 2, "the serial window divides a chain chunk");
@@ -458,7 +460,7 @@ __global__ void __launch_bounds__(kSerialThreads) fp8_image_serial_kernel(Source
 /// slice 8.2 against 5.8. Session 25 (16 elements per lane): 32 units per slice 2.42-2.62
 /// against two slices 2.84-2.86.
 constexpr int64_t kChunkKernelMinCtas = 48;
-/// ... and the serial one (W = 8) from 1.5 units per SM. Session 21, call 5 (K = 2048): 128
+/// ... and the window kernel from 1.5 units per SM (measured with whole chunks, W = 8). Session 21, call 5 (K = 2048): 128
 /// units (M = 1024) serial 6.3 us, per chunk 5.5; 256 (M = 2048) 8.8 against 10.5; 384 (M =
 /// 3072) 13.8 against 14.7; 512 (M = 4096) 14.2 against 19.0. Session 25 (16 elements per
 /// lane): 512 units serial 12.0, two slices 12.5.
@@ -480,7 +482,7 @@ void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cuda
   const int64_t tiles = g.rows_padded / kImageRows, chunks = (g.slices + fp8::kChainSlices - 1) / fp8::kChainSlices;
   if (kernel == ImageKernel::automatic) {  // past 65535 slices only chunks fit grid.y
     const int64_t sms = cached_device_info(current_device()).sm_count;
-    kernel = 2 * tiles * chunks >= kSerialChunkMinCtasPerTwoSms * sms ? ImageKernel::per_chunk_serial
+    kernel = 2 * tiles * chunks >= kSerialChunkMinCtasPerTwoSms * sms ? ImageKernel::per_window
              : g.slices > 65535                                       ? ImageKernel::per_chunk
              : tiles * chunks >= kChunkKernelMinCtas                  ? kMidImageKernel
                                                                       : ImageKernel::per_slice;
@@ -490,11 +492,11 @@ void launch_image(const Source& src, int64_t rows, int64_t K, uint8_t* out, cuda
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 chain chunks of " +
                           std::to_string(fp8::kChainSlices * fp8::kSliceK));
   if (((kernel == ImageKernel::per_slice || kernel == ImageKernel::per_two_slices) && g.slices > 65535) ||
-      (kernel == ImageKernel::per_chunk_serial && (g.slices + kSerialW - 1) / kSerialW > 65535))
+      (kernel == ImageKernel::per_window && (g.slices + kSerialW - 1) / kSerialW > 65535))
     throw InvalidArgument("FP8 image: K = " + std::to_string(K) + " has more than 65535 slices of " +
                           std::to_string(fp8::kSliceK) + " for the per-slice kernels");
   const dim3 chunk_grid{unsigned(tiles), unsigned(chunks)};
-  if (kernel == ImageKernel::per_chunk_serial)
+  if (kernel == ImageKernel::per_window)
     launch_pdl(fp8_image_serial_kernel<Source, kSerialW>,
                dim3(unsigned(tiles), unsigned(kSerialW == fp8::kChainSlices ? chunks : (g.slices + kSerialW - 1) / kSerialW)),
                dim3(kSerialThreads), stream, name, src, rows, K, out);

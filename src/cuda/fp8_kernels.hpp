@@ -12,16 +12,16 @@
 namespace mxfp4::cuda {
 
 /// Which image kernel runs (src/cuda/fp8_image.cu): all write the same bytes. per_chunk: 1024
-/// threads per (16 rows, chain chunk), 2 slices per thread; per_chunk_serial: 128 threads per
-/// (16 rows, window of kSerialW slices: the chain chunk's 8 by default), 16 elements of each
+/// threads per (16 rows, chain chunk), 2 slices per thread; per_window: 128 threads per
+/// (16 rows, window of kSerialW slices: 4 of the chain chunk's 8), 16 elements of each
 /// slice per thread; per_two_slices: the same on windows of 2 slices; per_slice: on windows of
-/// one. `automatic` picks per_chunk_serial from 1.5 (16 rows, chunk) units per SM,
+/// one. `automatic` picks per_window from 1.5 (16 rows, chunk) units per SM,
 /// per_two_slices from 48 such units, else per_slice, and per_chunk past 65535 slices
 /// (fp8_image.cu: the measurements); tests and probes force one.
-enum class ImageKernel { automatic, per_slice, per_chunk, per_chunk_serial, per_two_slices };
+enum class ImageKernel { automatic, per_slice, per_chunk, per_window, per_two_slices };
 /// Every image kernel `automatic` can stand for (tests force each in turn).
 inline constexpr ImageKernel kEveryImageKernel[] = {ImageKernel::per_slice, ImageKernel::per_chunk,
-                                                   ImageKernel::per_chunk_serial, ImageKernel::per_two_slices};
+                                                   ImageKernel::per_window, ImageKernel::per_two_slices};
 
 /// 8-bit image (core/fp8_layout.hpp) of bf16 activations A [M, K] (row stride lda) quantized
 /// under `rule` (spec §2), into `out` (ImageGeometry::of(M, K).total_bytes() bytes).

@@ -142,7 +142,7 @@ inline uint32_t max_u16x2(uint32_t a, uint32_t b) {
 inline void grid_dependency_wait() {}
 inline void grid_dependents_launch() {}
 using PackedGeometry = packed::Geometry;
-enum class ImageKernel { automatic, per_slice, per_chunk, per_chunk_serial, per_two_slices };
+enum class ImageKernel { automatic, per_slice, per_chunk, per_window, per_two_slices };
 namespace {
 #include "kernels.inc"
 }
@@ -159,7 +159,7 @@ void launch(const Source& src, int64_t rows, int64_t K, uint8_t* out, ImageKerne
       }
   };
   (void)only_tiles_mask_from;
-  if (kernel == ImageKernel::per_chunk_serial)
+  if (kernel == ImageKernel::per_window)
     grid(kSerialW == fp8::kChainSlices ? chunks : (g.slices + kSerialW - 1) / kSerialW, kSerialThreads,
          [&] { fp8_image_serial_kernel<Source, kSerialW>(src, rows, K, out); });
   else if (kernel == ImageKernel::per_two_slices)
@@ -182,7 +182,7 @@ static uint16_t rand_bf16(std::mt19937_64& rng, int mode) {
 
 static const char* kname(cuda::ImageKernel k) {
   switch (k) { case cuda::ImageKernel::per_slice: return "per_slice"; case cuda::ImageKernel::per_chunk: return "per_chunk";
-    case cuda::ImageKernel::per_chunk_serial: return "serial8"; case cuda::ImageKernel::per_two_slices: return "serial2"; default: return "?"; }
+    case cuda::ImageKernel::per_window: return "window"; case cuda::ImageKernel::per_two_slices: return "serial2"; default: return "?"; }
 }
 
 static std::string where(const fp8::ImageGeometry& g, int64_t i) {
@@ -205,7 +205,7 @@ static long compare(const std::vector<uint8_t>& cpu, const std::vector<uint8_t>&
 }
 
 int main(int argc, char** argv) {
-  const cuda::ImageKernel kernels[] = {cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk, cuda::ImageKernel::per_chunk_serial, cuda::ImageKernel::per_two_slices};
+  const cuda::ImageKernel kernels[] = {cuda::ImageKernel::per_slice, cuda::ImageKernel::per_chunk, cuda::ImageKernel::per_window, cuda::ImageKernel::per_two_slices};
   std::vector<std::pair<int64_t,int64_t>> shapes;
   for (int i = 1; i + 1 < argc; i += 2) shapes.push_back({atoll(argv[i]), atoll(argv[i + 1])});
   long fails = 0;

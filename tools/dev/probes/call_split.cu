@@ -113,9 +113,9 @@ void fp8_split(cudaStream_t s, int sms, int64_t M, int64_t N, int64_t K, const G
   const double t_all = time_graph(s, calls, [&](int i) { image(i), gemm(i), fixup(i); });
   const double t_slice = time_graph(s, calls, image_by(cuda::ImageKernel::per_slice));
   const double t_chunk = time_graph(s, calls, image_by(cuda::ImageKernel::per_chunk));
-  const double t_serial = time_graph(s, calls, image_by(cuda::ImageKernel::per_chunk_serial));
+  const double t_serial = time_graph(s, calls, image_by(cuda::ImageKernel::per_window));
   const double t_two = time_graph(s, calls, image_by(cuda::ImageKernel::per_two_slices));
-  printf("%lldx%lldx%lld (%s): empty %.2f  image %.2f (per slice %.2f, per chunk %.2f, serial %.2f, two slices %.2f)  gemm %.2f  fixup %.2f  "
+  printf("%lldx%lldx%lld (%s): empty %.2f  image %.2f (per slice %.2f, per chunk %.2f, window %.2f, two slices %.2f)  gemm %.2f  fixup %.2f  "
          "image+gemm %.2f  all %.2f us per call\n",
          (long long)M, (long long)N, (long long)K, describe(cfg).c_str(), t_empty, t_i, t_slice, t_chunk, t_serial, t_two, t_g, t_f,
          t_ig, t_all);
