@@ -230,7 +230,7 @@ struct GemmConfig {
                       ///< block_n 128: a cluster of two 128-row CTAs sharing B's tile;
                       ///< gemv: 8, informational: one CTA takes all M <= 16 tokens)
   int split_k = 1;    ///< CTAs of a cluster sharing one output tile, each a share of K (1..8;
-                      ///< fp8: 1, 2, 4 or 8, and 1 for block_m 256)
+                      ///< fp8: 1 for block_m 192 and 256)
   int warps = 4;      ///< warps per CTA (fused/splitk: block_n/16 x 1, 2 or 4 warps per 16-row
                       ///< slab, splitting each K stage; 4 only with block_n = 64; tiled: 8;
                       ///< fp8: 4 * (consumer warpgroups + 1): one consumer per 64 tokens,

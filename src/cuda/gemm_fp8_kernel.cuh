@@ -559,17 +559,19 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     }
   }
   if (split) {
-    // Split-K reduction: rank r stores rows [r, r + 1) * BM / split of the tile, summing the
-    // partials of ranks 0..split-1 in that order (every thread of every CTA joins the barriers).
+    // Split-K reduction: rank r stores rows [r * BM / split, (r + 1) * BM / split) of the tile
+    // (any split: 6 ranks take 21 or 22 rows), summing the partials of ranks 0..split-1 in that
+    // order (every thread of every CTA joins the barriers).
     __syncwarp();
     cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
     if (wg < kCons && first < tiles_total) {
       int mt, nt;
       raster(first, p.m_tiles, p.n_tiles, mt, nt);
       const float* red = reinterpret_cast<const float*>(tiles);
-      const int rows = P::kBM / p.split, quads = rows * (BN / 4);
+      const int first_row = P::kBM * int(krank) / p.split, rows = P::kBM * (int(krank) + 1) / p.split - first_row;
+      const int quads = rows * (BN / 4);
       for (int q = int(threadIdx.x); q < quads; q += kCons * 128) {
-        const int ml = int(krank) * rows + q / (BN / 4), nl = 4 * (q % (BN / 4));
+        const int ml = first_row + q / (BN / 4), nl = 4 * (q % (BN / 4));
         const int64_t m = int64_t(mt) * P::kBM + ml, n = int64_t(nt) * BN + nl;
         if (m >= p.M) continue;  // no remote load may still be in flight at the closing barrier
         float4 sum = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, 0);

@@ -26,6 +26,31 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
   return split;
 }
 
+/// Path fp8's split-K for 64 < M <= 128 (fp8_config), given its tile counts of 128 x 64 and
+/// 128 x 128 tiles: of splits 2 to 6 with >= 4 slices per CTA whose grid runs in one wave
+/// (fp8_split_grid_limit), the tile and split with the most CTAs, 128 x 64 on a tie (twice the
+/// CTAs for the same K per CTA); split 1 on 128 x 64 tiles where none fits. Session 26 tune
+/// (bench/results/logs/tune-fp8-split-any-session26-h200.log, --paths fp8; this rule's choice
+/// first, us): 128x2112x7168 128 x 64 split 3 (99 CTAs) 17.01 against session 25's 128 x 128 split
+/// 4 (68) 18.06 and 128 x 128 split 5 17.24; 112x2048x4096 128 x 64 split 3 13.36 against 128 x
+/// 128 split 4 13.84; 128x1024x8192 128 x 64 split 6 15.13 against split 4 15.48 (split 5
+/// 14.73); 128x1536x8192 128 x 64 split 4 15.70 (the winner); 80x2880x6144 128 x 128 split 4
+/// 16.71 (the winner); 96x4096x4096 128 x 64 split 2 (128 CTAs) 15.44 (the winner, 128 x 128
+/// split 3 16.59); 128x3072x4096 a tie at 96 CTAs: 128 x 64 split 2 14.82 against 128 x 128
+/// split 4 14.72. Splits 7 and 8 never fit one wave here (cluster_fit: at most 15 clusters of
+/// 7 or 8 such CTAs resident, call-split-fp8-split-any-session26-h200.txt).
+GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, int64_t sms) {
+  GemmConfig best{GemmPath::fp8, 64, 128, 1, 12};
+  int64_t best_ctas = 0;
+  for (const int block_n : {64, 128})
+    for (int split = 2; split <= 6; ++split) {
+      const int64_t ctas = (block_n == 64 ? tiles64 : tiles128) * split;
+      if (ctas <= fp8_split_grid_limit(split, sms) && slices >= 4 * int64_t(split) && ctas > best_ctas)
+        best = GemmConfig{GemmPath::fp8, block_n, 128, split, 12}, best_ctas = ctas;
+    }
+  return best;
+}
+
 /// Whether 192 x 128 fp8 tiles (three 64 x 128 consumer warpgroups, 16 warps) beat 128 x 128
 /// ones for an M x N output on `sms` SMs. Both grids are persistent (one CTA per SM walks the
 /// tiles), so a call takes rounds = ceil(tiles / sms) tile times, and a 192-row tile takes ~4/3
@@ -52,9 +77,9 @@ bool fp8_tall_tile_wins(int64_t M, int64_t N, int64_t sms) {
 ///     against 81.1 us); with chains (session 19) two win by 7-15%: 1024x7168x2048 62.6
 ///     against 66.9 us, 4096x7168x2048 201.1 against 223.8, 8192^3 1540 against 1764;
 ///   - 128 x 64 won 256x3072x1536 (13.9 us, 128 x 128 18.8) and 256x2880x512 (8.4, 10.2 split 2).
-/// M <= 128 with fewer tiles: split-K clusters (2 or 4 CTAs per tile), whichever tile (128 x
-/// 64 or 128 x 128) reaches the larger split, 128 x 64 on a tie (twice the CTAs for the same K
-/// per CTA). A split needs >= 4 slices per CTA and a grid in one wave: for pairs at most the
+/// M <= 128 with fewer tiles: split-K clusters (fp8_split_config since session 26: 2 to 6
+/// CTAs per tile, the most CTAs in one wave; until then 2 or 4, whichever tile reached the
+/// larger split). A split needs >= 4 slices per CTA and a grid in one wave: for pairs at most the
 /// SM count less 1/32 of it (128 of 132: pairs need two SMs of one GPC, and 128 CTAs is the
 /// largest pair grid measured in one wave), <= 3/4 of it for clusters of 4 (~200 KB CTAs: a
 /// cluster needs 4 free SMs of one GPC, and 128-132 CTAs in clusters of 4 ran in two waves).
@@ -83,9 +108,7 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     return GemmConfig{GemmPath::fp8, 128, 128, 1, 12};
   }
   if (M > 128) return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};
-  const int split64 = fp8_split_for(tiles_of(64), slices, sms), split128 = fp8_split_for(tiles, slices, sms);
-  if (split128 > split64) return GemmConfig{GemmPath::fp8, 128, 128, split128, 12};
-  return GemmConfig{GemmPath::fp8, 64, 128, split64, 12};
+  return fp8_split_config(tiles_of(64), tiles, slices, sms);
 }
 
 /// 64 < M <= 128 from this K on: fp8_config (128-row tiles, split-K for few tiles); below it
@@ -369,10 +392,11 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     const int64_t wide = 4 * (int64_t(cfg.block_m) / 64 + 1),
                   split = 4 * (int64_t(cfg.block_m) / 64 * (int64_t(cfg.block_n) / 64) + 1);
     const bool single = tile_ok && (cfg.warps == wide || cfg.warps == split);
-    const bool split_ok = cfg.split_k == 1 || (single && (cfg.split_k == 2 || cfg.split_k == 4 || cfg.split_k == 8));
+    // Split-K: a cluster of split_k CTAs per tile (at most 8, the portable cluster size).
+    const bool split_ok = cfg.split_k == 1 || (single && cfg.split_k >= 2 && cfg.split_k <= 8);
     if (!split_ok || !(pair || single))
       return "path fp8: block_m x block_n 64 or 128 x 64 or 128 with warps = 4 * (block_m / 64 + 1) or "
-             "4 * (block_m / 64 * block_n / 64 + 1) and split_k 1, 2, 4 or 8, or 256 x 128 (a 2-CTA cluster) with "
+             "4 * (block_m / 64 * block_n / 64 + 1) and split_k 1 to 8, or 256 x 128 (a 2-CTA cluster) with "
              "warps = 12 and split_k 1, or 192 x 128 with warps = 16 and split_k 1";
     return {};  // the launcher checks the grid (one CTA per tile along grid.x, < 2^31)
   }

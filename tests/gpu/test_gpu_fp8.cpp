@@ -268,8 +268,9 @@ std::pair<std::vector<uint16_t>, std::vector<uint16_t>> cancelling_slices(int64_
   return {a, b};
 }
 
-/// Split-K clusters (2, 4, 8 CTAs per tile, on every tile shape): every element within the
-/// contract, including ranks that get no slice (K = 384: 3 slices, split 4 and 8), and the
+/// Split-K clusters (2 to 8 CTAs per tile, on every tile shape; splits that do not divide the
+/// tile's rows share the reduction's rows unevenly): every element within the contract,
+/// including ranks that get no slice (K = 384: 3 slices, split 4 to 8), and the
 /// rank-ordered reduction is bitwise reproducible across calls and equal with fp32 output.
 TEST(GpuFp8, SplitKClustersStayWithinContractAndDeterministic) {
   MXFP4_REQUIRE_GPU();
@@ -280,7 +281,7 @@ TEST(GpuFp8, SplitKClustersStayWithinContractAndDeterministic) {
     const DeviceBuf da(a);
     const DevicePacked pk(b);
     const Reference r(aq, b);
-    for (int split : {2, 4, 8}) {
+    for (int split : {2, 3, 4, 5, 6, 7, 8}) {
       for (const GemmConfig& cfg : {fp8_cfg(128, 64, false, split), fp8_cfg(64, 64, false, split),
                                     fp8_cfg(128, 128, true, split), fp8_cfg(64, 128, false, split)}) {
         const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);

@@ -98,7 +98,7 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
 
 // Path fp8's chains over several chain chunks (K = 2304: chunks of 8, 8 and 2 slices), with
 // chains broken mid-chunk in some rows (a slice scaled 2^-3, a wide block): the image kernel's
-// chunks and the GEMM's chained stages under every tool, on three tile shapes and split-K.
+// chunks and the GEMM's chained stages under every tool, on three tile shapes and split-K 2, 3, 5.
 TEST(GpuSanitize, Fp8ChainsOverSeveralChunks) {
   MXFP4_REQUIRE_GPU();
   const int64_t M = 130, N = 128, K = 2304;
@@ -114,7 +114,9 @@ TEST(GpuSanitize, Fp8ChainsOverSeveralChunks) {
     for (int64_t k = 10 * 128; k < 10 * 128 + 32; ++k) a[size_t(r * K + k)] = fmt::f32_to_bf16(fmt::bf16_to_f32(a[size_t(r * K + k)]) * 256.f);
   const HostMx aq = quantize_bf16(a, M, K);
   const auto da = strided_upload(a, M, K, K);
-  for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(64, 64), fp8_cfg(128, 64, false, 2)}) {
+  // Split 3 and 5: the reduction's 128 rows shared unevenly (42/43/43, 25/26/25/26/26).
+  for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(64, 64), fp8_cfg(128, 64, false, 2), fp8_cfg(128, 64, false, 3),
+                                fp8_cfg(128, 128, false, 5)}) {
     const ContractReport rep = gemm_within_contract(*da, M, K, K, pw, N, &cfg, aq, b);
     EXPECT_TRUE(rep.ok()) << describe(cfg) << ": " << rep.str();
   }

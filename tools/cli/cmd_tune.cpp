@@ -25,8 +25,8 @@ namespace {
 /// 2, 4 or 8 (docs/dispatch.md; the dispatcher may also pick 3, 5, 6 or 7 when K has fewer
 /// than 8 chunks) for M <= 128, plus for M > 64 the tiled kernel (no variants) and path fp8:
 /// block_m and block_n 64 or 128, block_n 128 also with one consumer warpgroup per 64 x 64
-/// sub-tile, the 256 x 128 cluster pair, and split-K clusters of 2, 4 and 8 on the 128 x 64
-/// and 128 x 128 (two or four warpgroups) tiles; for M <= 64 path fp8's 64 x 64 and 64 x 128 (two
+/// sub-tile, the 256 x 128 cluster pair, and split-K clusters of 2 to 6 and 8 on the 128 x 64
+/// and 128 x 128 tiles (2, 4 and 8 with four 64 x 64 warpgroups); for M <= 64 path fp8's 64 x 64 and 64 x 128 (two
 /// 64 x 64 warpgroups) tiles with split_k 1, 2, 4 and 8 (the benchmark builds the FP8 image);
 /// for M <= 16 path gemv with 1, 2 or 4 slabs per CTA (block_n 16, 32, 64) and 4, 8 and 16 warps
 /// where its shared memory fits (K).
@@ -50,10 +50,10 @@ std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t K) {
       }
     v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 128, 192, 1, 16});  // three 64 x 128 warpgroups
     v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 128, 256, 1, 12});  // 2-CTA cluster sharing B
-    for (int split : {2, 4, 8}) {
+    for (int split : {2, 3, 4, 5, 6, 8}) {
       v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 64, 128, split, 12});
       v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 128, 128, split, 12});
-      v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 128, 128, split, 20});
+      if (split % 2 == 0 && split != 6) v.push_back(mxfp4::GemmConfig{mxfp4::GemmPath::fp8, 128, 128, split, 20});
     }
   } else {
     // M <= 64: path fp8 on 64-token tiles (one consumer warpgroup per 64 x 64), unsplit and

@@ -61,7 +61,11 @@ int main() {
   // Session 23: path fp8's 2-CTA pair (128 x 128 tiles, 384 threads, 210400 bytes) and its
   // unpaired kernel, 132 CTAs (is the pair's grid resident at once?).
   const Case cases[] = {{256, 67712, 8, 264},  {128, 67712, 8, 264},  {256, 67712, 4, 264}, {256, 67712, 1, 264},
-                        {256, 110000, 8, 264}, {384, 210400, 2, 132}, {384, 210400, 1, 132}};
+                        {256, 110000, 8, 264}, {384, 210400, 2, 132}, {384, 210400, 1, 132},
+                        // Session 26: split-K clusters of 3 to 8 fp8 CTAs (128 x 128: 384 threads,
+                        // ~210 KB), 17 tiles (128x2112x7168) or 33 (128 x 64 tiles).
+                        {384, 210400, 3, 99},  {384, 210400, 4, 68},   {384, 210400, 5, 85},  {384, 210400, 6, 102},
+                        {384, 210400, 7, 119}, {384, 210400, 8, 136}};
   unsigned long long* starts;
   unsigned* sms;
   int* sink;
