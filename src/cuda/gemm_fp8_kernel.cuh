@@ -574,10 +574,22 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         const int ml = first_row + q / (BN / 4), nl = 4 * (q % (BN / 4));
         const int64_t m = int64_t(mt) * P::kBM + ml, n = int64_t(nt) * BN + nl;
         if (m >= p.M) continue;  // no remote load may still be in flight at the closing barrier
-        float4 sum = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, 0);
-        for (int r = 1; r < p.split; ++r) {
-          const float4 v = ld_shared_cluster_f4(red + ml * P::kRedPitch + nl, uint32_t(r));
-          sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+        // The ranks' quads kBatch at a time, every load of a batch issued before the first add
+        // (one distributed-shared-memory round trip per batch instead of one per rank), summed
+        // in rank order from rank 0's quad (the bits of a one-load-at-a-time sum). kBatch is
+        // the most that compiles without spills (ptxas -v): 4 spill in the 128 x 128 kernels,
+        // 3 in the 20-warp one (four consumer warpgroups).
+        constexpr int kBatch = kCons >= 4 ? 2 : 3;
+        const float* src = red + ml * P::kRedPitch + nl;
+        float4 v[kBatch], sum;
+        for (int r0 = 0; r0 < p.split; r0 += kBatch) {
+#pragma unroll
+          for (int i = 0; i < kBatch; ++i)
+            if (r0 + i < p.split) v[i] = ld_shared_cluster_f4(src, uint32_t(r0 + i));
+          if (r0 == 0) sum = v[0];
+#pragma unroll
+          for (int i = 0; i < kBatch; ++i)
+            if (r0 + i < p.split && r0 + i > 0) sum.x += v[i].x, sum.y += v[i].y, sum.z += v[i].z, sum.w += v[i].w;
         }
         store_pair(p, m, n, sum.x, sum.y), store_pair(p, m, n + 2, sum.z, sum.w);
       }
