@@ -173,10 +173,11 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // (slab p / 128, chunk p % 128 / 32); scales: 8 pieces per slab, threads 0 .. 8 * SLABS - 1.
   // The copies are spread over `nt` threads (kThreads, or path "fused"'s issuing half in the
   // prologue), t = 0 .. nt-1 being the caller's index among them.
-  auto issue_weights = [&](int s, int t, auto nt_c) {
+  // Stage s goes into ring slot `slot` (s % p.stages: the caller knows it).
+  auto issue_weights = [&](int s, int slot, int t, auto nt_c) {
     constexpr int nt = decltype(nt_c)::value, kCodePieces = SLABS * kG * 32 / nt;  // (4 / KW) * kThreads / nt
     static_assert(SLABS * 2 * kG <= nt, "every scale piece needs a thread");
-    const int slot = s % p.stages, chunks = stage_chunks(s);
+    const int chunks = stage_chunks(s);
     uint8_t* dst = ring + slot * R::kSlot;
     const int64_t kc = kc0 + int64_t(s) * kG;
 #pragma unroll
@@ -194,8 +195,8 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     cp_async_mbarrier_arrive_noinc(&full[slot]);
   };
   // Thread 0: the slot's transaction arrival, with path "splitk"'s fragment copies.
-  auto issue_frags = [&](int s) {
-    const int slot = s % p.stages, chunks = stage_chunks(s);
+  auto issue_frags = [&](int s, int slot) {
+    const int chunks = stage_chunks(s);
     if (!PREQUANT) {
       mbarrier_arrive(&full[slot]);
       return;
@@ -285,7 +286,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   if constexpr (PREQUANT) {
     // Every prologue stage before the wait: issuing only the first (or none) before it did not
     // shorten the quantizer's part of a call (session 10, -DMXFP4_EXP_PRO=1 / 0).
-    for (int s = 0; s < prologue; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
+    for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
     grid_dependency_wait();
   } else if (quantizer) {
     for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);
@@ -295,10 +296,10 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     }
     quantize_a(0, min(int(kc1 - kc0), p.a_chunks), int(threadIdx.x) - kHalf, kHalf);
   } else {
-    for (int s = 0; s < prologue; ++s) issue_weights(s, int(threadIdx.x), std::integral_constant<int, kHalf>{});
+    for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kHalf>{});
   }
   if (threadIdx.x == 0)
-    for (int s = 0; s < prologue; ++s) issue_frags(s);
+    for (int s = 0; s < prologue; ++s) issue_frags(s, s);
   if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf
 
   // N8 <= 2: even and odd K16 steps accumulate into separate registers (two independent HMMA
@@ -421,8 +422,8 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     }
     if (stage_barrier) __syncthreads();  // slot (and abuf) consumed by every warp
     if (s + p.stages < nstages) {
-      issue_weights(s + p.stages, int(threadIdx.x), std::integral_constant<int, kThreads>{});
-      if (threadIdx.x == 0) issue_frags(s + p.stages);
+      issue_weights(s + p.stages, slot, int(threadIdx.x), std::integral_constant<int, kThreads>{});
+      if (threadIdx.x == 0) issue_frags(s + p.stages, slot);
     }
     if (++slot == p.stages) slot = 0, phase ^= 1u;
   }

@@ -168,8 +168,9 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   const uint8_t* codes = p.packed + slab * kcs * 512 + lane * 16;
   const uint8_t* scales = p.packed + p.geo.code_bytes + slab * kcs * 32 + 4 * g;
 
-  const int64_t cta_slabs = first_slab < all_slabs ? min(int64_t(p.slabs_per_cta), all_slabs - first_slab) : 0;
-  if (kExpGemv < 1 && threadIdx.x == 0 && cta_slabs > 0) {  // this CTA's weights: < 4 MiB (A's copy in shared memory caps K)
+  // The grid is ceil(slabs / S) CTAs, so every CTA has at least one slab.
+  const int64_t cta_slabs = min(int64_t(p.slabs_per_cta), all_slabs - first_slab);
+  if (kExpGemv < 1 && threadIdx.x == 0) {  // this CTA's weights: < 4 MiB (A's copy in shared memory caps K)
     const int64_t chunks = cta_slabs * p.geo.k_chunks;
     prefetch_l2(p.packed + first_slab * p.geo.k_chunks * 512, uint32_t(chunks * 512));
     prefetch_l2(p.packed + p.geo.code_bytes + first_slab * p.geo.k_chunks * 32, uint32_t(chunks * 32));
