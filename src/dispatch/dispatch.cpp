@@ -37,8 +37,10 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
 /// 14.73); 128x1536x8192 128 x 64 split 4 15.70 (the winner); 80x2880x6144 128 x 128 split 4
 /// 16.71 (the winner); 96x4096x4096 128 x 64 split 2 (128 CTAs) 15.44 (the winner, 128 x 128
 /// split 3 16.59); 128x3072x4096 a tie at 96 CTAs: 128 x 64 split 2 14.82 against 128 x 128
-/// split 4 14.72. Splits 7 and 8 never fit one wave here (cluster_fit: at most 15 clusters of
-/// 7 or 8 such CTAs resident, call-split-fp8-split-any-session26-h200.txt).
+/// split 4 14.72 (so the rule is within 3% of the tune's winner, not always it: 128x1024x8192's
+/// split 5 was faster too). Splits 7 and 8 are left to the tune: at the tuned shapes they ran a
+/// second wave or lost (cluster_fit: 15 clusters of 8 such CTAs resident; 128x1024x8192 128 x 128
+/// split 8, 64 CTAs, 15.60), and no shape with so few tiles was tuned.
 GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, int64_t sms) {
   GemmConfig best{GemmPath::fp8, 64, 128, 1, 12};
   int64_t best_ctas = 0;
@@ -81,8 +83,9 @@ bool fp8_tall_tile_wins(int64_t M, int64_t N, int64_t sms) {
 /// CTAs per tile, the most CTAs in one wave; until then 2 or 4, whichever tile reached the
 /// larger split). A split needs >= 4 slices per CTA and a grid in one wave: for pairs at most the
 /// SM count less 1/32 of it (128 of 132: pairs need two SMs of one GPC, and 128 CTAs is the
-/// largest pair grid measured in one wave), <= 3/4 of it for clusters of 4 (~200 KB CTAs: a
-/// cluster needs 4 free SMs of one GPC, and 128-132 CTAs in clusters of 4 ran in two waves).
+/// largest pair grid measured in one wave), <= 3/4 of it for larger clusters (~200 KB CTAs: a
+/// cluster needs that many free SMs of one GPC; 128-132 CTAs in clusters of 4 ran in two waves,
+/// and session 26's cluster_fit held 102-117 CTAs of clusters of 3, 5 and 6 resident).
 /// Split 8 never won. Session 13 tune
 /// (tune-mid-m-session13-h200.log, --paths fp8; session 12's choice first):
 ///   - 96x4096x4096: 128 x 128 s4 (128 CTAs in 4s) 31.7 us -> 128 x 64 s2 (128 CTAs) 19.4;
@@ -152,8 +155,8 @@ constexpr int64_t kFp8SmallMMinWeights = int64_t(10) << 20;
 ///     and 8192 x 2048 likewise; M = 40, 48 at 7168x2048 11.62, 11.15 against 12.60, 12.78);
 ///   - more 64 x 64 tiles than SMs: 64 x 128 unsplit (64x14336x2048 15.19 against 16.94 for
 ///     64 x 64 and the small-M kernel's 18.72);
-///   - otherwise (long K or few tiles) the split rule of fp8_config on both tiles, 64 x 64 on a
-///     tie: 64x7168x4096 64 x 128 s2 16.36 (small-M 19.94), 64x4096x4096 64 x 64 s2 14.96
+///   - otherwise (long K or few tiles) fp8_split_for (split 2 or 4; fp8_split_config's 2..6 is
+///     tuned for 64 < M <= 128 only) on both tiles, 64 x 64 on a tie: 64x7168x4096 64 x 128 s2 16.36 (small-M 19.94), 64x4096x4096 64 x 64 s2 14.96
 ///     (15.41), 64x3072x4096 64 x 128 s4 12.83 (13.28), 64x2112x7168 64 x 128 s4 15.90 (18.07).
 /// Below 10 Mi weights the small-M kernel won: 64x4096x2048 (10.29 against 10.74),
 /// 64x3072x1536, 64x2880x512, 32x4096x512 (8.68, 5.97, 5.56 against 9.14, 6.56, 5.93), except
