@@ -156,8 +156,9 @@ constexpr int64_t kFp8SmallMMinWeights = int64_t(10) << 20;
 ///   - more 64 x 64 tiles than SMs: 64 x 128 unsplit (64x14336x2048 15.19 against 16.94 for
 ///     64 x 64 and the small-M kernel's 18.72);
 ///   - otherwise (long K or few tiles) fp8_split_for (split 2 or 4; fp8_split_config's 2..6 is
-///     tuned for 64 < M <= 128 only) on both tiles, 64 x 64 on a tie: 64x7168x4096 64 x 128 s2 16.36 (small-M 19.94), 64x4096x4096 64 x 64 s2 14.96
-///     (15.41), 64x3072x4096 64 x 128 s4 12.83 (13.28), 64x2112x7168 64 x 128 s4 15.90 (18.07).
+///     tuned for 64 < M <= 128 only) on both tiles, 64 x 64 on a tie: 64x7168x4096 64 x 128 s2
+///     16.36 (small-M 19.94), 64x4096x4096 64 x 64 s2 14.96 (15.41), 64x3072x4096 64 x 128 s4
+///     12.83 (13.28), 64x2112x7168 64 x 128 s4 15.90 (18.07).
 /// Below 10 Mi weights the small-M kernel won: 64x4096x2048 (10.29 against 10.74),
 /// 64x3072x1536, 64x2880x512, 32x4096x512 (8.68, 5.97, 5.56 against 9.14, 6.56, 5.93), except
 /// 64x7168x1024 (8.50 against 9.32, left out of the rule). At M <= 32 the 64-row tile is half
