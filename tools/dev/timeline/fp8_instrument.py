@@ -80,8 +80,8 @@ __device__ __forceinline__ void fp8_stamp(int it, int k) {
 
 EDITS = [
     # The trace arrays and helpers, before the kernel's first definition (inside its namespaces).
-    ("constexpr int kGroupM = 8;",
-     "@HEADER@constexpr int kGroupM = 8;"),
+    ("#ifndef MXFP4_EXP_FP8_NOWAIT  // a measurement only",
+     "@HEADER@#ifndef MXFP4_EXP_FP8_NOWAIT  // a measurement only"),
     # Kernel start and SM id (thread 0; before the barrier initialisation).
     ("  const int wg = int(threadIdx.x) / 128;\n  const uint32_t rank = PAIR ? cluster_rank() : 0;\n",
      "  if (threadIdx.x == 0 && fp8_traced()) {\n"
@@ -110,14 +110,14 @@ EDITS = [
      "        auto release_stage = [&](int rit) {\n"
      "          if (wg == 0 && threadIdx.x == 0) fp8_stamp(rit, 3);\n"),
     # Consumer warpgroup 0 thread 0 past its last tile: end time, iterations and the plan.
-    ("    }\n  }\n  if (split) {\n",
+    ("    }\n  }\n  if (split) fp8_splitk_reduce<",
      "    }\n"
      "    if (wg == 0 && threadIdx.x == 0 && fp8_traced()) {\n"
      "      g_fp8_cta[blockIdx.x][6] = fp8_clock();\n      g_fp8_cta[blockIdx.x][3] = fp8_gtime();\n"
      "      g_fp8_cta[blockIdx.x][4] = unsigned(it);\n      g_fp8_cta[blockIdx.x][8] = P::kStages;\n"
      "      g_fp8_cta[blockIdx.x][9] = unsigned(j1 - j0);\n      g_fp8_cta[blockIdx.x][10] = kCons;\n"
      "      g_fp8_cta[blockIdx.x][11] = PAIR ? 1 : 0;\n    }\n"
-     "  }\n  if (split) {\n"),
+     "  }\n  if (split) fp8_splitk_reduce<"),
     # Host read-back (gemm_fp8.cu, namespace mxfp4::cuda).
     ("void gemm_fp8(const uint8_t* a_img,",
      "void debug_fp8_trace_shape(int* ctas, int* iters) { *ctas = kTraceCtas, *iters = kTraceIters; }\n"
