@@ -41,12 +41,6 @@ constexpr int kBatch = 2;  // K chunks per warp whose loads are in flight, per r
 #define MXFP4_EXP_GEMV 0
 #endif
 constexpr int kExpGemv = MXFP4_EXP_GEMV;
-// -DMXFP4_EXP_GEMV_PRELOAD=1 (a variant under measurement, session 28): both register sets'
-// loads are issued before A's quantization instead of only the first.
-#ifndef MXFP4_EXP_GEMV_PRELOAD
-#define MXFP4_EXP_GEMV_PRELOAD 0
-#endif
-constexpr bool kPreload = MXFP4_EXP_GEMV_PRELOAD != 0;
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
   int64_t M, K, lda;
@@ -99,7 +93,7 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
 template <class Between>
 __device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t* sa, int warp, int warps, int lane,
                                                      Between&& between) {
-  constexpr int kRounds = kPreload ? 2 : 4;
+  constexpr int kRounds = 4;
   const int blocks = int(p.geo.k_padded / 32), per_row = (blocks + 7) / 8;
   const int rounds = p.rows * per_row;
   const int q = lane % 4;
@@ -157,11 +151,7 @@ __device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const ui
 
 /// kTiles token tiles of 8 (M <= 8: 1; 9 <= M <= 16: 2).
 template <int kTiles>
-#if MXFP4_EXP_GEMV_PRELOAD  // at most 64 registers: two 512-thread CTAs per SM, as the default's 60
-__global__ void __launch_bounds__(512, 2) gemv_kernel(const GemvArgs p) {
-#else
 __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
-#endif
   extern __shared__ __align__(16) uint32_t smem[];
   const int warps = int(blockDim.x / 32), warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
   const int g = lane / 4, t = lane % 4;
@@ -207,16 +197,10 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       }
     }
   };
-  auto first_loads = [&] {
-    load_batch(wc0, sc0, kw);
-    if constexpr (kPreload) {
-      if (kw + kBatch * kws < kcs) load_batch(wc1, sc1, kw + kBatch * kws);
-    }
-  };
   if (kExpGemv < 2) {
-    quantize_a_to_shared(p, sa, warp, warps, lane, first_loads);
+    quantize_a_to_shared(p, sa, warp, warps, lane, [&] { load_batch(wc0, sc0, kw); });
   } else {
-    first_loads();
+    load_batch(wc0, sc0, kw);
   }
   __syncthreads();
 
@@ -248,7 +232,7 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   };
   const int step = kBatch * kws;
   for (int first = kw; first < kcs; first += 2 * step) {
-    if (first + step < kcs && !(kPreload && first == kw)) load_batch(wc1, sc1, first + step);
+    if (first + step < kcs) load_batch(wc1, sc1, first + step);
     multiply_batch(wc0, sc0, first);
     if (first + step >= kcs) break;
     if (first + 2 * step < kcs) load_batch(wc0, sc0, first + 2 * step);
