@@ -12,7 +12,7 @@ predict what a change saves in a graph). Since that move, the ranks of the works
 reduction that do not sum the tile are traced too (before, they returned before the stamp).
 
 Usage (on the GPU machine, in a scratch copy or with `git stash` afterwards):
-    python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu
+    python3 tools/dev/timeline/instrument.py [--steady] src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu
     bash scripts/device-check.sh --no-tests --no-bench
     nvcc -std=c++17 -arch=sm_90a -Iinclude tools/dev/timeline/trace.cu build-device/libmxfp4.a \\
          -lcublas -lcublasLt -lopenblas -o /tmp/trace
@@ -32,8 +32,8 @@ EDITS = [
      "  const unsigned long long t0 = gtime();\n"
      "  const int cta = blockIdx.y * gridDim.x + blockIdx.x;\n"
      "  const int prologue = min(nstages, p.stages);\n"),
-    ("    for (int s = 0; s < prologue; ++s) issue_frags(s);\n",
-     "    for (int s = 0; s < prologue; ++s) issue_frags(s);\n"
+    ("    for (int s = 0; s < prologue; ++s) issue_frags(s, s);\n",
+     "    for (int s = 0; s < prologue; ++s) issue_frags(s, s);\n"
      "  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0, tl = 0, tq = t1;\n"),
     ("  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf\n",
      "  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf\n"
@@ -60,14 +60,33 @@ EDITS = [
 ]
 
 
+# --steady: the stamps of the last 64 calls of every CTA (< 1024), for a CUDA graph's steady
+# state (steady_trace.cu): a per-CTA call counter picks the slot at the kernel's end.
+STEADY = [
+    ("__device__ unsigned long long g_trace[8192][11];",
+     "__device__ unsigned long long g_trace[64][1024][11];\n__device__ unsigned g_calls[1024];"),
+    ("  if (threadIdx.x == 0 && cta < 8192) {\n",
+     "  if (threadIdx.x == 0 && cta < 1024) {\n    const unsigned slot = atomicAdd(&g_calls[cta], 1u) % 64;\n"),
+    ("cudaMemcpyFromSymbol(host, g_trace, size_t(n) * 11 * 8);",
+     "(void)n;\n  cudaMemcpyFromSymbol(host, g_trace, sizeof(g_trace));"),
+    ("  static unsigned long long z[8192][11];\n  cudaMemcpyToSymbol(g_trace, z, sizeof(z));\n",
+     "  static unsigned long long z[64][1024][11];\n  cudaMemcpyToSymbol(g_trace, z, sizeof(z));\n"
+     "  static unsigned zc[1024];\n  cudaMemcpyToSymbol(g_calls, zc, sizeof(zc));\n"),
+]
+
+
 def main() -> int:
-    srcs = {path: open(path).read() for path in sys.argv[1:]}
-    for anchor, replacement in EDITS:
+    steady = "--steady" in sys.argv[1:]
+    srcs = {path: open(path).read() for path in sys.argv[1:] if path != "--steady"}
+    edits = EDITS + (STEADY if steady else [])
+    for anchor, replacement in edits:
         n = sum(src.count(anchor) for src in srcs.values())
         if n != 1:
             sys.exit(f"instrument.py: anchor found {n} times (kernel changed?): {anchor!r}")
         path = next(p for p, src in srcs.items() if anchor in src)
         srcs[path] = srcs[path].replace(anchor, replacement)
+    if steady:
+        srcs = {p: s.replace("g_trace[cta][", "g_trace[slot][cta][") for p, s in srcs.items()}
     for path, src in srcs.items():
         open(path, "w").write(src)
     return 0

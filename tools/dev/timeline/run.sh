@@ -6,7 +6,10 @@
 # NOCOMPUTE=1 also removes the MMA loop's body (the CTAs only wait for their stages): the
 # timeline of the data alone. After the percentiles, trace.cu groups the CTAs by how many of
 # them shared an SM (medians and maxima of data0, datalast and end per group).
-# Usage: [NOCOMPUTE=1] tools/dev/timeline/run.sh CASES_FILE [SCRATCH_DIR]
+# STEADY=1: the steady state of a CUDA graph instead of one cold call (instrument.py --steady,
+# steady_trace.cu: per-stamp percentiles over the CTAs of the last calls, the period, the
+# overlap with the previous call). BUILD_ONLY=1 stops after the build (a check without a GPU).
+# Usage: [NOCOMPUTE=1] [STEADY=1] tools/dev/timeline/run.sh CASES_FILE [SCRATCH_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cases=$(realpath "$1")
@@ -14,7 +17,10 @@ scratch=${2:-/tmp/mxfp4-timeline}
 rm -rf "$scratch" && mkdir -p "$scratch"
 (cd "$root" && tar --exclude='./build*' --exclude='./.git' -cf - .) | tar -C "$scratch" -xf -
 cd "$scratch"
-python3 tools/dev/timeline/instrument.py src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu
+steady=()
+harness=tools/dev/timeline/trace.cu
+if [ "${STEADY:-0}" = 1 ]; then steady=(--steady); harness=tools/dev/timeline/steady_trace.cu; fi
+python3 tools/dev/timeline/instrument.py ${steady[@]+"${steady[@]}"} src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu
 if [ "${NOCOMPUTE:-0}" = 1 ]; then  # every chunk loop of the K loop (mma.sync and wgmma) stops at once
   grep -q '        if (c >= chunks) break;' src/cuda/gemm_fused_kernel.cuh
   sed -i 's/        if (c >= chunks) break;/        if (c >= chunks || p.M > 0) break;/' src/cuda/gemm_fused_kernel.cuh
@@ -23,10 +29,11 @@ cmake -S . -B build-tl -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITEC
   -DMXFP4_BUILD_TESTS=OFF -DMXFP4_BUILD_CLI=OFF >/dev/null
 cmake --build build-tl -j "$(nproc)" --target mxfp4 >/dev/null
 blas=$(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' build-tl/CMakeCache.txt)
-nvcc -std=c++17 -arch=sm_90a -Iinclude tools/dev/timeline/trace.cu build-tl/libmxfp4.a -lcublas -lcublasLt \
+nvcc -std=c++17 -O2 -arch=sm_90a -Iinclude "$harness" build-tl/libmxfp4.a -lcublas -lcublasLt \
   ${blas:+"$blas"} -o /tmp/trace
+[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
 grep -v '^#' "$cases" | while read -r line; do
   [ -z "$line" ] && continue
   echo "== $line"
-  /tmp/trace $line
+  /tmp/trace $line || echo "run.sh: rc=$? for '$line'"
 done
