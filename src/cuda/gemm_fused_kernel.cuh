@@ -18,7 +18,8 @@
 //   - Path "splitk": A arrives pre-quantized as fragments (quantize_fragments, launched just
 //     before; both launches use programmatic dependent launch): the weight copies start before
 //     the quantizer has finished, the fragments' bulk copies (TMA engine, thread 0) after
-//     griddepcontrol.wait. Path "fused" waits for the previous kernel before anything else.
+//     griddepcontrol.wait, right after which the kernel lets its own dependents launch. Path
+//     "fused" waits for the previous kernel before anything else.
 //   - Path "fused": the CTA quantizes its tokens of A over its K range (spec §2, shared block
 //     quantizer) into shared memory itself, all at once when that fits in half the budget
 //     (the upper half of the warps stages A's rows by cp.async and quantizes them while the
@@ -288,6 +289,11 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     // shorten the quantizer's part of a call (session 10, -DMXFP4_EXP_PRO=1 / 0).
     for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
     grid_dependency_wait();
+    // The next call's first kernel (quantize_fragments, itself waiting for this grid before it
+    // touches memory) may launch now and wait on the SMs, instead of launching once this
+    // grid's last CTA has exited: session 28, -0.45 to -0.65 us per call on five of the six
+    // path splitk shapes of the workload (docs/perf-notes.md). Path fused signals only at exit.
+    grid_dependents_launch();
   } else if (quantizer) {
     for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);
     if (p.a_stage_rows > 0) {
