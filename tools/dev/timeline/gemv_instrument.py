@@ -54,6 +54,9 @@ EDITS = [
      "    const unsigned call = atomicAdd(&g_gv_calls[blockIdx.x][warp], 1u) % 64;\n"
      "    for (int i = 0; i < 9; ++i) g_gv_trace[call][blockIdx.x][warp][i] = gv[warp][i];\n"
      "  }\n}\n"),
+    # The stamps' 1280 bytes of static shared memory come on top of the dynamic limit.
+    ("cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemvSmemLimit)",
+     "cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemvSmemLimit) - 2048"),
     ("void gemm_gemv(const uint16_t* A,",
      "void debug_gemv_trace_read(unsigned long long* host) {\n"
      "  cudaMemcpyFromSymbol(host, g_gv_trace, sizeof(g_gv_trace));\n}\n"

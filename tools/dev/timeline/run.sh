@@ -9,7 +9,8 @@
 # STEADY=1: the steady state of a CUDA graph instead of one cold call (instrument.py --steady,
 # steady_trace.cu: per-stamp percentiles over the CTAs of the last calls, the period, the
 # overlap with the previous call). BUILD_ONLY=1 stops after the build (a check without a GPU).
-# Usage: [NOCOMPUTE=1] [STEADY=1] tools/dev/timeline/run.sh CASES_FILE [SCRATCH_DIR]
+# CUDA_FLAGS="-D..." builds a variant.
+# Usage: [NOCOMPUTE=1] [STEADY=1] [CUDA_FLAGS=...] tools/dev/timeline/run.sh CASES_FILE [SCRATCH_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cases=$(realpath "$1")
@@ -26,7 +27,7 @@ if [ "${NOCOMPUTE:-0}" = 1 ]; then  # every chunk loop of the K loop (mma.sync a
   sed -i 's/        if (c >= chunks) break;/        if (c >= chunks || p.M > 0) break;/' src/cuda/gemm_fused_kernel.cuh
 fi
 cmake -S . -B build-tl -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DMXFP4_CUDA=ON \
-  -DMXFP4_BUILD_TESTS=OFF -DMXFP4_BUILD_CLI=OFF >/dev/null
+  -DCMAKE_CUDA_FLAGS="${CUDA_FLAGS:-}" -DMXFP4_BUILD_TESTS=OFF -DMXFP4_BUILD_CLI=OFF >/dev/null
 cmake --build build-tl -j "$(nproc)" --target mxfp4 >/dev/null
 blas=$(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' build-tl/CMakeCache.txt)
 nvcc -std=c++17 -O2 -arch=sm_90a -Iinclude "$harness" build-tl/libmxfp4.a -lcublas -lcublasLt \
