@@ -6,6 +6,7 @@
 #include "mxfp4/mxfp4.hpp"
 
 #if defined(MXFP4_WITH_CUDA)
+#include <algorithm>
 #include <optional>
 #include <thread>
 
@@ -270,6 +271,81 @@ TEST(GpuConcurrency, KernelsWritingInputsRightBeforeTheGemmAreWaitedFor) {
       for (int i = 0; i < 2; ++i) raced[i] = Cs[i]->download<uint16_t>();
       EXPECT_EQ(raced[0], settled[0]) << what << ": first GEMM saw stale inputs";
       EXPECT_EQ(raced[1], settled[1]) << what << ": second GEMM saw stale inputs";
+    }
+  }
+  cudaStreamDestroy(s);
+}
+
+// Calls that depend on each other through memory, back to back on one stream (docs/dispatch.md,
+// "Stream order": the splitk and gemv GEMMs let the next kernel launch right after their own
+// wait, session 28): call 1 writes C1 = A1 * B1^T, call 2 reads C1 as its A (C2 = C1 * B2^T)
+// and call 3 overwrites C1 from another A (C1' = A3 * B1^T) while nothing synchronises.
+// C1 and C2 start as NaN poison, so a call 2 that read C1 early would see NaN blocks, and a
+// call 3 that wrote C1 under call 2 would change C2. Every path for call 1 with the default
+// call 2 and 3, and the default call 1 with every path for call 2; eagerly and as a replayed
+// CUDA graph. Each result must equal the same calls with a stream synchronisation between them.
+TEST(GpuConcurrency, DependentCallsOnOneStreamSeeEachOthersResults) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t N1 = 512, K1 = 1024, N2 = 768, K2 = N1;
+  const HostMx b1 = random_mx(N1, K1, 7501), b2 = random_mx(N2, K2, 7502);
+  const DevicePacked p1{b1}, p2{b2};
+  cudaStream_t s;
+  cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  for (int64_t M : {1, 4, 16, 40, 64, 300}) {
+    const DeviceBuf a1(randn_bf16(size_t(M * K1), 7510 + uint64_t(M))), a3(randn_bf16(size_t(M * K1), 7520 + uint64_t(M)));
+    std::vector<std::optional<GemmConfig>> first{std::nullopt}, second{std::nullopt};
+    for (const GemmConfig& c : path_configs(M, K1)) first.emplace_back(c);
+    for (const GemmConfig& c : path_configs(M, K2)) second.emplace_back(c);
+    std::vector<std::pair<std::optional<GemmConfig>, std::optional<GemmConfig>>> pairs;
+    for (const auto& c : first) pairs.emplace_back(c, std::nullopt);
+    for (size_t i = 1; i < second.size(); ++i) pairs.emplace_back(std::nullopt, second[i]);
+    for (const auto& [c1, c2] : pairs) {
+      const std::string what = "M=" + std::to_string(M) + " call 1 " + cfg_name(c1 ? &*c1 : nullptr) + ", call 2 " +
+                               cfg_name(c2 ? &*c2 : nullptr);
+      GemmOptions o1, o2;
+      o1.config = c1 ? &*c1 : nullptr;
+      o2.config = c2 ? &*c2 : nullptr;
+      DeviceBuf C1(size_t(M * N1 * 2), 0xFF), C2(size_t(M * N2 * 2), 0xFF);
+      auto call1 = [&](const DeviceBuf& a) { gemm(a.get<uint16_t>(), M, K1, K1, p1.pw, C1.get<uint16_t>(), N1, o1, cuda_exec(s)); };
+      auto call2 = [&] { gemm(C1.get<uint16_t>(), M, K2, N1, p2.pw, C2.get<uint16_t>(), N2, o2, cuda_exec(s)); };
+      // Settled (also grows the stream's cached workspace, so nothing below allocates).
+      call1(a1);
+      cuda_ok(cudaStreamSynchronize(s), "sync");
+      call2();
+      cuda_ok(cudaStreamSynchronize(s), "sync");
+      const std::vector<uint16_t> ref2 = C2.download<uint16_t>();
+      call1(a3);
+      cuda_ok(cudaStreamSynchronize(s), "sync");
+      const std::vector<uint16_t> ref3 = C1.download<uint16_t>();
+      ASSERT_NE(std::count_if(ref2.begin(), ref2.end(), [](uint16_t v) { return (v & 0x7F80u) == 0x7F80u; }), int64_t(ref2.size()))
+          << what << ": the settled C2 is all Inf/NaN";
+      auto chain = [&] {
+        cuda_ok(cudaMemsetAsync(C1.get(), 0xFF, C1.bytes(), s), "cudaMemsetAsync");
+        cuda_ok(cudaMemsetAsync(C2.get(), 0xFF, C2.bytes(), s), "cudaMemsetAsync");
+        call1(a1);
+        call2();
+        call1(a3);
+      };
+      for (int it = 0; it < 3; ++it) {
+        chain();
+        cuda_ok(cudaStreamSynchronize(s), "sync");
+        ASSERT_EQ(C2.download<uint16_t>(), ref2) << what << ", eager round " << it << ": call 2 did not see call 1's C";
+        ASSERT_EQ(C1.download<uint16_t>(), ref3) << what << ", eager round " << it << ": call 3's C1";
+      }
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      cuda_ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+      chain();
+      cuda_ok(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
+      cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+      for (int it = 0; it < 3; ++it) {
+        cuda_ok(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+        cuda_ok(cudaStreamSynchronize(s), "sync");
+        EXPECT_EQ(C2.download<uint16_t>(), ref2) << what << ", graph replay " << it << ": call 2 did not see call 1's C";
+        EXPECT_EQ(C1.download<uint16_t>(), ref3) << what << ", graph replay " << it << ": call 3's C1";
+      }
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
     }
   }
   cudaStreamDestroy(s);
