@@ -286,22 +286,30 @@ TEST(GpuConcurrency, KernelsWritingInputsRightBeforeTheGemmAreWaitedFor) {
 // CUDA graph. Each result must equal the same calls with a stream synchronisation between them.
 TEST(GpuConcurrency, DependentCallsOnOneStreamSeeEachOthersResults) {
   MXFP4_REQUIRE_GPU();
-  constexpr int64_t N1 = 512, K1 = 1024, N2 = 768, K2 = N1;
-  const HostMx b1 = random_mx(N1, K1, 7501), b2 = random_mx(N2, K2, 7502);
-  const DevicePacked p1{b1}, p2{b2};
+  constexpr int64_t N1 = 512, N2 = 768, K2 = N1;
+  const HostMx b2 = random_mx(N2, K2, 7502);
+  const DevicePacked p2{b2};
   cudaStream_t s;
   cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
-  for (int64_t M : {1, 4, 16, 40, 64, 300}) {
+  // K1 = 4096 at M = 8 and 16 adds path splitk's split-K through the workspace (split 8, K >=
+  // 4096, M <= 16: its partials and the tile counters that the next call's quantizer zeroes).
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1024}, {4, 1024}, {16, 1024}, {40, 1024}, {64, 1024},
+                                                {300, 1024}, {8, 4096}, {16, 4096}};
+  for (const auto& shape : shapes) {
+    const int64_t M = shape.first, K1 = shape.second;  // named variables: lambdas below capture them
+    const HostMx b1 = random_mx(N1, K1, 7501 + uint64_t(K1));
+    const DevicePacked p1{b1};
     const DeviceBuf a1(randn_bf16(size_t(M * K1), 7510 + uint64_t(M))), a3(randn_bf16(size_t(M * K1), 7520 + uint64_t(M)));
     std::vector<std::optional<GemmConfig>> first{std::nullopt}, second{std::nullopt};
+    if (K1 >= 4096) first.emplace_back(forced_cfg(GemmPath::splitk, 8, 4, 2));
     for (const GemmConfig& c : path_configs(M, K1)) first.emplace_back(c);
     for (const GemmConfig& c : path_configs(M, K2)) second.emplace_back(c);
     std::vector<std::pair<std::optional<GemmConfig>, std::optional<GemmConfig>>> pairs;
     for (const auto& c : first) pairs.emplace_back(c, std::nullopt);
     for (size_t i = 1; i < second.size(); ++i) pairs.emplace_back(std::nullopt, second[i]);
     for (const auto& [c1, c2] : pairs) {
-      const std::string what = "M=" + std::to_string(M) + " call 1 " + cfg_name(c1 ? &*c1 : nullptr) + ", call 2 " +
-                               cfg_name(c2 ? &*c2 : nullptr);
+      const std::string what = "M=" + std::to_string(M) + " K1=" + std::to_string(K1) + " call 1 " +
+                               cfg_name(c1 ? &*c1 : nullptr) + ", call 2 " + cfg_name(c2 ? &*c2 : nullptr);
       GemmOptions o1, o2;
       o1.config = c1 ? &*c1 : nullptr;
       o2.config = c2 ? &*c2 : nullptr;
