@@ -23,11 +23,11 @@ kernel changed.
 import sys
 
 EDITS = [
-    ("struct FusedArgs {",
+    ("/// One CTA: SLABS 16-row weight slabs",
      "__device__ unsigned long long g_trace[8192][11];\n"
      "__device__ __forceinline__ unsigned long long gtime() {\n"
      "  unsigned long long t;\n  asm volatile(\"mov.u64 %0, %globaltimer;\" : \"=l\"(t));\n  return t;\n}\n"
-     "struct FusedArgs {"),
+     "/// One CTA: SLABS 16-row weight slabs"),
     ("  const int prologue = min(nstages, p.stages);\n",
      "  const unsigned long long t0 = gtime();\n"
      "  const int cta = blockIdx.y * gridDim.x + blockIdx.x;\n"
