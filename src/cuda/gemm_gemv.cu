@@ -41,6 +41,22 @@ constexpr int kBatch = 2;  // K chunks per warp whose loads are in flight, per r
 #define MXFP4_EXP_GEMV 0
 #endif
 constexpr int kExpGemv = MXFP4_EXP_GEMV;
+// -DMXFP4_EXP_GEMV_SMEM=1 (a variant written in session 28, not yet run on a GPU): after the
+// wait, every lane cp.async's all of its chunks' 16-byte code fragments and 4-byte scale words
+// into its own slots in shared memory (in up to 8 commit groups), so that a warp's whole K
+// range is in flight at once without holding registers, and multiplies group g after
+// cp.async.wait_group; the register path stays where the slots would leave room for only one
+// CTA per SM (GemvArgs::smem_stream).
+#ifndef MXFP4_EXP_GEMV_SMEM
+#define MXFP4_EXP_GEMV_SMEM 0
+#endif
+#if MXFP4_EXP_GEMV_SMEM
+constexpr int kStreamGroups = 8;        // cp.async commit groups per warp at most
+constexpr int kStreamChunkBytes = 640;  // per chunk and warp: 32 lanes x (16 code + 4 scale bytes)
+// Streamed only while two CTAs still fit an SM (228 KB, 1 KB reserved per CTA): one CTA per SM
+// would lose the next call's early start beside this one (session 27, call 3).
+constexpr size_t kStreamMaxSmem = 113 * 1024;
+#endif
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
   int64_t M, K, lda;
@@ -53,6 +69,9 @@ struct GemvArgs {
   bool c_f32;
   int64_t ldc;
   ScaleRule rule;
+#if MXFP4_EXP_GEMV_SMEM
+  bool smem_stream;  // the weights go through each lane's shared-memory slots (MXFP4_EXP_GEMV_SMEM)
+#endif
 };
 
 /// u32 index in the shared A buffer of the B-fragment word `word` (0..3: K16 step 2u register
@@ -75,6 +94,32 @@ __device__ __forceinline__ uint32_t load_stream4(const uint8_t* p) {
   asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
 }
+
+#if MXFP4_EXP_GEMV_SMEM
+/// 4-byte asynchronous copy global -> shared by this thread (PTX cp.async.ca; 4-byte aligned).
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(smem)), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+/// Waits until at most `n` (0..7) of this thread's cp.async groups are pending.
+__device__ __forceinline__ void cp_async_wait_pending(int n) {
+  switch (n) {
+    case 0: asm volatile("cp.async.wait_group 0;\n" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;\n" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;\n" ::: "memory"); break;
+    case 3: asm volatile("cp.async.wait_group 3;\n" ::: "memory"); break;
+    case 4: asm volatile("cp.async.wait_group 4;\n" ::: "memory"); break;
+    case 5: asm volatile("cp.async.wait_group 5;\n" ::: "memory"); break;
+    case 6: asm volatile("cp.async.wait_group 6;\n" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 7;\n" ::: "memory"); break;
+  }
+}
+/// Shared-memory bytes of the lanes' weight slots: every warp ceil(K chunks / (W / S)) chunks.
+inline int64_t gemv_stream_bytes(int64_t k_chunks, int warps, int slabs_per_cta) {
+  const int64_t kws = warps / slabs_per_cta;
+  return int64_t(warps) * ((k_chunks + kws - 1) / kws) * kStreamChunkBytes;
+}
+#endif
 
 /// Asks the TMA engine to bring `bytes` (a multiple of 16, 16-byte aligned) at `p` into L2
 /// (PTX cp.async.bulk.prefetch.L2.global). No data comes back, so it may precede
@@ -197,6 +242,28 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       }
     }
   };
+#if MXFP4_EXP_GEMV_SMEM
+  // This warp's chunks kc = kw + kws * i, i < n, in lane slots [i][lane] (16 code bytes) and,
+  // after all n_max code slots, [i][lane] (4 scale bytes); G commit groups of consecutive i.
+  constexpr int kTileFloats = 128 * kTiles;
+  const int n_max = (int(p.geo.k_chunks) + kws - 1) / kws;
+  const int n = kcs > kw ? (kcs - kw + kws - 1) / kws : 0;
+  const int groups = n < kStreamGroups ? n : kStreamGroups;
+  uint8_t* slots = reinterpret_cast<uint8_t*>(red + warps * kTileFloats) + size_t(warp) * n_max * kStreamChunkBytes;
+  if (p.smem_stream) {
+    auto issue_all = [&] {
+      for (int grp = 0; grp < groups; ++grp) {
+        for (int i = grp * n / groups; i < (grp + 1) * n / groups; ++i) {
+          const int kc = kw + kws * i;
+          cp_async16(slots + i * 512 + lane * 16, codes + kc * 512);
+          cp_async4(slots + n_max * 512 + i * 128 + lane * 4, scales + kc * 32);
+        }
+        cp_async_commit();
+      }
+    };
+    quantize_a_to_shared(p, sa, warp, warps, lane, issue_all);
+  } else
+#endif
   if (kExpGemv < 2) {
     quantize_a_to_shared(p, sa, warp, warps, lane, [&] { load_batch(wc0, sc0, kw); });
   } else {
@@ -230,8 +297,38 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       }
     }
   };
+#if MXFP4_EXP_GEMV_SMEM
+  if (p.smem_stream) {
+    for (int grp = 0; grp < groups; ++grp) {
+      cp_async_wait_pending(groups - 1 - grp);  // this lane's copies of group grp have landed
+      for (int i = grp * n / groups; i < (grp + 1) * n / groups; ++i) {
+        const int kc = kw + kws * i;
+        const uint4 wc = *reinterpret_cast<const uint4*>(slots + i * 512 + lane * 16);
+        const uint32_t sc = *reinterpret_cast<const uint32_t*>(slots + n_max * 512 + i * 128 + lane * 4);
+        const bool fused = chunk_scales_fuse(sc);  // every lane of the warp
+        uint4 b0[kTiles], b1[kTiles];
+#pragma unroll
+        for (int j = 0; j < kTiles; ++j) {
+          b0[j] = b1[j] = make_uint4(0, 0, 0, 0);
+          if (g + 8 * j < p.rows) {
+            b0[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc, g + 8 * j, t, 0, p.rows)]);
+            b1[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc + 1, g + 8 * j, t, 0, p.rows)]);
+          }
+        }
+        if (fused) {
+          chunk_mma<true, kTiles>(wc, sc, b0, b1, acc);
+        } else {
+          chunk_mma<false, kTiles>(wc, sc, b0, b1, acc);
+        }
+      }
+    }
+  }
+  const int step = kBatch * kws;
+  for (int first = p.smem_stream ? kcs : kw; first < kcs; first += 2 * step) {
+#else
   const int step = kBatch * kws;
   for (int first = kw; first < kcs; first += 2 * step) {
+#endif
     if (first + step < kcs) load_batch(wc1, sc1, first + step);
     multiply_batch(wc0, sc0, first);
     if (first + step >= kcs) break;
@@ -276,8 +373,17 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
 
 void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, cudaStream_t stream) {
+#if MXFP4_EXP_GEMV_SMEM
+  GemvArgs args{A,   M, K, lda, gemv_tile_rows(M), cfg.block_n / 16, B.data, PackedGeometry::of(B.N, B.K),
+                B.N, C, c_f32, ldc, rule, false};
+  size_t smem = gemv_smem_bytes(M, K, cfg.warps);
+  const size_t streamed = smem + size_t(gemv_stream_bytes(args.geo.k_chunks, cfg.warps, args.slabs_per_cta));
+  if (streamed <= kStreamMaxSmem) args.smem_stream = true, smem = streamed;
+#else
   const GemvArgs args{A,    M, K, lda, gemv_tile_rows(M), cfg.block_n / 16, B.data, PackedGeometry::of(B.N, B.K),
                       B.N,  C, c_f32, ldc, rule};
+  const size_t smem = gemv_smem_bytes(M, K, cfg.warps);
+#endif
   // The largest need of any accepted shape (gemm_config_problem_for_shape), the same for every
   // call, so concurrent host threads never lower it under another's launch. Not a stream
   // operation, so also legal during graph capture.
@@ -285,7 +391,7 @@ void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Packe
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemvSmemLimit)),
         "cudaFuncSetAttribute(gemv_kernel)");
   const int64_t ctas = ceil_div(args.geo.rows_padded / 16, int64_t(args.slabs_per_cta));
-  launch_pdl_smem(kernel, dim3(unsigned(ctas)), dim3(unsigned(32 * cfg.warps)), gemv_smem_bytes(M, K, cfg.warps),
+  launch_pdl_smem(kernel, dim3(unsigned(ctas)), dim3(unsigned(32 * cfg.warps)), smem,
                   stream, "gemv_kernel", args);
 }
 
