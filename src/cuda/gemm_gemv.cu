@@ -272,29 +272,32 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   __syncthreads();
 
   float acc[2][4] = {};
+  // Chunk kc of this warp's slab: code words wc, scale word sc (`fused`: chunk_scales_fuse(sc),
+  // taken by every lane before the caller's uniform branch on kc), times A's fragments.
+  auto multiply_chunk = [&](const uint4& wc, uint32_t sc, bool fused, int kc) {
+    uint4 b0[kTiles], b1[kTiles];
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      b0[j] = b1[j] = make_uint4(0, 0, 0, 0);
+      if (g + 8 * j < p.rows) {
+        b0[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc, g + 8 * j, t, 0, p.rows)]);
+        b1[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc + 1, g + 8 * j, t, 0, p.rows)]);
+      }
+    }
+    if (kExpGemv >= 3) {
+      acc[0][0] += __uint_as_float((wc.x ^ wc.y ^ wc.z ^ wc.w ^ sc ^ b0[0].x ^ b1[0].y) & 0x3F000000u);
+    } else if (fused) {
+      chunk_mma<true, kTiles>(wc, sc, b0, b1, acc);
+    } else {
+      chunk_mma<false, kTiles>(wc, sc, b0, b1, acc);
+    }
+  };
   auto multiply_batch = [&](const uint4 (&wc)[kBatch], const uint32_t (&sc)[kBatch], int first) {
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const bool fused = chunk_scales_fuse(sc[u]);  // every lane, outside the branch below
       const int kc = first + u * kws;
-      if (kc < kcs) {  // uniform per warp
-        uint4 b0[kTiles], b1[kTiles];
-#pragma unroll
-        for (int j = 0; j < kTiles; ++j) {
-          b0[j] = b1[j] = make_uint4(0, 0, 0, 0);
-          if (g + 8 * j < p.rows) {
-            b0[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc, g + 8 * j, t, 0, p.rows)]);
-            b1[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc + 1, g + 8 * j, t, 0, p.rows)]);
-          }
-        }
-        if (kExpGemv >= 3) {
-          acc[0][0] += __uint_as_float((wc[u].x ^ wc[u].y ^ wc[u].z ^ wc[u].w ^ sc[u] ^ b0[0].x ^ b1[0].y) & 0x3F000000u);
-        } else if (fused) {
-          chunk_mma<true, kTiles>(wc[u], sc[u], b0, b1, acc);
-        } else {
-          chunk_mma<false, kTiles>(wc[u], sc[u], b0, b1, acc);
-        }
-      }
+      if (kc < kcs) multiply_chunk(wc[u], sc[u], fused, kc);  // uniform per warp
     }
   };
 #if MXFP4_EXP_GEMV_SMEM
@@ -305,30 +308,16 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
         const int kc = kw + kws * i;
         const uint4 wc = *reinterpret_cast<const uint4*>(slots + i * 512 + lane * 16);
         const uint32_t sc = *reinterpret_cast<const uint32_t*>(slots + n_max * 512 + i * 128 + lane * 4);
-        const bool fused = chunk_scales_fuse(sc);  // every lane of the warp
-        uint4 b0[kTiles], b1[kTiles];
-#pragma unroll
-        for (int j = 0; j < kTiles; ++j) {
-          b0[j] = b1[j] = make_uint4(0, 0, 0, 0);
-          if (g + 8 * j < p.rows) {
-            b0[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc, g + 8 * j, t, 0, p.rows)]);
-            b1[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc + 1, g + 8 * j, t, 0, p.rows)]);
-          }
-        }
-        if (fused) {
-          chunk_mma<true, kTiles>(wc, sc, b0, b1, acc);
-        } else {
-          chunk_mma<false, kTiles>(wc, sc, b0, b1, acc);
-        }
+        multiply_chunk(wc, sc, chunk_scales_fuse(sc), kc);
       }
     }
   }
-  const int step = kBatch * kws;
-  for (int first = p.smem_stream ? kcs : kw; first < kcs; first += 2 * step) {
+  const int first0 = p.smem_stream ? kcs : kw;  // the streamed path has multiplied every chunk
 #else
-  const int step = kBatch * kws;
-  for (int first = kw; first < kcs; first += 2 * step) {
+  const int first0 = kw;
 #endif
+  const int step = kBatch * kws;
+  for (int first = first0; first < kcs; first += 2 * step) {
     if (first + step < kcs) load_batch(wc1, sc1, first + step);
     multiply_batch(wc0, sc0, first);
     if (first + step >= kcs) break;
