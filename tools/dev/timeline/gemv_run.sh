@@ -9,22 +9,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cases=$(realpath "$1")
-scratch=${2:-/tmp/mxfp4-gemv-timeline}
-rm -rf "$scratch" && mkdir -p "$scratch"
-(cd "$root" && tar --exclude='./build*' --exclude='./.git' -cf - .) | tar -C "$scratch" -xf -
-cd "$scratch"
+# shellcheck source=tools/dev/timeline/scratch.sh
+. "$root/tools/dev/timeline/scratch.sh"
+scratch_copy "$root" "${2:-/tmp/mxfp4-gemv-timeline}"
 python3 tools/dev/timeline/gemv_instrument.py src/cuda/gemm_gemv.cu
-gen=()
-if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
-cmake -S . -B build-tl ${gen[@]+"${gen[@]}"} -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DMXFP4_CUDA=ON \
-  -DCMAKE_CUDA_FLAGS="${CUDA_FLAGS:-}" -DMXFP4_BUILD_TESTS=OFF -DMXFP4_BUILD_CLI=OFF >/dev/null
-cmake --build build-tl -j "$(nproc)" --target mxfp4 >/dev/null
-blas=$(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' build-tl/CMakeCache.txt)
-nvcc -std=c++17 -O2 -arch=sm_90a -Iinclude tools/dev/timeline/gemv_trace.cu build-tl/libmxfp4.a -lcublas -lcublasLt \
-  ${blas:+"$blas"} -o /tmp/gemv_trace
-[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
-grep -v '^#' "$cases" | while read -r line; do
-  [ -z "$line" ] && continue
-  echo "== $line"
-  /tmp/gemv_trace $line || echo "gemv_run.sh: rc=$? for '$line'"
-done
+build_harness tools/dev/timeline/gemv_trace.cu /tmp/gemv_trace
+run_cases "$cases" /tmp/gemv_trace

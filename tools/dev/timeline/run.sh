@@ -14,10 +14,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cases=$(realpath "$1")
-scratch=${2:-/tmp/mxfp4-timeline}
-rm -rf "$scratch" && mkdir -p "$scratch"
-(cd "$root" && tar --exclude='./build*' --exclude='./.git' -cf - .) | tar -C "$scratch" -xf -
-cd "$scratch"
+# shellcheck source=tools/dev/timeline/scratch.sh
+. "$root/tools/dev/timeline/scratch.sh"
+scratch_copy "$root" "${2:-/tmp/mxfp4-timeline}"
 steady=()
 harness=tools/dev/timeline/trace.cu
 if [ "${STEADY:-0}" = 1 ]; then steady=(--steady); harness=tools/dev/timeline/steady_trace.cu; fi
@@ -26,15 +25,5 @@ if [ "${NOCOMPUTE:-0}" = 1 ]; then  # every chunk loop of the K loop (mma.sync a
   grep -q '        if (c >= chunks) break;' src/cuda/gemm_fused_kernel.cuh
   sed -i 's/        if (c >= chunks) break;/        if (c >= chunks || p.M > 0) break;/' src/cuda/gemm_fused_kernel.cuh
 fi
-cmake -S . -B build-tl -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DMXFP4_CUDA=ON \
-  -DCMAKE_CUDA_FLAGS="${CUDA_FLAGS:-}" -DMXFP4_BUILD_TESTS=OFF -DMXFP4_BUILD_CLI=OFF >/dev/null
-cmake --build build-tl -j "$(nproc)" --target mxfp4 >/dev/null
-blas=$(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' build-tl/CMakeCache.txt)
-nvcc -std=c++17 -O2 -arch=sm_90a -Iinclude "$harness" build-tl/libmxfp4.a -lcublas -lcublasLt \
-  ${blas:+"$blas"} -o /tmp/trace
-[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
-grep -v '^#' "$cases" | while read -r line; do
-  [ -z "$line" ] && continue
-  echo "== $line"
-  /tmp/trace $line || echo "run.sh: rc=$? for '$line'"
-done
+build_harness "$harness" /tmp/trace
+run_cases "$cases" /tmp/trace
