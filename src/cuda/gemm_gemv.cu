@@ -41,22 +41,7 @@ constexpr int kBatch = 2;  // K chunks per warp whose loads are in flight, per r
 #define MXFP4_EXP_GEMV 0
 #endif
 constexpr int kExpGemv = MXFP4_EXP_GEMV;
-// -DMXFP4_EXP_GEMV_SMEM=1 (a variant written in session 28, not yet run on a GPU): after the
-// wait, every lane cp.async's all of its chunks' 16-byte code fragments and 4-byte scale words
-// into its own slots in shared memory (in up to 8 commit groups), so that a warp's whole K
-// range is in flight at once without holding registers, and multiplies group g after
-// cp.async.wait_group; the register path stays where the slots would leave room for only one
-// CTA per SM (GemvArgs::smem_stream).
-#ifndef MXFP4_EXP_GEMV_SMEM
-#define MXFP4_EXP_GEMV_SMEM 0
-#endif
-#if MXFP4_EXP_GEMV_SMEM
-constexpr int kStreamGroups = 8;        // cp.async commit groups per warp at most
-constexpr int kStreamChunkBytes = 640;  // per chunk and warp: 32 lanes x (16 code + 4 scale bytes)
-// Streamed only while two CTAs still fit an SM (228 KB, 1 KB reserved per CTA): one CTA per SM
-// would lose the next call's early start beside this one (session 27, call 3).
-constexpr size_t kStreamMaxSmem = 113 * 1024;
-#endif
+
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
   int64_t M, K, lda;
@@ -69,9 +54,6 @@ struct GemvArgs {
   bool c_f32;
   int64_t ldc;
   ScaleRule rule;
-#if MXFP4_EXP_GEMV_SMEM
-  bool smem_stream;  // the weights go through each lane's shared-memory slots (MXFP4_EXP_GEMV_SMEM)
-#endif
 };
 
 /// u32 index in the shared A buffer of the B-fragment word `word` (0..3: K16 step 2u register
@@ -94,32 +76,6 @@ __device__ __forceinline__ uint32_t load_stream4(const uint8_t* p) {
   asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
 }
-
-#if MXFP4_EXP_GEMV_SMEM
-/// 4-byte asynchronous copy global -> shared by this thread (PTX cp.async.ca; 4-byte aligned).
-__device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(smem)), "l"(gmem));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-/// Waits until at most `n` (0..7) of this thread's cp.async groups are pending.
-__device__ __forceinline__ void cp_async_wait_pending(int n) {
-  switch (n) {
-    case 0: asm volatile("cp.async.wait_group 0;\n" ::: "memory"); break;
-    case 1: asm volatile("cp.async.wait_group 1;\n" ::: "memory"); break;
-    case 2: asm volatile("cp.async.wait_group 2;\n" ::: "memory"); break;
-    case 3: asm volatile("cp.async.wait_group 3;\n" ::: "memory"); break;
-    case 4: asm volatile("cp.async.wait_group 4;\n" ::: "memory"); break;
-    case 5: asm volatile("cp.async.wait_group 5;\n" ::: "memory"); break;
-    case 6: asm volatile("cp.async.wait_group 6;\n" ::: "memory"); break;
-    default: asm volatile("cp.async.wait_group 7;\n" ::: "memory"); break;
-  }
-}
-/// Shared-memory bytes of the lanes' weight slots: every warp ceil(K chunks / (W / S)) chunks.
-inline int64_t gemv_stream_bytes(int64_t k_chunks, int warps, int slabs_per_cta) {
-  const int64_t kws = warps / slabs_per_cta;
-  return int64_t(warps) * ((k_chunks + kws - 1) / kws) * kStreamChunkBytes;
-}
-#endif
 
 /// Asks the TMA engine to bring `bytes` (a multiple of 16, 16-byte aligned) at `p` into L2
 /// (PTX cp.async.bulk.prefetch.L2.global). No data comes back, so it may precede
@@ -242,28 +198,6 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       }
     }
   };
-#if MXFP4_EXP_GEMV_SMEM
-  // This warp's chunks kc = kw + kws * i, i < n, in lane slots [i][lane] (16 code bytes) and,
-  // after all n_max code slots, [i][lane] (4 scale bytes); G commit groups of consecutive i.
-  constexpr int kTileFloats = 128 * kTiles;
-  const int n_max = (int(p.geo.k_chunks) + kws - 1) / kws;
-  const int n = kcs > kw ? (kcs - kw + kws - 1) / kws : 0;
-  const int groups = n < kStreamGroups ? n : kStreamGroups;
-  uint8_t* slots = reinterpret_cast<uint8_t*>(red + warps * kTileFloats) + size_t(warp) * n_max * kStreamChunkBytes;
-  if (p.smem_stream) {
-    auto issue_all = [&] {
-      for (int grp = 0; grp < groups; ++grp) {
-        for (int i = grp * n / groups; i < (grp + 1) * n / groups; ++i) {
-          const int kc = kw + kws * i;
-          cp_async16(slots + i * 512 + lane * 16, codes + kc * 512);
-          cp_async4(slots + n_max * 512 + i * 128 + lane * 4, scales + kc * 32);
-        }
-        cp_async_commit();
-      }
-    };
-    quantize_a_to_shared(p, sa, warp, warps, lane, issue_all);
-  } else
-#endif
   if (kExpGemv < 2) {
     quantize_a_to_shared(p, sa, warp, warps, lane, [&] { load_batch(wc0, sc0, kw); });
   } else {
@@ -300,24 +234,8 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       if (kc < kcs) multiply_chunk(wc[u], sc[u], fused, kc);  // uniform per warp
     }
   };
-#if MXFP4_EXP_GEMV_SMEM
-  if (p.smem_stream) {
-    for (int grp = 0; grp < groups; ++grp) {
-      cp_async_wait_pending(groups - 1 - grp);  // this lane's copies of group grp have landed
-      for (int i = grp * n / groups; i < (grp + 1) * n / groups; ++i) {
-        const int kc = kw + kws * i;
-        const uint4 wc = *reinterpret_cast<const uint4*>(slots + i * 512 + lane * 16);
-        const uint32_t sc = *reinterpret_cast<const uint32_t*>(slots + n_max * 512 + i * 128 + lane * 4);
-        multiply_chunk(wc, sc, chunk_scales_fuse(sc), kc);
-      }
-    }
-  }
-  const int first0 = p.smem_stream ? kcs : kw;  // the streamed path has multiplied every chunk
-#else
-  const int first0 = kw;
-#endif
   const int step = kBatch * kws;
-  for (int first = first0; first < kcs; first += 2 * step) {
+  for (int first = kw; first < kcs; first += 2 * step) {
     if (first + step < kcs) load_batch(wc1, sc1, first + step);
     multiply_batch(wc0, sc0, first);
     if (first + step >= kcs) break;
@@ -362,17 +280,9 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
 
 void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, cudaStream_t stream) {
-#if MXFP4_EXP_GEMV_SMEM
-  GemvArgs args{A,   M, K, lda, gemv_tile_rows(M), cfg.block_n / 16, B.data, PackedGeometry::of(B.N, B.K),
-                B.N, C, c_f32, ldc, rule, false};
-  size_t smem = gemv_smem_bytes(M, K, cfg.warps);
-  const size_t streamed = smem + size_t(gemv_stream_bytes(args.geo.k_chunks, cfg.warps, args.slabs_per_cta));
-  if (streamed <= kStreamMaxSmem) args.smem_stream = true, smem = streamed;
-#else
   const GemvArgs args{A,    M, K, lda, gemv_tile_rows(M), cfg.block_n / 16, B.data, PackedGeometry::of(B.N, B.K),
                       B.N,  C, c_f32, ldc, rule};
   const size_t smem = gemv_smem_bytes(M, K, cfg.warps);
-#endif
   // The largest need of any accepted shape (gemm_config_problem_for_shape), the same for every
   // call, so concurrent host threads never lower it under another's launch. Not a stream
   // operation, so also legal during graph capture.
