@@ -12,7 +12,8 @@ predict what a change saves in a graph). Since that move, the ranks of the works
 reduction that do not sum the tile are traced too (before, they returned before the stamp).
 
 Usage (on the GPU machine, in a scratch copy or with `git stash` afterwards):
-    python3 tools/dev/timeline/instrument.py [--steady] src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu
+    python3 tools/dev/timeline/instrument.py [--steady] src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu \\
+        [src/cuda/quantize.cu]   (with --steady: the quantizer's CTAs too)
     bash scripts/device-check.sh --no-tests --no-bench
     nvcc -std=c++17 -arch=sm_90a -Iinclude tools/dev/timeline/trace.cu build-device/libmxfp4.a \\
          -lcublas -lcublasLt -lopenblas -o /tmp/trace
@@ -46,11 +47,12 @@ EDITS = [
      "  const unsigned long long tr = gtime();\n  const int64_t n0 = slab0 * 16;\n"),
     ("    splitk_reduce_pull<kThreads, kQuads, kP>(red, quads, rank, p.split, store4);\n  }\n}\n",
      "    splitk_reduce_pull<kThreads, kQuads, kP>(red, quads, rank, p.split, store4);\n  }\n"
+     "  const unsigned long long tend = gtime();  // before --steady's atomicAdd (its round trip)\n"
      "  if (threadIdx.x == 0 && cta < 8192) {\n"
      "    unsigned smid;\n    asm volatile(\"mov.u32 %0, %smid;\" : \"=r\"(smid));\n"
      "    g_trace[cta][0] = t0, g_trace[cta][1] = t1, g_trace[cta][2] = t2, g_trace[cta][3] = tl;\n"
-     "    g_trace[cta][4] = t3, g_trace[cta][5] = tc, g_trace[cta][6] = gtime(), g_trace[cta][7] = smid;\n"
-     "    g_trace[cta][8] = tq, g_trace[cta][9] = tr, g_trace[cta][10] = tp ? tp : gtime();\n  }\n}\n"),
+     "    g_trace[cta][4] = t3, g_trace[cta][5] = tc, g_trace[cta][6] = tend, g_trace[cta][7] = smid;\n"
+     "    g_trace[cta][8] = tq, g_trace[cta][9] = tr, g_trace[cta][10] = tp ? tp : tend;\n  }\n}\n"),
     ("void gemm_fused(const uint16_t* A,",
      "void debug_read_trace(unsigned long long* host, int n) {\n"
      "  cudaMemcpyFromSymbol(host, g_trace, size_t(n) * 11 * 8);\n}\n"
@@ -75,10 +77,36 @@ STEADY = [
 ]
 
 
+# --steady with src/cuda/quantize.cu among the files: the quantizer's CTAs too (path splitk's
+# first kernel): thread 0's kernel entry, the return of its PDL wait and its end, per CTA
+# (< 1024) in a ring of the last 64 calls like the GEMM's (steady_trace.cu reads both).
+QUANT = [
+    ("template <FragOrder O>\n__global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(",
+     "__device__ unsigned long long g_qtrace[64][1024][3];\n__device__ unsigned g_qcalls[1024];\n"
+     "__device__ __forceinline__ unsigned long long qtime() {\n"
+     "  unsigned long long t;\n  asm volatile(\"mov.u64 %0, %globaltimer;\" : \"=l\"(t));\n  return t;\n}\n"
+     "template <FragOrder O>\n__global__ void __launch_bounds__(kThreads) quantize_fragments_kernel("),
+    ("  grid_dependency_wait();\n  grid_dependents_launch();\n  // The GEMM's split-K tile counters",
+     "  const unsigned long long q0 = qtime();\n  grid_dependency_wait();\n  const unsigned long long q1 = qtime();\n"
+     "  grid_dependents_launch();\n  // The GEMM's split-K tile counters"),
+    ("    __syncthreads();  // the tile is rewritten by the next token tile\n  }\n}\n",
+     "    __syncthreads();  // the tile is rewritten by the next token tile\n  }\n"
+     "  const unsigned long long q2 = qtime();\n  const unsigned qcta = blockIdx.y * gridDim.x + blockIdx.x;\n"
+     "  if (threadIdx.x == 0 && qcta < 1024) {\n    const unsigned slot = atomicAdd(&g_qcalls[qcta], 1u) % 64;\n"
+     "    g_qtrace[slot][qcta][0] = q0, g_qtrace[slot][qcta][1] = q1, g_qtrace[slot][qcta][2] = q2;\n  }\n}\n"),
+    ("void quantize(const void* x, DType dtype,",
+     "void debug_qtrace_read(unsigned long long* host) { cudaMemcpyFromSymbol(host, g_qtrace, sizeof(g_qtrace)); }\n"
+     "void debug_qtrace_clear() {\n  static unsigned long long z[64][1024][3];\n  static unsigned zc[1024];\n"
+     "  cudaMemcpyToSymbol(g_qtrace, z, sizeof(z));\n  cudaMemcpyToSymbol(g_qcalls, zc, sizeof(zc));\n}\n\n"
+     "void quantize(const void* x, DType dtype,"),
+]
+
+
 def main() -> int:
     steady = "--steady" in sys.argv[1:]
     srcs = {path: open(path).read() for path in sys.argv[1:] if path != "--steady"}
-    edits = EDITS + (STEADY if steady else [])
+    quant = steady and any(p.endswith("quantize.cu") for p in srcs)
+    edits = EDITS + (STEADY if steady else []) + (QUANT if quant else [])
     for anchor, replacement in edits:
         n = sum(src.count(anchor) for src in srcs.values())
         if n != 1:

@@ -8,7 +8,8 @@
 # them shared an SM (medians and maxima of data0, datalast and end per group).
 # STEADY=1: the steady state of a CUDA graph instead of one cold call (instrument.py --steady,
 # steady_trace.cu: per-stamp percentiles over the CTAs of the last calls, the period, the
-# overlap with the previous call). BUILD_ONLY=1 stops after the build (a check without a GPU).
+# overlap with the previous call, and the quantizer's CTAs against the previous call's GEMM).
+# BUILD_ONLY=1 stops after the build (a check without a GPU).
 # CUDA_FLAGS="-D..." builds a variant.
 # Usage: [NOCOMPUTE=1] [STEADY=1] [CUDA_FLAGS=...] tools/dev/timeline/run.sh CASES_FILE [SCRATCH_DIR]
 set -euo pipefail
@@ -20,7 +21,10 @@ scratch_copy "$root" "${2:-/tmp/mxfp4-timeline}"
 steady=()
 harness=tools/dev/timeline/trace.cu
 if [ "${STEADY:-0}" = 1 ]; then steady=(--steady); harness=tools/dev/timeline/steady_trace.cu; fi
-python3 tools/dev/timeline/instrument.py ${steady[@]+"${steady[@]}"} src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu
+quant=()
+if [ "${STEADY:-0}" = 1 ]; then quant=(src/cuda/quantize.cu); fi  # the quantizer's CTAs too
+python3 tools/dev/timeline/instrument.py ${steady[@]+"${steady[@]}"} src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu \
+  ${quant[@]+"${quant[@]}"}
 if [ "${NOCOMPUTE:-0}" = 1 ]; then  # every chunk loop of the K loop (mma.sync and wgmma) stops at once
   grep -q '        if (c >= chunks) break;' src/cuda/gemm_fused_kernel.cuh
   sed -i 's/        if (c >= chunks) break;/        if (c >= chunks || p.M > 0) break;/' src/cuda/gemm_fused_kernel.cuh

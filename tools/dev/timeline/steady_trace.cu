@@ -4,7 +4,8 @@
 // the last 64 calls' stamps are read back and summarised per stamp over the call's CTAs
 // (times from the call's first CTA start: thread 0, after the index math), with the period,
 // how long after the previous call's GEMM ended the call's CTAs started, and when the first PDL
-// wait returned after that (the quantizer's run, on path splitk). globaltimer steps in 0.256
+// wait returned after that (the quantizer's run, on path splitk), and on path splitk the
+// quantizer's CTAs between the two GEMMs. globaltimer steps in 0.256
 // us on the H200. A measurement aid: not built by CMake.
 // Usage: steady_trace M N K [splitk(0|1) block_n warps split_k]
 #include <cstdlib>
@@ -13,6 +14,8 @@
 namespace mxfp4::cuda {
 void debug_read_trace(unsigned long long*, int);
 void debug_clear_trace();
+void debug_qtrace_read(unsigned long long*);  // the quantizer's ring (instrument.py QUANT)
+void debug_qtrace_clear();
 }  // namespace mxfp4::cuda
 using namespace mxfp4;
 
@@ -33,7 +36,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   const int replays = 5;
-  const double us = s.run_graph(replays, mxfp4::cuda::debug_clear_trace);
+  auto clear = [] {
+    mxfp4::cuda::debug_clear_trace();
+    mxfp4::cuda::debug_qtrace_clear();
+  };
+  const double us = s.run_graph(replays, clear);
   if (us < 0) {
     printf("CUDA error\n");
     return 1;
@@ -49,5 +56,38 @@ int main(int argc, char** argv) {
                          0, 6, 1};
   trace::analyse(long(replays) * s.calls, kSlots, std::min(ctas, kCtas), st,
                  [&](long c, int cta, int k) { return t[(size_t(c % kSlots) * kCtas + cta) * kStamps + k]; }, "CTA");
+  // Path splitk's quantizer (one launch per call, before the GEMM): its CTAs' entry, wait
+  // return and end, and the GEMM's first start and first wait return, all from the previous
+  // call's last GEMM end (the chain between two GEMMs), medians over calls.
+  std::vector<unsigned long long> q(size_t(kSlots) * kCtas * 3);
+  mxfp4::cuda::debug_qtrace_read(q.data());
+  auto qat = [&](long c, int cta, int k) { return q[(size_t(c % kSlots) * kCtas + cta) * 3 + k]; };
+  auto gat = [&](long c, int cta, int k) { return t[(size_t(c % kSlots) * kCtas + cta) * kStamps + k]; };
+  int qctas = 0;
+  while (qctas < kCtas && qat(long(replays) * s.calls - 1, qctas, 0) != 0) ++qctas;
+  if (qctas == 0) return 0;
+  const long total = long(replays) * s.calls, first = std::max(0L, total - kSlots) + 4, last = total - 4;
+  std::vector<std::vector<double>> v(7);
+  for (long c = first; c < last; ++c) {
+    unsigned long long prev_end = 0, g_start = ~0ull, g_wait = ~0ull;
+    for (int u = 0; u < std::min(ctas, kCtas); ++u) {
+      prev_end = std::max(prev_end, gat(c - 1, u, 6));
+      g_start = std::min(g_start, gat(c, u, 0));
+      g_wait = std::min(g_wait, gat(c, u, 1));
+    }
+    unsigned long long q_start = ~0ull, q_wait0 = ~0ull, q_wait1 = 0, q_end = 0;
+    for (int u = 0; u < qctas; ++u) {
+      q_start = std::min(q_start, qat(c, u, 0));
+      q_wait0 = std::min(q_wait0, qat(c, u, 1));
+      q_wait1 = std::max(q_wait1, qat(c, u, 1));
+      q_end = std::max(q_end, qat(c, u, 2));
+    }
+    const unsigned long long at[7] = {q_start, q_wait0, q_wait1, q_end, g_start, g_wait, prev_end};
+    for (int k = 0; k < 7; ++k) v[k].push_back((double(at[k]) - double(prev_end)) / 1000.0);
+  }
+  printf("quantizer (%d CTAs), us after the previous GEMM's last end (medians over calls): first entry %.2f,"
+         " first wait return %.2f, last %.2f, last end %.2f; GEMM first start %.2f, first wait return %.2f\n",
+         qctas, trace::median(v[0]), trace::median(v[1]), trace::median(v[2]), trace::median(v[3]),
+         trace::median(v[4]), trace::median(v[5]));
   return 0;
 }
