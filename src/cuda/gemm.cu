@@ -23,6 +23,14 @@
 namespace mxfp4::cuda {
 namespace {
 
+// -DMXFP4_EXP_NO_QUANTIZER=1, a measurement only (docs/perf-notes.md, session 29), wrong
+// results: path splitk runs its GEMM without quantize_fragments (stale fragments), the bound on
+// what quantizing A inside the GEMM's own grid could save.
+#ifndef MXFP4_EXP_NO_QUANTIZER
+#define MXFP4_EXP_NO_QUANTIZER 0
+#endif
+constexpr bool kExpNoQuantizer = MXFP4_EXP_NO_QUANTIZER != 0;
+
 /// Workspace cached per (device, stream, host thread): calls on different streams never share
 /// scratch, and neither do two host threads queueing on one stream (their quantize and GEMM
 /// launches may interleave). A thread's buffers live until the process ends.
@@ -137,8 +145,9 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
       return;
     }
     const bool wgmma_order = cfg.path == GemmPath::splitk && splitk_uses_wgmma(M);
-    quantize_fragments(A, M, K, lda, static_cast<uint32_t*>(ws), rule, s,
-                       wgmma_order ? FragOrder::wgmma : FragOrder::mma, counters, n_counters);
+    if (!(kExpNoQuantizer && cfg.path == GemmPath::splitk))
+      quantize_fragments(A, M, K, lda, static_cast<uint32_t*>(ws), rule, s,
+                         wgmma_order ? FragOrder::wgmma : FragOrder::mma, counters, n_counters);
     frags = static_cast<const uint32_t*>(ws);
   }
   if (cfg.path == GemmPath::tiled) {

@@ -52,6 +52,14 @@
 #include "cuda/splitk_reduce.cuh"
 #include "cuda/wgmma.cuh"
 
+// -DMXFP4_EXP_FUSED_EARLY=1, a measurement only (docs/perf-notes.md, session 29; unsafe after a
+// kernel that writes the weights): path fused issues its prologue's weights before its PDL wait
+// and signals its dependents right after it, as path splitk's GEMM does.
+#ifndef MXFP4_EXP_FUSED_EARLY
+#define MXFP4_EXP_FUSED_EARLY 0
+#endif
+constexpr bool kExpFusedEarly = MXFP4_EXP_FUSED_EARLY != 0;
+
 namespace cg = cooperative_groups;
 
 namespace mxfp4::cuda {
@@ -219,7 +227,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // thread waits for it before touching global memory. Path "splitk"'s primary is
   // quantize_fragments, which lets it start only after its own wait, so the weights are final
   // and stream at once; A's fragments and C wait below.
-  if constexpr (!PREQUANT) grid_dependency_wait();
+  if constexpr (!PREQUANT && !kExpFusedEarly) grid_dependency_wait();
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
   if (push) cluster_arrive_relaxed();  // ... and before another rank pushes (cluster_wait in the epilogue)
   if constexpr (PREQUANT) {
@@ -234,6 +242,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     grid_dependents_launch();
   } else if (quantizer) {
     for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);
+    if constexpr (kExpFusedEarly) grid_dependency_wait(), grid_dependents_launch();
     if (p.a_stage_rows > 0) {
       stage_a(int(threadIdx.x) - kHalf, kHalf);
       mbarrier_wait(abar, 0u);  // staged A has landed (one batch)
@@ -241,6 +250,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     quantize_a(0, min(int(kc1 - kc0), p.a_chunks), int(threadIdx.x) - kHalf, kHalf);
   } else {
     for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kHalf>{});
+    if constexpr (kExpFusedEarly) grid_dependency_wait(), grid_dependents_launch();
   }
   if (threadIdx.x == 0)
     for (int s = 0; s < prologue; ++s) issue_frags(s, s);
