@@ -153,6 +153,14 @@ __device__ __forceinline__ void st_async_cluster_f4(float* local, uint64_t* bar,
                : "memory");
 }
 
+/// Asks the TMA engine to bring `bytes` (a multiple of 16, 16-byte aligned) at `p` into L2
+/// (PTX cp.async.bulk.prefetch.L2.global). No data comes back, so it may precede
+/// griddepcontrol.wait: L2 is the point of coherence, and every load that returns data comes
+/// after the wait.
+__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
 /// Programmatic dependent launch: wait until the preceding kernel of the stream has completed
 /// and its writes are visible (a no-op when the kernel was launched without the attribute).
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }

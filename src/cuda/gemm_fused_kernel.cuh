@@ -59,6 +59,14 @@
 #define MXFP4_EXP_FUSED_EARLY 0
 #endif
 constexpr bool kExpFusedEarly = MXFP4_EXP_FUSED_EARLY != 0;
+// -DMXFP4_EXP_FUSED_PREFETCH=1 (written in session 29 after its last device call, not yet run;
+// plan item n): the safe form of FUSED_EARLY: only L2 prefetches of the prologue's weights
+// before the wait, the copies after it, and the dependents signalled right after it.
+#ifndef MXFP4_EXP_FUSED_PREFETCH
+#define MXFP4_EXP_FUSED_PREFETCH 0
+#endif
+constexpr bool kExpFusedPrefetch = MXFP4_EXP_FUSED_PREFETCH != 0;
+static_assert(!(kExpFusedEarly && kExpFusedPrefetch), "MXFP4_EXP_FUSED_EARLY or MXFP4_EXP_FUSED_PREFETCH, not both");
 
 namespace cg = cooperative_groups;
 
@@ -227,7 +235,23 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // thread waits for it before touching global memory. Path "splitk"'s primary is
   // quantize_fragments, which lets it start only after its own wait, so the weights are final
   // and stream at once; A's fragments and C wait below.
+  if constexpr (!PREQUANT && kExpFusedPrefetch) {
+    // Before the wait only L2 prefetches of the prologue's weights (a hint, always safe: no
+    // data returns before the wait), one per slab for its codes and one for its scales.
+    const int t = int(threadIdx.x), i = t / 2;
+    if (t < 2 * SLABS && i < active_slabs) {
+      const int64_t chunks = min(kc1 - kc0, int64_t(prologue) * kG), row = (slab0 + i) * kc_total + kc0;
+      if (t % 2 == 0) {
+        prefetch_l2(p.packed + row * 512, uint32_t(chunks * 512));
+      } else {
+        prefetch_l2(p.packed + p.geo.code_bytes + row * 32, uint32_t(chunks * 32));
+      }
+    }
+  }
   if constexpr (!PREQUANT && !kExpFusedEarly) grid_dependency_wait();
+  // With the prefetch the next kernel may launch now, as after path splitk's wait (safe: it
+  // waits for this grid before it touches memory).
+  if constexpr (!PREQUANT && kExpFusedPrefetch) grid_dependents_launch();
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
   if (push) cluster_arrive_relaxed();  // ... and before another rank pushes (cluster_wait in the epilogue)
   if constexpr (PREQUANT) {

@@ -77,14 +77,6 @@ __device__ __forceinline__ uint32_t load_stream4(const uint8_t* p) {
   return v;
 }
 
-/// Asks the TMA engine to bring `bytes` (a multiple of 16, 16-byte aligned) at `p` into L2
-/// (PTX cp.async.bulk.prefetch.L2.global). No data comes back, so it may precede
-/// griddepcontrol.wait: L2 is the point of coherence, and every load that returns data comes
-/// after the wait.
-__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-
 /// Quantizes A's rows 0 .. rows-1 (rows >= M and columns >= K as zeros) into `sa`. A round is
 /// 8 consecutive 32-element blocks of one row, 4 lanes per block (one quarter each); each warp
 /// loads up to kRounds rounds before it quantizes them. `between` runs once per warp, after
