@@ -30,6 +30,10 @@ namespace {
 #define MXFP4_EXP_NO_QUANTIZER 0
 #endif
 constexpr bool kExpNoQuantizer = MXFP4_EXP_NO_QUANTIZER != 0;
+#ifndef MXFP4_EXP_SELFQUANT  // the splitk GEMM quantizes A itself (gemm_fused_kernel.cuh), not yet run
+#define MXFP4_EXP_SELFQUANT 0
+#endif
+constexpr bool kExpSelfQuant = MXFP4_EXP_SELFQUANT != 0;
 
 /// Workspace cached per (device, stream, host thread): calls on different streams never share
 /// scratch, and neither do two host threads queueing on one stream (their quantize and GEMM
@@ -88,6 +92,18 @@ Workspace cached_workspace(int device, cudaStream_t stream, size_t bytes, size_t
   return c.current;
 }
 
+/// MXFP4_EXP_SELFQUANT: zeroes `n` split-K counters at `counters` in workspace `ws` unless the
+/// last call on `ws` left exactly these zero (null counters: the call writes `ws` otherwise).
+void counters_zeroed_for(void* ws, int* counters, int64_t n, cudaStream_t s) {
+  static std::mutex mutex;
+  static std::map<void*, std::pair<int*, int64_t>> zero;  // workspace -> counters known to be 0
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& known = zero[ws];
+  if (counters != nullptr && known != std::make_pair(counters, n))
+    check(cudaMemsetAsync(counters, 0, size_t(n) * sizeof(int), s), "cudaMemsetAsync(split-K counters)");
+  known = {counters, counters != nullptr ? n : 0};
+}
+
 }  // namespace
 
 GemmConfig config_for(int64_t M, int64_t N, int64_t K, bool fp8_image) {
@@ -137,6 +153,7 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
       partials = reinterpret_cast<float*>(static_cast<uint8_t*>(ws) + scratch.partials_offset);
       n_counters = scratch.tiles;
     }
+    if (kExpSelfQuant) counters_zeroed_for(ws, cfg.path == GemmPath::splitk ? counters : nullptr, n_counters, s);
     if (cfg.path == GemmPath::fp8) {  // A's FP8 image, the wgmma GEMM, the exact fix-up
       uint8_t* a_img = static_cast<uint8_t*>(ws);
       fp8_image_from_bf16(A, M, K, lda, rule, a_img, s);
@@ -145,7 +162,11 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
       return;
     }
     const bool wgmma_order = cfg.path == GemmPath::splitk && splitk_uses_wgmma(M);
-    if (!(kExpNoQuantizer && cfg.path == GemmPath::splitk))
+    // MXFP4_EXP_SELFQUANT (gemm_fused_kernel.cuh): gemm_fused's launcher runs the quantizer
+    // only where the kernel cannot quantize A itself, and the split-K counters, which the
+    // quantizer zeroes every call, are zeroed here when this workspace's bytes there are not
+    // known to be zero counters of this shape (every rank's last arrival resets them).
+    if (!((kExpNoQuantizer || kExpSelfQuant) && cfg.path == GemmPath::splitk))
       quantize_fragments(A, M, K, lda, static_cast<uint32_t*>(ws), rule, s,
                          wgmma_order ? FragOrder::wgmma : FragOrder::mma, counters, n_counters);
     frags = static_cast<const uint32_t*>(ws);

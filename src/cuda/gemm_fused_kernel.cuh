@@ -67,6 +67,16 @@ constexpr bool kExpFusedEarly = MXFP4_EXP_FUSED_EARLY != 0;
 #endif
 constexpr bool kExpFusedPrefetch = MXFP4_EXP_FUSED_PREFETCH != 0;
 static_assert(!(kExpFusedEarly && kExpFusedPrefetch), "MXFP4_EXP_FUSED_EARLY or MXFP4_EXP_FUSED_PREFETCH, not both");
+// -DMXFP4_EXP_SELFQUANT=1 or 2 (written in session 29 after its last device call, not yet run;
+// plan item n): path splitk without quantize_fragments where the rank's whole K range fits
+// the ring (FusedArgs::self_quant, set by the launcher): after its wait every CTA quantizes
+// its tokens of A over its K range straight into the slots' fragment areas. 1: the weights
+// still stream before the wait (unsafe after a kernel that writes them: the bound); 2: only
+// L2 prefetches before it, the copies after it.
+#ifndef MXFP4_EXP_SELFQUANT
+#define MXFP4_EXP_SELFQUANT 0
+#endif
+constexpr int kExpSelfQuant = MXFP4_EXP_SELFQUANT;
 
 namespace cg = cooperative_groups;
 
@@ -112,6 +122,11 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const bool push = push_reduce<N8, WS>(p.split);
   const int rpr = (rows + p.split - 1) / p.split;
   const int own_rows = max(0, min(rows, (rank + 1) * rpr) - rank * rpr);
+#if MXFP4_EXP_SELFQUANT  // A quantized by this kernel (path splitk, whole K range in the ring)
+  const bool self_quant = PREQUANT && p.self_quant;
+#else
+  constexpr bool self_quant = false;
+#endif
 
   // Producer: the bytes of stage s into ring slot s % stages. The weights (codes and scales of
   // every slab) go by 16-byte cp.async from every thread, which then arrives on the slot's
@@ -152,7 +167,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // Thread 0: the slot's transaction arrival, with path "splitk"'s fragment copies.
   auto issue_frags = [&](int s, int slot) {
     const int chunks = stage_chunks(s);
-    if (!PREQUANT) {
+    if (!PREQUANT || self_quant) {  // no copies: A's fragments are written by this CTA's threads
       mbarrier_arrive(&full[slot]);
       return;
     }
@@ -202,6 +217,46 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     }
   };
 
+  // MXFP4_EXP_SELFQUANT: the CTA's tokens of A over the rank's K range quantized by all its
+  // threads, a quarter block (8 elements) per task, 4 lanes per 32-element block, straight into
+  // the fragment area of stage s's slot s ([tile][K16 step of the stage][256 bytes], the order
+  // of quantize_fragments': wgmma for N8 >= 4, else mma); kBatch tasks' loads are issued before
+  // any is quantized. Tasks past the end load zeros and store nothing; every lane joins every
+  // round (the block's shuffles).
+  auto self_quantize = [&] {
+    const int nblk = int(2 * (kc1 - kc0)), tasks = tiles_m * 8 * nblk * 4;
+    constexpr int kBatch = 4;
+    for (int round0 = 0; round0 * kThreads < tasks; round0 += kBatch) {
+      uint32_t w[kBatch][4];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int task = (round0 + b) * kThreads + int(threadIdx.x);
+        const int q = task % 4, blk = task / 4, r = blk / nblk, cb = blk % nblk;
+        load_quarter_bf16(p.A + m0 * p.lda, task < tasks ? rows : 0, p.K, p.lda, r, 2 * kc0 + cb, q, w[b]);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if ((round0 + b) * kThreads >= tasks) break;  // the same for the whole CTA
+        const int task = (round0 + b) * kThreads + int(threadIdx.x);
+        const int q = task % 4, blk = task / 4, r = blk / nblk, cb = blk % nblk;
+        uint32_t words[4];
+        quantize_quarter_words(w[b], p.rule, words);
+        const int step = 2 * cb + q / 2, st = step % (4 * kG);  // K16 step of the rank, of its stage
+        uint8_t* rec = ring + (step / (4 * kG)) * R::kSlot + R::kCodes + R::kScales + ((r / 8) * kG * 4 + st) * 256;
+        if constexpr (N8 >= 4) {  // wgmma order: u32 32 reg + fragment lane, lanes 4 (r % 8) + t
+          if (task < tasks)
+            *reinterpret_cast<uint4*>(rec + (32 * (q % 2) + 4 * (r % 8)) * 4) = make_uint4(words[0], words[1], words[2], words[3]);
+        } else {  // mma order: u32 2 lane + reg; lanes q % 2 trade halves (mma_piece_of_quarter)
+          const uint4 piece = mma_piece_of_quarter(words, q);
+          if (task < tasks) *reinterpret_cast<uint4*>(rec + 2 * (4 * (r % 8) + 2 * (q % 2)) * 4) = piece;
+        }
+      }
+    }
+    // wgmma reads its B operand through the async proxy: order these generic-proxy stores
+    // before it (PTX ISA, "Asynchronous proxy"; the __syncthreads after the prologue follows).
+    if constexpr (N8 >= 4) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  };
+
   // Path "fused", whole range quantized at once: the CTA's rows of A over the rank's K range
   // go to shared memory by cp.async *before* the weights. Loaded after them, A waited behind
   // the SM's whole weight stream (quantization ended 3.8 us into 1x7168x2048, session 6).
@@ -235,9 +290,9 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // thread waits for it before touching global memory. Path "splitk"'s primary is
   // quantize_fragments, which lets it start only after its own wait, so the weights are final
   // and stream at once; A's fragments and C wait below.
-  if constexpr (!PREQUANT && kExpFusedPrefetch) {
-    // Before the wait only L2 prefetches of the prologue's weights (a hint, always safe: no
-    // data returns before the wait), one per slab for its codes and one for its scales.
+  // L2 prefetches of the prologue's weights (a hint, always safe before the wait: no data
+  // returns), one per slab for its codes and one for its scales.
+  auto prefetch_prologue = [&] {
     const int t = int(threadIdx.x), i = t / 2;
     if (t < 2 * SLABS && i < active_slabs) {
       const int64_t chunks = min(kc1 - kc0, int64_t(prologue) * kG), row = (slab0 + i) * kc_total + kc0;
@@ -247,7 +302,8 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
         prefetch_l2(p.packed + p.geo.code_bytes + row * 32, uint32_t(chunks * 32));
       }
     }
-  }
+  };
+  if constexpr (!PREQUANT && kExpFusedPrefetch) prefetch_prologue();
   if constexpr (!PREQUANT && !kExpFusedEarly) grid_dependency_wait();
   // With the prefetch the next kernel may launch now, as after path splitk's wait (safe: it
   // waits for this grid before it touches memory).
@@ -257,13 +313,21 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   if constexpr (PREQUANT) {
     // Every prologue stage before the wait: issuing only the first (or none) before it did not
     // shorten the quantizer's part of a call (session 10, -DMXFP4_EXP_PRO=1 / 0).
-    for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
+    const bool weights_after_wait = kExpSelfQuant == 2 && self_quant;
+    if (weights_after_wait) {
+      prefetch_prologue();
+    } else {
+      for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
+    }
     grid_dependency_wait();
+    if (weights_after_wait)
+      for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
     // The next call's first kernel (quantize_fragments, itself waiting for this grid before it
     // touches memory) may launch now and wait on the SMs, instead of launching once this
     // grid's last CTA has exited: session 28, -0.45 to -0.65 us per call on five of the six
     // path splitk shapes of the workload (docs/perf-notes.md). Path fused signals only at exit.
     grid_dependents_launch();
+    if (self_quant) self_quantize();
   } else if (quantizer) {
     for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);
     if constexpr (kExpFusedEarly) grid_dependency_wait(), grid_dependents_launch();
@@ -278,7 +342,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   }
   if (threadIdx.x == 0)
     for (int s = 0; s < prologue; ++s) issue_frags(s, s);
-  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf
+  if (!PREQUANT || self_quant) __syncthreads();  // A's first batch is in abuf (or in the slots)
 
   // N8 <= 2: even and odd K16 steps accumulate into separate registers (two independent HMMA
   // chains per token tile instead of one, which the latency of each HMMA would serialise),
