@@ -92,16 +92,26 @@ Workspace cached_workspace(int device, cudaStream_t stream, size_t bytes, size_t
   return c.current;
 }
 
-/// MXFP4_EXP_SELFQUANT: zeroes `n` split-K counters at `counters` in workspace `ws` unless the
-/// last call on `ws` left exactly these zero (null counters: the call writes `ws` otherwise).
-void counters_zeroed_for(void* ws, int* counters, int64_t n, cudaStream_t s) {
+/// MXFP4_EXP_SELFQUANT: split-K counters of their own, zeroed once when allocated, per
+/// (device, stream, host thread) like the workspace. Nothing else writes them and every call
+/// leaves them at 0 (the last rank of a tile resets its counter), so no call needs to zero them
+/// (in the default build quantize_fragments zeroes the workspace's counters every call).
+int* selfquant_counters(int device, cudaStream_t stream, int64_t n) {
   static std::mutex mutex;
-  static std::map<void*, std::pair<int*, int64_t>> zero;  // workspace -> counters known to be 0
+  static std::map<std::tuple<int, cudaStream_t, std::thread::id>, std::pair<int*, int64_t>> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  auto& known = zero[ws];
-  if (counters != nullptr && known != std::make_pair(counters, n))
-    check(cudaMemsetAsync(counters, 0, size_t(n) * sizeof(int), s), "cudaMemsetAsync(split-K counters)");
-  known = {counters, counters != nullptr ? n : 0};
+  auto& c = cache[{device, stream, std::this_thread::get_id()}];
+  if (c.second >= n) return c.first;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+  if (status != cudaStreamCaptureStatusNone) throw Error("MXFP4_EXP_SELFQUANT: run the call once before capture");
+  if (c.first != nullptr) check(cudaFree(c.first), "cudaFree(split-K counters)");  // waits for its users
+  c = {nullptr, 0};
+  int* ptr = nullptr;
+  check(cudaMalloc(&ptr, size_t(n) * sizeof(int)), "cudaMalloc(split-K counters)");
+  check(cudaMemset(ptr, 0, size_t(n) * sizeof(int)), "cudaMemset(split-K counters)");
+  c = {ptr, n};
+  return ptr;
 }
 
 }  // namespace
@@ -153,7 +163,7 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
       partials = reinterpret_cast<float*>(static_cast<uint8_t*>(ws) + scratch.partials_offset);
       n_counters = scratch.tiles;
     }
-    if (kExpSelfQuant) counters_zeroed_for(ws, cfg.path == GemmPath::splitk ? counters : nullptr, n_counters, s);
+    if (kExpSelfQuant && counters != nullptr) counters = selfquant_counters(current_device(), s, n_counters);
     if (cfg.path == GemmPath::fp8) {  // A's FP8 image, the wgmma GEMM, the exact fix-up
       uint8_t* a_img = static_cast<uint8_t*>(ws);
       fp8_image_from_bf16(A, M, K, lda, rule, a_img, s);
@@ -163,9 +173,7 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     }
     const bool wgmma_order = cfg.path == GemmPath::splitk && splitk_uses_wgmma(M);
     // MXFP4_EXP_SELFQUANT (gemm_fused_kernel.cuh): gemm_fused's launcher runs the quantizer
-    // only where the kernel cannot quantize A itself, and the split-K counters, which the
-    // quantizer zeroes every call, are zeroed here when this workspace's bytes there are not
-    // known to be zero counters of this shape (every rank's last arrival resets them).
+    // only where the kernel cannot quantize A itself (the counters are selfquant_counters').
     if (!((kExpNoQuantizer || kExpSelfQuant) && cfg.path == GemmPath::splitk))
       quantize_fragments(A, M, K, lda, static_cast<uint32_t*>(ws), rule, s,
                          wgmma_order ? FragOrder::wgmma : FragOrder::mma, counters, n_counters);

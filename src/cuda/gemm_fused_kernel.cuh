@@ -218,37 +218,35 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   };
 
   // MXFP4_EXP_SELFQUANT: the CTA's tokens of A over the rank's K range quantized by all its
-  // threads, a quarter block (8 elements) per task, 4 lanes per 32-element block, straight into
-  // the fragment area of stage s's slot s ([tile][K16 step of the stage][256 bytes], the order
-  // of quantize_fragments': wgmma for N8 >= 4, else mma); kBatch tasks' loads are issued before
-  // any is quantized. Tasks past the end load zeros and store nothing; every lane joins every
-  // round (the block's shuffles).
+  // threads straight into the fragment area of stage s's slot s ([tile][K16 step of the
+  // stage][256 bytes], the order of quantize_fragments': wgmma for N8 >= 4, else mma). A warp
+  // takes one token tile's 8 rows x one 32-element block: lane 8q + i holds quarter q of row
+  // 8j + i (quantize_quarter_words<8>), so each 8-lane phase of the 16-byte stores covers 8 rows
+  // (wgmma order: 8 different bank groups; mma order: 2-way). kBatch units' loads are issued
+  // before any is quantized; warps past the last unit load zeros and store nothing.
   auto self_quantize = [&] {
-    const int nblk = int(2 * (kc1 - kc0)), tasks = tiles_m * 8 * nblk * 4;
+    const int nblk = int(2 * (kc1 - kc0)), units = tiles_m * nblk, warps = kThreads / 32;
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, q = lane / 8, i = lane % 8;
     constexpr int kBatch = 4;
-    for (int round0 = 0; round0 * kThreads < tasks; round0 += kBatch) {
+    for (int u0 = 0; u0 < units; u0 += kBatch * warps) {
       uint32_t w[kBatch][4];
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
-        const int task = (round0 + b) * kThreads + int(threadIdx.x);
-        const int q = task % 4, blk = task / 4, r = blk / nblk, cb = blk % nblk;
-        load_quarter_bf16(p.A + m0 * p.lda, task < tasks ? rows : 0, p.K, p.lda, r, 2 * kc0 + cb, q, w[b]);
+        const int u = u0 + b * warps + warp, j = u % tiles_m, cb = u / tiles_m;
+        load_quarter_bf16(p.A + m0 * p.lda, u < units ? rows : 0, p.K, p.lda, 8 * j + i, 2 * kc0 + cb, q, w[b]);
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
-        if ((round0 + b) * kThreads >= tasks) break;  // the same for the whole CTA
-        const int task = (round0 + b) * kThreads + int(threadIdx.x);
-        const int q = task % 4, blk = task / 4, r = blk / nblk, cb = blk % nblk;
+        const int u = u0 + b * warps + warp, j = u % tiles_m, cb = u / tiles_m;  // u: the same for the warp
+        if (u >= units) break;
         uint32_t words[4];
-        quantize_quarter_words(w[b], p.rule, words);
+        quantize_quarter_words<8>(w[b], p.rule, words);
         const int step = 2 * cb + q / 2, st = step % (4 * kG);  // K16 step of the rank, of its stage
-        uint8_t* rec = ring + (step / (4 * kG)) * R::kSlot + R::kCodes + R::kScales + ((r / 8) * kG * 4 + st) * 256;
-        if constexpr (N8 >= 4) {  // wgmma order: u32 32 reg + fragment lane, lanes 4 (r % 8) + t
-          if (task < tasks)
-            *reinterpret_cast<uint4*>(rec + (32 * (q % 2) + 4 * (r % 8)) * 4) = make_uint4(words[0], words[1], words[2], words[3]);
-        } else {  // mma order: u32 2 lane + reg; lanes q % 2 trade halves (mma_piece_of_quarter)
-          const uint4 piece = mma_piece_of_quarter(words, q);
-          if (task < tasks) *reinterpret_cast<uint4*>(rec + 2 * (4 * (r % 8) + 2 * (q % 2)) * 4) = piece;
+        uint8_t* rec = ring + (step / (4 * kG)) * R::kSlot + R::kCodes + R::kScales + (j * kG * 4 + st) * 256;
+        if constexpr (N8 >= 4) {  // wgmma order: u32 32 reg + fragment lane, lanes 4 i + t
+          *reinterpret_cast<uint4*>(rec + (32 * (q % 2) + 4 * i) * 4) = make_uint4(words[0], words[1], words[2], words[3]);
+        } else {  // mma order: u32 2 lane + reg; quarters q, q ^ 1 (lanes 8 apart) trade halves
+          *reinterpret_cast<uint4*>(rec + 2 * (4 * i + 2 * (q % 2)) * 4) = mma_piece_of_quarter<8>(words, q);
         }
       }
     }
@@ -294,8 +292,8 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // returns), one per slab for its codes and one for its scales.
   auto prefetch_prologue = [&] {
     const int t = int(threadIdx.x), i = t / 2;
-    if (t < 2 * SLABS && i < active_slabs) {
-      const int64_t chunks = min(kc1 - kc0, int64_t(prologue) * kG), row = (slab0 + i) * kc_total + kc0;
+    const int64_t chunks = min(kc1 - kc0, int64_t(prologue) * kG), row = (slab0 + i) * kc_total + kc0;
+    if (t < 2 * SLABS && i < active_slabs && chunks > 0) {
       if (t % 2 == 0) {
         prefetch_l2(p.packed + row * 512, uint32_t(chunks * 512));
       } else {
