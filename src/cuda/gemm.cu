@@ -48,17 +48,24 @@ struct CachedWorkspace {
   std::vector<void*> retired;  // outgrown buffers that captured graphs may still use
 };
 
+/// What a cached buffer holds: the call's scratch, or (MXFP4_EXP_SELFQUANT only) split-K
+/// counters of their own, zero-filled when allocated: nothing else writes them and every call
+/// leaves them at 0 (the last rank of a tile resets its counter), where in the default build
+/// quantize_fragments zeroes the scratch's counters every call.
+enum class WorkspaceUse { scratch, zeroed_counters };
+
 /// The cached workspace of at least `bytes`, grown to `preferred` (>= bytes) when it is smaller
 /// and the stream is not being captured; during capture a cache of at least `bytes` is used
 /// as it is (path splitk then reduces split-K through clusters instead of the workspace).
 /// Growth allocates `preferred`, or only `bytes` when that allocation fails. An outgrown
 /// buffer that a captured graph may still use is kept (until the process ends), so earlier
 /// captures stay valid; any other outgrown buffer is freed.
-Workspace cached_workspace(int device, cudaStream_t stream, size_t bytes, size_t preferred) {
+Workspace cached_workspace(int device, cudaStream_t stream, size_t bytes, size_t preferred,
+                           WorkspaceUse use = WorkspaceUse::scratch) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, cudaStream_t, std::thread::id>, CachedWorkspace> cache;
+  static std::map<std::tuple<int, cudaStream_t, std::thread::id, WorkspaceUse>, CachedWorkspace> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  CachedWorkspace& c = cache[{device, stream, std::this_thread::get_id()}];
+  CachedWorkspace& c = cache[{device, stream, std::this_thread::get_id(), use}];
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
   const bool capturing = status != cudaStreamCaptureStatusNone;
@@ -88,30 +95,9 @@ Workspace cached_workspace(int device, cudaStream_t stream, size_t bytes, size_t
   } else {
     check(first, "cudaMalloc(workspace)");
   }
+  if (use == WorkspaceUse::zeroed_counters) check(cudaMemset(ptr, 0, size), "cudaMemset(split-K counters)");
   c.current = {ptr, size};
   return c.current;
-}
-
-/// MXFP4_EXP_SELFQUANT: split-K counters of their own, zeroed once when allocated, per
-/// (device, stream, host thread) like the workspace. Nothing else writes them and every call
-/// leaves them at 0 (the last rank of a tile resets its counter), so no call needs to zero them
-/// (in the default build quantize_fragments zeroes the workspace's counters every call).
-int* selfquant_counters(int device, cudaStream_t stream, int64_t n) {
-  static std::mutex mutex;
-  static std::map<std::tuple<int, cudaStream_t, std::thread::id>, std::pair<int*, int64_t>> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& c = cache[{device, stream, std::this_thread::get_id()}];
-  if (c.second >= n) return c.first;
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
-  if (status != cudaStreamCaptureStatusNone) throw Error("MXFP4_EXP_SELFQUANT: run the call once before capture");
-  if (c.first != nullptr) check(cudaFree(c.first), "cudaFree(split-K counters)");  // waits for its users
-  c = {nullptr, 0};
-  int* ptr = nullptr;
-  check(cudaMalloc(&ptr, size_t(n) * sizeof(int)), "cudaMalloc(split-K counters)");
-  check(cudaMemset(ptr, 0, size_t(n) * sizeof(int)), "cudaMemset(split-K counters)");
-  c = {ptr, n};
-  return ptr;
 }
 
 }  // namespace
@@ -163,7 +149,11 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
       partials = reinterpret_cast<float*>(static_cast<uint8_t*>(ws) + scratch.partials_offset);
       n_counters = scratch.tiles;
     }
-    if (kExpSelfQuant && counters != nullptr) counters = selfquant_counters(current_device(), s, n_counters);
+    if (kExpSelfQuant && counters != nullptr) {
+      const size_t bytes = size_t(n_counters) * sizeof(int);
+      counters = static_cast<int*>(
+          cached_workspace(current_device(), s, bytes, bytes, WorkspaceUse::zeroed_counters).ptr);
+    }
     if (cfg.path == GemmPath::fp8) {  // A's FP8 image, the wgmma GEMM, the exact fix-up
       uint8_t* a_img = static_cast<uint8_t*>(ws);
       fp8_image_from_bf16(A, M, K, lda, rule, a_img, s);
@@ -173,7 +163,7 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     }
     const bool wgmma_order = cfg.path == GemmPath::splitk && splitk_uses_wgmma(M);
     // MXFP4_EXP_SELFQUANT (gemm_fused_kernel.cuh): gemm_fused's launcher runs the quantizer
-    // only where the kernel cannot quantize A itself (the counters are selfquant_counters').
+    // only where the kernel cannot quantize A itself (the counters are WorkspaceUse::zeroed_counters).
     if (!((kExpNoQuantizer || kExpSelfQuant) && cfg.path == GemmPath::splitk))
       quantize_fragments(A, M, K, lda, static_cast<uint32_t*>(ws), rule, s,
                          wgmma_order ? FragOrder::wgmma : FragOrder::mma, counters, n_counters);

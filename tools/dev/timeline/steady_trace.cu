@@ -54,20 +54,19 @@ int main(int argc, char** argv) {
   const trace::Stamps st{{0, 1, 8, 2, 3, 4, 9, 5, 10, 6},
                          {"start", "depwait", "quantA", "data0", "datalast", "loopend", "reddone", "clustbar", "pulled", "end"},
                          0, 6, 1};
-  trace::analyse(long(replays) * s.calls, kSlots, std::min(ctas, kCtas), st,
-                 [&](long c, int cta, int k) { return t[(size_t(c % kSlots) * kCtas + cta) * kStamps + k]; }, "CTA");
+  auto gat = [&](long c, int cta, int k) { return t[(size_t(c % kSlots) * kCtas + cta) * kStamps + k]; };
+  trace::analyse(long(replays) * s.calls, kSlots, std::min(ctas, kCtas), st, gat, "CTA");
   // Path splitk's quantizer (one launch per call, before the GEMM): its CTAs' entry, wait
   // return and end, and the GEMM's first start and first wait return, all from the previous
   // call's last GEMM end (the chain between two GEMMs), medians over calls.
   std::vector<unsigned long long> q(size_t(kSlots) * kCtas * 3);
   mxfp4::cuda::debug_qtrace_read(q.data());
   auto qat = [&](long c, int cta, int k) { return q[(size_t(c % kSlots) * kCtas + cta) * 3 + k]; };
-  auto gat = [&](long c, int cta, int k) { return t[(size_t(c % kSlots) * kCtas + cta) * kStamps + k]; };
   int qctas = 0;
   while (qctas < kCtas && qat(long(replays) * s.calls - 1, qctas, 0) != 0) ++qctas;
   if (qctas == 0) return 0;
   const long total = long(replays) * s.calls, first = std::max(0L, total - kSlots) + 4, last = total - 4;
-  std::vector<std::vector<double>> v(7);
+  std::vector<std::vector<double>> v(6);
   for (long c = first; c < last; ++c) {
     unsigned long long prev_end = 0, g_start = ~0ull, g_wait = ~0ull;
     for (int u = 0; u < std::min(ctas, kCtas); ++u) {
@@ -82,8 +81,8 @@ int main(int argc, char** argv) {
       q_wait1 = std::max(q_wait1, qat(c, u, 1));
       q_end = std::max(q_end, qat(c, u, 2));
     }
-    const unsigned long long at[7] = {q_start, q_wait0, q_wait1, q_end, g_start, g_wait, prev_end};
-    for (int k = 0; k < 7; ++k) v[k].push_back((double(at[k]) - double(prev_end)) / 1000.0);
+    const unsigned long long at[6] = {q_start, q_wait0, q_wait1, q_end, g_start, g_wait};
+    for (int k = 0; k < 6; ++k) v[k].push_back((double(at[k]) - double(prev_end)) / 1000.0);
   }
   printf("quantizer (%d CTAs), us after the previous GEMM's last end (medians over calls): first entry %.2f,"
          " first wait return %.2f, last %.2f, last end %.2f; GEMM first start %.2f, first wait return %.2f\n",
