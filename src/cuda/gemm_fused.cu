@@ -34,9 +34,10 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   args.stages = std::max(1, std::min({nstages, kMaxStages, fit}));
   const int64_t tiles = ceil_div(args.geo.rows_padded, 16 * SLABS);  // weight tiles: grid.x / split
 #if MXFP4_EXP_SELFQUANT
-  // The kernel quantizes A itself where the rank's whole K range fits the ring; otherwise
-  // quantize_fragments runs first, as without the flag (gemm.cu leaves it to this launcher).
-  args.self_quant = PREQUANT && args.stages == nstages;
+  // The kernel quantizes A itself where the rank's whole K range fits the ring and A's rows
+  // are 16-byte aligned (stage_a_self's copies); otherwise quantize_fragments runs first, as
+  // without the flag (gemm.cu leaves it to this launcher).
+  args.self_quant = PREQUANT && args.stages == nstages && aligned;
   if (PREQUANT && !args.self_quant)
     quantize_fragments(args.A, args.M, args.K, args.lda, const_cast<uint32_t*>(args.frags), args.rule, stream,
                        N8 >= 4 ? FragOrder::wgmma : FragOrder::mma, ws_split ? args.counters : nullptr,

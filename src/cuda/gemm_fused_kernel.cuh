@@ -52,29 +52,21 @@
 #include "cuda/splitk_reduce.cuh"
 #include "cuda/wgmma.cuh"
 
-// -DMXFP4_EXP_FUSED_EARLY=1, a measurement only (docs/perf-notes.md, session 29; unsafe after a
-// kernel that writes the weights): path fused issues its prologue's weights before its PDL wait
-// and signals its dependents right after it, as path splitk's GEMM does.
-#ifndef MXFP4_EXP_FUSED_EARLY
-#define MXFP4_EXP_FUSED_EARLY 0
-#endif
-constexpr bool kExpFusedEarly = MXFP4_EXP_FUSED_EARLY != 0;
-// -DMXFP4_EXP_FUSED_PREFETCH=1 (written in session 29 after its last device call, not yet run;
-// plan item n): the safe form of FUSED_EARLY: only L2 prefetches of the prologue's weights
-// before the wait, the copies after it, and the dependents signalled right after it.
-#ifndef MXFP4_EXP_FUSED_PREFETCH
-#define MXFP4_EXP_FUSED_PREFETCH 0
-#endif
-constexpr bool kExpFusedPrefetch = MXFP4_EXP_FUSED_PREFETCH != 0;
-static_assert(!(kExpFusedEarly && kExpFusedPrefetch), "MXFP4_EXP_FUSED_EARLY or MXFP4_EXP_FUSED_PREFETCH, not both");
-// -DMXFP4_EXP_SELFQUANT=1 or 2 (written in session 29 after its last device call, not yet run;
-// plan item n): path splitk without quantize_fragments where the rank's whole K range fits
-// the ring (FusedArgs::self_quant, set by the launcher): after its wait every CTA quantizes
-// its tokens of A over its K range straight into the slots' fragment areas. 1: the weights
-// still stream before the wait (unsafe after a kernel that writes them: the bound); 2: only
-// L2 prefetches before it, the copies after it.
+// -DMXFP4_EXP_SELFQUANT=1 or 2, a measurement (docs/perf-notes.md, session 30: 0.5-5.5 us
+// slower than the quantizer kernel, not understood): path splitk without quantize_fragments
+// where the rank's whole K range fits the ring and A is 16-byte aligned (FusedArgs::self_quant,
+// set by the launcher): after its wait every CTA stages its tokens of A over its K range in
+// the slots' fragment areas and quantizes them there. 1: the weights still stream before the
+// wait (unsafe after a kernel that writes them); 2: only L2 prefetches before it, the copies
+// after it. The split-K counters then live in a workspace of their own (gemm.cu), so the
+// tests of the caller workspace's counters and capture without a warm-up call fail.
+// -DMXFP4_EXP_SELFQUANT_COPYONLY=1 (stage A, no quantization) or 2 (neither: stale
+// fragments) split that time; wrong results, for tools/dev/timeline only.
 #ifndef MXFP4_EXP_SELFQUANT
 #define MXFP4_EXP_SELFQUANT 0
+#endif
+#ifndef MXFP4_EXP_SELFQUANT_COPYONLY
+#define MXFP4_EXP_SELFQUANT_COPYONLY 0
 #endif
 constexpr int kExpSelfQuant = MXFP4_EXP_SELFQUANT;
 
@@ -217,32 +209,58 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     }
   };
 
-  // MXFP4_EXP_SELFQUANT: the CTA's tokens of A over the rank's K range quantized by all its
-  // threads straight into the fragment area of stage s's slot s ([tile][K16 step of the
-  // stage][256 bytes], the order of quantize_fragments': wgmma for N8 >= 4, else mma). A warp
-  // takes one token tile's 8 rows x one 32-element block: lane 8q + i holds quarter q of row
-  // 8j + i (quantize_quarter_words<8>), so each 8-lane phase of the 16-byte stores covers 8 rows
-  // (wgmma order: 8 different bank groups; mma order: 2-way). kBatch units' loads are issued
-  // before any is quantized; warps past the last unit load zeros and store nothing.
+  // MXFP4_EXP_SELFQUANT: the CTA's tokens of A over the rank's K range, quantized by all its
+  // threads into the fragment area of stage s's slot s ([tile][K16 step of the stage][256
+  // bytes], quantize_fragments' order: wgmma for N8 >= 4, else mma). Session 30 measured it
+  // 0.5-5.5 us slower than the quantizer kernel both in a first form (4 units' loads per warp
+  // at a time into registers) and in this one, which stages all of A first, in two steps:
+  // stage_a_self: every thread cp.async's its 16-byte pieces of the bf16 rows into the slots'
+  // fragment areas (row 8j + i of tile j at 512 i inside the tile's 4 KB, piece p of the row
+  // at p ^ i: the same bytes as the tile's fragments), all at once, and arrives on abar;
+  // self_quantize: one warp per (stage, tile) reads the tile's 8 rows x 8 blocks (lane 8q + i:
+  // quarter q of row i; the swizzle keeps each 8-lane phase on 8 bank groups), __syncwarp,
+  // then writes them back quantized in fragment order over the same 4 KB (no other warp
+  // touches them). Rows past M, blocks past K and chunks past the stage's end read as zeros.
+  auto tile_bytes = [&](int s, int j) { return ring + s * R::kSlot + R::kCodes + R::kScales + j * 4096; };
+  auto stage_a_self = [&] {
+#if MXFP4_EXP_SELFQUANT_COPYONLY == 2  // measurement: no copies either
+    mbarrier_arrive(abar);
+    return;
+#endif
+    const int per_row = int(kc1 - kc0) * 8, pieces = rows * per_row;  // 16-byte pieces, 8 per 64-wide chunk
+    for (int piece = int(threadIdx.x); piece < pieces; piece += kThreads) {
+      const int r = piece / per_row, kp = piece % per_row, s = kp / 32, pr = kp % 32;
+      if ((kc0 * 64 + int64_t(kp) * 8) < p.K)
+        cp_async16(tile_bytes(s, r / 8) + (r % 8) * 512 + (pr ^ (r % 8)) * 16,
+                   p.A + (m0 + r) * p.lda + kc0 * 64 + int64_t(kp) * 8);
+    }
+    cp_async_mbarrier_arrive_noinc(abar);
+  };
   auto self_quantize = [&] {
-    const int nblk = int(2 * (kc1 - kc0)), units = tiles_m * nblk, warps = kThreads / 32;
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, q = lane / 8, i = lane % 8;
-    constexpr int kBatch = 4;
-    for (int u0 = 0; u0 < units; u0 += kBatch * warps) {
-      uint32_t w[kBatch][4];
+    for (int item = warp; item < nstages * tiles_m; item += kThreads / 32) {
+      const int s = item / tiles_m, j = item % tiles_m, blocks = 2 * stage_chunks(s);
+      uint8_t* tile = tile_bytes(s, j);
+      const bool row_ok = 8 * j + i < rows;
+      uint32_t w[2 * kG][4];
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int u = u0 + b * warps + warp, j = u % tiles_m, cb = u / tiles_m;
-        load_quarter_bf16(p.A + m0 * p.lda, u < units ? rows : 0, p.K, p.lda, 8 * j + i, 2 * kc0 + cb, q, w[b]);
+      for (int b = 0; b < 2 * kG; ++b) {
+        const bool ok = row_ok && b < blocks && (2 * (kc0 + int64_t(s) * kG) + b) * 32 < p.K;
+        const uint4 u = ok ? *reinterpret_cast<const uint4*>(tile + i * 512 + ((4 * b + q) ^ i) * 16)
+                           : make_uint4(0u, 0u, 0u, 0u);
+        w[b][0] = u.x, w[b][1] = u.y, w[b][2] = u.z, w[b][3] = u.w;
       }
+      __syncwarp();  // every lane's reads of the tile before anyone overwrites it
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int u = u0 + b * warps + warp, j = u % tiles_m, cb = u / tiles_m;  // u: the same for the warp
-        if (u >= units) break;
+      for (int b = 0; b < 2 * kG; ++b) {
+        if (b >= blocks) break;  // warp-uniform; the K loop reads no chunk past the stage's end
         uint32_t words[4];
+#if MXFP4_EXP_SELFQUANT_COPYONLY  // measurement: no quantization
+        words[0] = w[b][0], words[1] = w[b][1], words[2] = w[b][2], words[3] = w[b][3];
+#else
         quantize_quarter_words<8>(w[b], p.rule, words);
-        const int step = 2 * cb + q / 2, st = step % (4 * kG);  // K16 step of the rank, of its stage
-        uint8_t* rec = ring + (step / (4 * kG)) * R::kSlot + R::kCodes + R::kScales + (j * kG * 4 + st) * 256;
+#endif
+        uint8_t* rec = tile + (2 * b + q / 2) * 256;  // K16 step 2b + q / 2 of the stage
         if constexpr (N8 >= 4) {  // wgmma order: u32 32 reg + fragment lane, lanes 4 i + t
           *reinterpret_cast<uint4*>(rec + (32 * (q % 2) + 4 * i) * 4) = make_uint4(words[0], words[1], words[2], words[3]);
         } else {  // mma order: u32 2 lane + reg; quarters q, q ^ 1 (lanes 8 apart) trade halves
@@ -276,7 +294,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const bool quantizer = !PREQUANT && int(threadIdx.x) >= kHalf;
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], kThreads + 1);
-    mbarrier_init(abar, kHalf);
+    mbarrier_init(abar, self_quant ? kThreads : kHalf);
     if (push) {  // one phase: the other ranks' rows that I own, 16 bytes per quad
       mbarrier_init(recv_bar, 1);
       mbarrier_arrive_expect_tx(recv_bar, uint32_t((p.split - 1) * own_rows * 16 * SLABS * 4));
@@ -289,7 +307,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // quantize_fragments, which lets it start only after its own wait, so the weights are final
   // and stream at once; A's fragments and C wait below.
   // L2 prefetches of the prologue's weights (a hint, always safe before the wait: no data
-  // returns), one per slab for its codes and one for its scales.
+  // returns), one per slab for its codes and one for its scales (MXFP4_EXP_SELFQUANT=2).
   auto prefetch_prologue = [&] {
     const int t = int(threadIdx.x), i = t / 2;
     const int64_t chunks = min(kc1 - kc0, int64_t(prologue) * kG), row = (slab0 + i) * kc_total + kc0;
@@ -301,11 +319,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       }
     }
   };
-  if constexpr (!PREQUANT && kExpFusedPrefetch) prefetch_prologue();
-  if constexpr (!PREQUANT && !kExpFusedEarly) grid_dependency_wait();
-  // With the prefetch the next kernel may launch now, as after path splitk's wait (safe: it
-  // waits for this grid before it touches memory).
-  if constexpr (!PREQUANT && kExpFusedPrefetch) grid_dependents_launch();
+  if constexpr (!PREQUANT) grid_dependency_wait();
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
   if (push) cluster_arrive_relaxed();  // ... and before another rank pushes (cluster_wait in the epilogue)
   if constexpr (PREQUANT) {
@@ -321,16 +335,21 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       issue_prologue();
     }
     grid_dependency_wait();
+    if (self_quant) stage_a_self();  // A's copies ahead of the weights' (mode 2)
     if (weights_after_wait) issue_prologue();
     // The next call's first kernel (quantize_fragments, itself waiting for this grid before it
     // touches memory) may launch now and wait on the SMs, instead of launching once this
     // grid's last CTA has exited: session 28, -0.45 to -0.65 us per call on five of the six
     // path splitk shapes of the workload (docs/perf-notes.md). Path fused signals only at exit.
     grid_dependents_launch();
-    if (self_quant) self_quantize();
+    if (self_quant) {
+      mbarrier_wait(abar, 0u);  // every thread's pieces of A have landed
+#if MXFP4_EXP_SELFQUANT_COPYONLY != 2
+      self_quantize();
+#endif
+    }
   } else if (quantizer) {
     for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);
-    if constexpr (kExpFusedEarly) grid_dependency_wait(), grid_dependents_launch();
     if (p.a_stage_rows > 0) {
       stage_a(int(threadIdx.x) - kHalf, kHalf);
       mbarrier_wait(abar, 0u);  // staged A has landed (one batch)
@@ -338,7 +357,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     quantize_a(0, min(int(kc1 - kc0), p.a_chunks), int(threadIdx.x) - kHalf, kHalf);
   } else {
     for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kHalf>{});
-    if constexpr (kExpFusedEarly) grid_dependency_wait(), grid_dependents_launch();
   }
   if (threadIdx.x == 0)
     for (int s = 0; s < prologue; ++s) issue_frags(s, s);

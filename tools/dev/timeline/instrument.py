@@ -30,15 +30,17 @@ EDITS = [
      "  unsigned long long t;\n  asm volatile(\"mov.u64 %0, %globaltimer;\" : \"=l\"(t));\n  return t;\n}\n"
      "/// One CTA: SLABS 16-row weight slabs"),
     ("  const int prologue = min(nstages, p.stages);\n",
-     "  const unsigned long long t0 = gtime();\n"
+     "  const unsigned long long t0 = gtime();\n  unsigned long long tw = 0;  // path splitk: its PDL wait returned\n"
      "  const int cta = blockIdx.y * gridDim.x + blockIdx.x;\n"
      "  const int prologue = min(nstages, p.stages);\n"),
     ("    for (int s = 0; s < prologue; ++s) issue_frags(s, s);\n",
      "    for (int s = 0; s < prologue; ++s) issue_frags(s, s);\n"
      "  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0, tl = 0, tq = t1;\n"),
-    ("  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf\n",
-     "  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf\n"
-     "  if (!PREQUANT) tq = gtime();\n"),
+    ("  if (!PREQUANT || self_quant) __syncthreads();  // A's first batch is in abuf (or in the slots)\n",
+     "  if (!PREQUANT || self_quant) __syncthreads();  // A's first batch is in abuf (or in the slots)\n"
+     "  tq = PREQUANT ? tw : gtime();  // path splitk: its wait; path fused: A's first batch\n"),
+    ("    grid_dependency_wait();\n    if (self_quant) stage_a_self();",
+     "    grid_dependency_wait();\n    tw = gtime();\n    if (self_quant) stage_a_self();"),
     ("    mbarrier_wait(&full[slot], phase);\n",
      "    mbarrier_wait(&full[slot], phase);\n    if (s == 0) t2 = gtime();\n    tl = gtime();\n"),
     ("  // Epilogue: the KW warps",
