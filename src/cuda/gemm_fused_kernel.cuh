@@ -52,8 +52,8 @@
 #include "cuda/splitk_reduce.cuh"
 #include "cuda/wgmma.cuh"
 
-// -DMXFP4_EXP_SELFQUANT=1 or 2, a measurement (docs/perf-notes.md, session 30: 0.5-5.5 us
-// slower than the quantizer kernel, not understood): path splitk without quantize_fragments
+// -DMXFP4_EXP_SELFQUANT=1 or 2, a measurement (docs/perf-notes.md, session 30: two forms
+// 0.5-5.5 us slower than the quantizer kernel; the third, below, not yet run): path splitk without quantize_fragments
 // where the rank's whole K range fits the ring and A is 16-byte aligned (FusedArgs::self_quant,
 // set by the launcher): after its wait every CTA stages its tokens of A over its K range in
 // the slots' fragment areas and quantizes them there. 1: the weights still stream before the
@@ -211,17 +211,24 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
 
   // MXFP4_EXP_SELFQUANT: the CTA's tokens of A over the rank's K range, quantized by all its
   // threads into the fragment area of stage s's slot s ([tile][K16 step of the stage][256
-  // bytes], quantize_fragments' order: wgmma for N8 >= 4, else mma). Session 30 measured it
-  // 0.5-5.5 us slower than the quantizer kernel both in a first form (4 units' loads per warp
-  // at a time into registers) and in this one, which stages all of A first, in two steps:
-  // stage_a_self: every thread cp.async's its 16-byte pieces of the bf16 rows into the slots'
-  // fragment areas (row 8j + i of tile j at 512 i inside the tile's 4 KB, piece p of the row
-  // at p ^ i: the same bytes as the tile's fragments), all at once, and arrives on abar;
-  // self_quantize: one warp per (stage, tile) reads the tile's 8 rows x 8 blocks (lane 8q + i:
-  // quarter q of row i; the swizzle keeps each 8-lane phase on 8 bank groups), __syncwarp,
-  // then writes them back quantized in fragment order over the same 4 KB (no other warp
-  // touches them). Rows past M, blocks past K and chunks past the stage's end read as zeros.
-  auto tile_bytes = [&](int s, int j) { return ring + s * R::kSlot + R::kCodes + R::kScales + j * 4096; };
+  // bytes], quantize_fragments' order: wgmma for N8 >= 4, else mma). Session 30 measured two
+  // forms 0.5-5.5 us slower than the quantizer kernel (registers, 4 units' loads per warp at a
+  // time; then all of A staged, one warp per stage and token tile): the quantization is ~250
+  // warp instructions per unit of 8 rows x 32 elements, replicated in every N tile's CTA, and
+  // one warp per tile left most warps idle (docs/perf-notes.md). This form (written after
+  // session 30's last device call, not yet run) spreads units over all warps:
+  // stage_a_self: every thread cp.async's its 16-byte pieces of the bf16 rows, all at once, so
+  // that unit (stage s, tile j, block b) lands in the 512 bytes that will hold its K16 steps
+  // 2b, 2b + 1 (quarter q of row i at piece 4 i + (q ^ (i / 2 % 4)): each 8-lane phase of the
+  // reads, one q, covers 8 bank groups), and arrives on abar;
+  // self_quantize: warps take units in turn, kBatch in flight (lane 8q + i: quarter q of row
+  // i), read them, __syncwarp, and write them back quantized over the same 512 bytes (no other
+  // unit touches them). Rows past M and blocks past K read as zeros; blocks past the stage's
+  // last chunk are skipped (the K loop reads none).
+  auto unit_bytes = [&](int s, int j, int b) {
+    return ring + s * R::kSlot + R::kCodes + R::kScales + j * 4096 + b * 512;
+  };
+  auto unit_piece = [](int i, int q) { return 4 * i + (q ^ ((i >> 1) & 3)); };
   auto stage_a_self = [&] {
 #if MXFP4_EXP_SELFQUANT_COPYONLY == 2  // measurement: no copies either
     mbarrier_arrive(abar);
@@ -229,38 +236,40 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
 #endif
     const int per_row = int(kc1 - kc0) * 8, pieces = rows * per_row;  // 16-byte pieces, 8 per 64-wide chunk
     for (int piece = int(threadIdx.x); piece < pieces; piece += kThreads) {
-      const int r = piece / per_row, kp = piece % per_row, s = kp / 32, pr = kp % 32;
+      const int r = piece / per_row, kp = piece % per_row, s = kp / 32, b = kp % 32 / 4, q = kp % 4;
       if ((kc0 * 64 + int64_t(kp) * 8) < p.K)
-        cp_async16(tile_bytes(s, r / 8) + (r % 8) * 512 + (pr ^ (r % 8)) * 16,
-                   p.A + (m0 + r) * p.lda + kc0 * 64 + int64_t(kp) * 8);
+        cp_async16(unit_bytes(s, r / 8, b) + unit_piece(r % 8, q) * 16, p.A + (m0 + r) * p.lda + kc0 * 64 + int64_t(kp) * 8);
     }
     cp_async_mbarrier_arrive_noinc(abar);
   };
   auto self_quantize = [&] {
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, q = lane / 8, i = lane % 8;
-    for (int item = warp; item < nstages * tiles_m; item += kThreads / 32) {
-      const int s = item / tiles_m, j = item % tiles_m, blocks = 2 * stage_chunks(s);
-      uint8_t* tile = tile_bytes(s, j);
-      const bool row_ok = 8 * j + i < rows;
-      uint32_t w[2 * kG][4];
+    constexpr int kBatch = 4, kWarps = kThreads / 32;
+    const int units = nstages * tiles_m * 2 * kG;  // (stage, tile, block), block fastest
+    for (int u0 = warp; u0 < units; u0 += kBatch * kWarps) {
+      uint32_t w[kBatch][4];
+      bool live[kBatch];  // warp-uniform: a unit to write
 #pragma unroll
-      for (int b = 0; b < 2 * kG; ++b) {
-        const bool ok = row_ok && b < blocks && (2 * (kc0 + int64_t(s) * kG) + b) * 32 < p.K;
-        const uint4 u = ok ? *reinterpret_cast<const uint4*>(tile + i * 512 + ((4 * b + q) ^ i) * 16)
+      for (int k = 0; k < kBatch; ++k) {
+        const int u = u0 + k * kWarps, b = u % (2 * kG), j = u / (2 * kG) % tiles_m, s = u / (2 * kG * tiles_m);
+        live[k] = u < units && b < 2 * stage_chunks(s);
+        const bool ok = live[k] && 8 * j + i < rows && (2 * (kc0 + int64_t(s) * kG) + b) * 32 < p.K;
+        const uint4 v = ok ? *reinterpret_cast<const uint4*>(unit_bytes(s, j, b) + unit_piece(i, q) * 16)
                            : make_uint4(0u, 0u, 0u, 0u);
-        w[b][0] = u.x, w[b][1] = u.y, w[b][2] = u.z, w[b][3] = u.w;
+        w[k][0] = v.x, w[k][1] = v.y, w[k][2] = v.z, w[k][3] = v.w;
       }
-      __syncwarp();  // every lane's reads of the tile before anyone overwrites it
+      __syncwarp();  // every lane's reads of these units before anyone overwrites them
 #pragma unroll
-      for (int b = 0; b < 2 * kG; ++b) {
-        if (b >= blocks) break;  // warp-uniform; the K loop reads no chunk past the stage's end
+      for (int k = 0; k < kBatch; ++k) {
+        if (!live[k]) continue;
+        const int u = u0 + k * kWarps, b = u % (2 * kG), j = u / (2 * kG) % tiles_m, s = u / (2 * kG * tiles_m);
         uint32_t words[4];
 #if MXFP4_EXP_SELFQUANT_COPYONLY  // measurement: no quantization
-        words[0] = w[b][0], words[1] = w[b][1], words[2] = w[b][2], words[3] = w[b][3];
+        words[0] = w[k][0], words[1] = w[k][1], words[2] = w[k][2], words[3] = w[k][3];
 #else
-        quantize_quarter_words<8>(w[b], p.rule, words);
+        quantize_quarter_words<8>(w[k], p.rule, words);
 #endif
-        uint8_t* rec = tile + (2 * b + q / 2) * 256;  // K16 step 2b + q / 2 of the stage
+        uint8_t* rec = unit_bytes(s, j, b) + (q / 2) * 256;  // K16 step 2b + q / 2 of the stage
         if constexpr (N8 >= 4) {  // wgmma order: u32 32 reg + fragment lane, lanes 4 i + t
           *reinterpret_cast<uint4*>(rec + (32 * (q % 2) + 4 * i) * 4) = make_uint4(words[0], words[1], words[2], words[3]);
         } else {  // mma order: u32 2 lane + reg; quarters q, q ^ 1 (lanes 8 apart) trade halves
