@@ -53,10 +53,10 @@
 #include "cuda/wgmma.cuh"
 
 // -DMXFP4_EXP_SELFQUANT=1 or 2, a measurement (docs/perf-notes.md, session 30: two forms
-// 0.5-5.5 us slower than the quantizer kernel; the third, below, not yet run): path splitk without quantize_fragments
-// where the rank's whole K range fits the ring and A is 16-byte aligned (FusedArgs::self_quant,
-// set by the launcher): after its wait every CTA stages its tokens of A over its K range in
-// the slots' fragment areas and quantizes them there. 1: the weights still stream before the
+// 0.5-5.5 us slower than the quantizer kernel; the third, below, not yet run): path splitk
+// without quantize_fragments where the rank's whole K range fits the ring and A is 16-byte
+// aligned (FusedArgs::self_quant, set by the launcher): after its wait every CTA stages its
+// tokens of A over its K range in the slots' fragment areas and quantizes them there. 1: the weights still stream before the
 // wait (unsafe after a kernel that writes them); 2: only L2 prefetches before it, the copies
 // after it. The split-K counters then live in a workspace of their own (gemm.cu), so the
 // tests of the caller workspace's counters and capture without a warm-up call fail.
@@ -232,8 +232,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   auto stage_a_self = [&] {
 #if MXFP4_EXP_SELFQUANT_COPYONLY == 2  // measurement: no copies either
     mbarrier_arrive(abar);
-    return;
-#endif
+#else
     const int per_row = int(kc1 - kc0) * 8, pieces = rows * per_row;  // 16-byte pieces, 8 per 64-wide chunk
     for (int piece = int(threadIdx.x); piece < pieces; piece += kThreads) {
       const int r = piece / per_row, kp = piece % per_row, s = kp / 32, b = kp % 32 / 4, q = kp % 4;
@@ -241,6 +240,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
         cp_async16(unit_bytes(s, r / 8, b) + unit_piece(r % 8, q) * 16, p.A + (m0 + r) * p.lda + kc0 * 64 + int64_t(kp) * 8);
     }
     cp_async_mbarrier_arrive_noinc(abar);
+#endif
   };
   auto self_quantize = [&] {
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, q = lane / 8, i = lane % 8;
@@ -248,28 +248,26 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     const int units = nstages * tiles_m * 2 * kG;  // (stage, tile, block), block fastest
     for (int u0 = warp; u0 < units; u0 += kBatch * kWarps) {
       uint32_t w[kBatch][4];
-      bool live[kBatch];  // warp-uniform: a unit to write
+      uint8_t* unit[kBatch];  // warp-uniform; null: no unit to write
 #pragma unroll
       for (int k = 0; k < kBatch; ++k) {
         const int u = u0 + k * kWarps, b = u % (2 * kG), j = u / (2 * kG) % tiles_m, s = u / (2 * kG * tiles_m);
-        live[k] = u < units && b < 2 * stage_chunks(s);
-        const bool ok = live[k] && 8 * j + i < rows && (2 * (kc0 + int64_t(s) * kG) + b) * 32 < p.K;
-        const uint4 v = ok ? *reinterpret_cast<const uint4*>(unit_bytes(s, j, b) + unit_piece(i, q) * 16)
-                           : make_uint4(0u, 0u, 0u, 0u);
+        unit[k] = u < units && b < 2 * stage_chunks(s) ? unit_bytes(s, j, b) : nullptr;
+        const bool ok = unit[k] != nullptr && 8 * j + i < rows && (2 * (kc0 + int64_t(s) * kG) + b) * 32 < p.K;
+        const uint4 v = ok ? *reinterpret_cast<const uint4*>(unit[k] + unit_piece(i, q) * 16) : make_uint4(0u, 0u, 0u, 0u);
         w[k][0] = v.x, w[k][1] = v.y, w[k][2] = v.z, w[k][3] = v.w;
       }
       __syncwarp();  // every lane's reads of these units before anyone overwrites them
 #pragma unroll
       for (int k = 0; k < kBatch; ++k) {
-        if (!live[k]) continue;
-        const int u = u0 + k * kWarps, b = u % (2 * kG), j = u / (2 * kG) % tiles_m, s = u / (2 * kG * tiles_m);
+        if (unit[k] == nullptr) continue;
         uint32_t words[4];
 #if MXFP4_EXP_SELFQUANT_COPYONLY  // measurement: no quantization
         words[0] = w[k][0], words[1] = w[k][1], words[2] = w[k][2], words[3] = w[k][3];
 #else
         quantize_quarter_words<8>(w[k], p.rule, words);
 #endif
-        uint8_t* rec = unit_bytes(s, j, b) + (q / 2) * 256;  // K16 step 2b + q / 2 of the stage
+        uint8_t* rec = unit[k] + (q / 2) * 256;  // K16 step 2b + q / 2 of the stage
         if constexpr (N8 >= 4) {  // wgmma order: u32 32 reg + fragment lane, lanes 4 i + t
           *reinterpret_cast<uint4*>(rec + (32 * (q % 2) + 4 * i) * 4) = make_uint4(words[0], words[1], words[2], words[3]);
         } else {  // mma order: u32 2 lane + reg; quarters q, q ^ 1 (lanes 8 apart) trade halves

@@ -35,7 +35,7 @@ EDITS = [
      "  const int prologue = min(nstages, p.stages);\n"),
     ("    for (int s = 0; s < prologue; ++s) issue_frags(s, s);\n",
      "    for (int s = 0; s < prologue; ++s) issue_frags(s, s);\n"
-     "  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0, tl = 0, tq = t1;\n"),
+     "  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0, tl = 0, tq = 0;\n"),
     ("  if (!PREQUANT || self_quant) __syncthreads();  // A's first batch is in abuf (or in the slots)\n",
      "  if (!PREQUANT || self_quant) __syncthreads();  // A's first batch is in abuf (or in the slots)\n"
      "  tq = PREQUANT ? tw : gtime();  // path splitk: its wait; path fused: A's first batch\n"),
