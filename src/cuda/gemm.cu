@@ -30,10 +30,6 @@ namespace {
 #define MXFP4_EXP_NO_QUANTIZER 0
 #endif
 constexpr bool kExpNoQuantizer = MXFP4_EXP_NO_QUANTIZER != 0;
-#ifndef MXFP4_EXP_SELFQUANT  // the splitk GEMM quantizes A itself (gemm_fused_kernel.cuh), not yet run
-#define MXFP4_EXP_SELFQUANT 0
-#endif
-constexpr bool kExpSelfQuant = MXFP4_EXP_SELFQUANT != 0;
 
 /// Workspace cached per (device, stream, host thread): calls on different streams never share
 /// scratch, and neither do two host threads queueing on one stream (their quantize and GEMM
@@ -48,24 +44,17 @@ struct CachedWorkspace {
   std::vector<void*> retired;  // outgrown buffers that captured graphs may still use
 };
 
-/// What a cached buffer holds: the call's scratch, or (MXFP4_EXP_SELFQUANT only) split-K
-/// counters of their own, zero-filled when allocated: nothing else writes them and every call
-/// leaves them at 0 (the last rank of a tile resets its counter), where in the default build
-/// quantize_fragments zeroes the scratch's counters every call.
-enum class WorkspaceUse { scratch, zeroed_counters };
-
 /// The cached workspace of at least `bytes`, grown to `preferred` (>= bytes) when it is smaller
 /// and the stream is not being captured; during capture a cache of at least `bytes` is used
 /// as it is (path splitk then reduces split-K through clusters instead of the workspace).
 /// Growth allocates `preferred`, or only `bytes` when that allocation fails. An outgrown
 /// buffer that a captured graph may still use is kept (until the process ends), so earlier
 /// captures stay valid; any other outgrown buffer is freed.
-Workspace cached_workspace(int device, cudaStream_t stream, size_t bytes, size_t preferred,
-                           WorkspaceUse use = WorkspaceUse::scratch) {
+Workspace cached_workspace(int device, cudaStream_t stream, size_t bytes, size_t preferred) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, cudaStream_t, std::thread::id, WorkspaceUse>, CachedWorkspace> cache;
+  static std::map<std::tuple<int, cudaStream_t, std::thread::id>, CachedWorkspace> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  CachedWorkspace& c = cache[{device, stream, std::this_thread::get_id(), use}];
+  CachedWorkspace& c = cache[{device, stream, std::this_thread::get_id()}];
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
   const bool capturing = status != cudaStreamCaptureStatusNone;
@@ -95,7 +84,6 @@ Workspace cached_workspace(int device, cudaStream_t stream, size_t bytes, size_t
   } else {
     check(first, "cudaMalloc(workspace)");
   }
-  if (use == WorkspaceUse::zeroed_counters) check(cudaMemset(ptr, 0, size), "cudaMemset(split-K counters)");
   c.current = {ptr, size};
   return c.current;
 }
@@ -149,11 +137,6 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
       partials = reinterpret_cast<float*>(static_cast<uint8_t*>(ws) + scratch.partials_offset);
       n_counters = scratch.tiles;
     }
-    if (kExpSelfQuant && counters != nullptr) {
-      const size_t bytes = size_t(n_counters) * sizeof(int);
-      counters = static_cast<int*>(
-          cached_workspace(current_device(), s, bytes, bytes, WorkspaceUse::zeroed_counters).ptr);
-    }
     if (cfg.path == GemmPath::fp8) {  // A's FP8 image, the wgmma GEMM, the exact fix-up
       uint8_t* a_img = static_cast<uint8_t*>(ws);
       fp8_image_from_bf16(A, M, K, lda, rule, a_img, s);
@@ -162,9 +145,7 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
       return;
     }
     const bool wgmma_order = cfg.path == GemmPath::splitk && splitk_uses_wgmma(M);
-    // MXFP4_EXP_SELFQUANT (gemm_fused_kernel.cuh): gemm_fused's launcher runs the quantizer
-    // only where the kernel cannot quantize A itself (the counters are WorkspaceUse::zeroed_counters).
-    if (!((kExpNoQuantizer || kExpSelfQuant) && cfg.path == GemmPath::splitk))
+    if (!(kExpNoQuantizer && cfg.path == GemmPath::splitk))
       quantize_fragments(A, M, K, lda, static_cast<uint32_t*>(ws), rule, s,
                          wgmma_order ? FragOrder::wgmma : FragOrder::mma, counters, n_counters);
     frags = static_cast<const uint32_t*>(ws);

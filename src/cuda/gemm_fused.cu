@@ -32,17 +32,6 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
                           : 0;
   const int fit = (budget - R::abuf_bytes(args.a_chunks) - R::astage_bytes(args.a_chunks, args.a_stage_rows)) / R::kSlot;
   args.stages = std::max(1, std::min({nstages, kMaxStages, fit}));
-  const int64_t tiles = ceil_div(args.geo.rows_padded, 16 * SLABS);  // weight tiles: grid.x / split
-#if MXFP4_EXP_SELFQUANT
-  // The kernel quantizes A itself where the rank's whole K range fits the ring and A's rows
-  // are 16-byte aligned (stage_a_self's copies); otherwise quantize_fragments runs first, as
-  // without the flag (gemm.cu leaves it to this launcher).
-  args.self_quant = PREQUANT && args.stages == nstages && aligned;
-  if (PREQUANT && !args.self_quant)
-    quantize_fragments(args.A, args.M, args.K, args.lda, const_cast<uint32_t*>(args.frags), args.rule, stream,
-                       N8 >= 4 ? FragOrder::wgmma : FragOrder::mma, ws_split ? args.counters : nullptr,
-                       ws_split ? tiles : 0);
-#endif
   int smem = R::bytes(args.stages, args.a_chunks, args.a_stage_rows);
   if (push) args.recv_off = smem, smem += R::kRecv;
   auto kernel = gemm_fused_kernel<N8, SLABS, KW, PREQUANT, WS>;
@@ -55,6 +44,7 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemMax),
         "cudaFuncSetAttribute(gemm_fused_kernel)");
   if (smem > kSmemMax) throw Error("gemm_fused: shared memory plan of " + std::to_string(smem) + " bytes exceeds its limit");
+  const int64_t tiles = ceil_div(args.geo.rows_padded, 16 * SLABS);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(tiles * args.split), unsigned(ceil_div(args.M, kBlockM)));
   cfg.blockDim = dim3(SLABS * KW * 32);
@@ -131,11 +121,7 @@ void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Pack
   const FusedArgs args{A,     M,    K,     lda,          B.data,
                        PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule, cfg.split_k, /*stages=*/1,
                        /*a_chunks=*/kG, /*a_stage_rows=*/0, frags, partials, counters, sm_count,
-                       /*recv_off=*/0
-#if MXFP4_EXP_SELFQUANT
-                       , /*self_quant=*/false
-#endif
-  };
+                       /*recv_off=*/0};
   if (frags != nullptr) {
     dispatch_fused<true>(args, cfg, stream);
   } else {

@@ -52,23 +52,6 @@
 #include "cuda/splitk_reduce.cuh"
 #include "cuda/wgmma.cuh"
 
-// -DMXFP4_EXP_SELFQUANT=1 or 2, a measurement (docs/perf-notes.md, session 30: two forms
-// 0.5-5.5 us slower than the quantizer kernel; the third, below, not yet run): path splitk
-// without quantize_fragments where the rank's whole K range fits the ring and A is 16-byte
-// aligned (FusedArgs::self_quant, set by the launcher): after its wait every CTA stages its
-// tokens of A over its K range in the slots' fragment areas and quantizes them there. 1: the weights still stream before the
-// wait (unsafe after a kernel that writes them); 2: only L2 prefetches before it, the copies
-// after it. The split-K counters then live in a workspace of their own (gemm.cu), so the
-// tests of the caller workspace's counters and capture without a warm-up call fail.
-// -DMXFP4_EXP_SELFQUANT_COPYONLY=1 (stage A, no quantization) or 2 (neither: stale
-// fragments) split that time; wrong results, for tools/dev/timeline only.
-#ifndef MXFP4_EXP_SELFQUANT
-#define MXFP4_EXP_SELFQUANT 0
-#endif
-#ifndef MXFP4_EXP_SELFQUANT_COPYONLY
-#define MXFP4_EXP_SELFQUANT_COPYONLY 0
-#endif
-constexpr int kExpSelfQuant = MXFP4_EXP_SELFQUANT;
 
 namespace cg = cooperative_groups;
 
@@ -114,11 +97,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const bool push = push_reduce<N8, WS>(p.split);
   const int rpr = (rows + p.split - 1) / p.split;
   const int own_rows = max(0, min(rows, (rank + 1) * rpr) - rank * rpr);
-#if MXFP4_EXP_SELFQUANT  // A quantized by this kernel (path splitk, whole K range in the ring)
-  const bool self_quant = PREQUANT && p.self_quant;
-#else
-  constexpr bool self_quant = false;
-#endif
 
   // Producer: the bytes of stage s into ring slot s % stages. The weights (codes and scales of
   // every slab) go by 16-byte cp.async from every thread, which then arrives on the slot's
@@ -137,7 +115,8 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // prologue), t = 0 .. nt-1 being the caller's index among them.
   // Stage s goes into ring slot `slot` (s % p.stages: the caller knows it).
   auto issue_weights = [&](int s, int slot, int t, auto nt_c) {
-    constexpr int nt = decltype(nt_c)::value, kCodePieces = SLABS * kG * 32 / nt;  // (4 / KW) * kThreads / nt
+    constexpr int nt = decltype(nt_c)::value, kPieces = SLABS * kG * 32;
+    constexpr int kCodePieces = (kPieces + nt - 1) / nt;  // (4 / KW) * kThreads / nt when nt divides
     static_assert(SLABS * 2 * kG <= nt, "every scale piece needs a thread");
     const int chunks = stage_chunks(s);
     uint8_t* dst = ring + slot * R::kSlot;
@@ -145,6 +124,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
 #pragma unroll
     for (int j = 0; j < kCodePieces; ++j) {
       const int piece = t + nt * j, i = piece / (kG * 32), o = piece % (kG * 32);
+      if (kPieces % nt != 0 && piece >= kPieces) break;  // the waiter warp's prologue only
       if (i < active_slabs && o < chunks * 32)
         cp_async16(dst + i * kG * 512 + o * 16, p.packed + ((slab0 + i) * kc_total + kc) * 512 + o * 16);
     }
@@ -159,7 +139,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // Thread 0: the slot's transaction arrival, with path "splitk"'s fragment copies.
   auto issue_frags = [&](int s, int slot) {
     const int chunks = stage_chunks(s);
-    if (!PREQUANT || self_quant) {  // no copies: A's fragments are written by this CTA's threads
+    if (!PREQUANT) {
       mbarrier_arrive(&full[slot]);
       return;
     }
@@ -209,77 +189,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     }
   };
 
-  // MXFP4_EXP_SELFQUANT: the CTA's tokens of A over the rank's K range, quantized by all its
-  // threads into the fragment area of stage s's slot s ([tile][K16 step of the stage][256
-  // bytes], quantize_fragments' order: wgmma for N8 >= 4, else mma). Session 30 measured two
-  // forms 0.5-5.5 us slower than the quantizer kernel (registers, 4 units' loads per warp at a
-  // time; then all of A staged, one warp per stage and token tile): the quantization is ~250
-  // warp instructions per unit of 8 rows x 32 elements, replicated in every N tile's CTA, and
-  // one warp per tile left most warps idle (docs/perf-notes.md). This form (written after
-  // session 30's last device call, not yet run) spreads units over all warps:
-  // stage_a_self: every thread cp.async's its 16-byte pieces of the bf16 rows, all at once, so
-  // that unit (stage s, tile j, block b) lands in the 512 bytes that will hold its K16 steps
-  // 2b, 2b + 1 (quarter q of row i at piece 4 i + (q ^ (i / 2 % 4)): each 8-lane phase of the
-  // reads, one q, covers 8 bank groups), and arrives on abar;
-  // self_quantize: warps take units in turn, kBatch in flight (lane 8q + i: quarter q of row
-  // i), read them, __syncwarp, and write them back quantized over the same 512 bytes (no other
-  // unit touches them). Rows past M and blocks past K read as zeros; blocks past the stage's
-  // last chunk are skipped (the K loop reads none).
-  auto unit_bytes = [&](int s, int j, int b) {
-    return ring + s * R::kSlot + R::kCodes + R::kScales + j * 4096 + b * 512;
-  };
-  auto unit_piece = [](int i, int q) { return 4 * i + (q ^ ((i >> 1) & 3)); };
-  auto stage_a_self = [&] {
-#if MXFP4_EXP_SELFQUANT_COPYONLY == 2  // measurement: no copies either
-    mbarrier_arrive(abar);
-#else
-    const int per_row = int(kc1 - kc0) * 8, pieces = rows * per_row;  // 16-byte pieces, 8 per 64-wide chunk
-    for (int piece = int(threadIdx.x); piece < pieces; piece += kThreads) {
-      const int r = piece / per_row, kp = piece % per_row, s = kp / 32, b = kp % 32 / 4, q = kp % 4;
-      if ((kc0 * 64 + int64_t(kp) * 8) < p.K)
-        cp_async16(unit_bytes(s, r / 8, b) + unit_piece(r % 8, q) * 16, p.A + (m0 + r) * p.lda + kc0 * 64 + int64_t(kp) * 8);
-    }
-    cp_async_mbarrier_arrive_noinc(abar);
-#endif
-  };
-  auto self_quantize = [&] {
-    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, q = lane / 8, i = lane % 8;
-    constexpr int kBatch = 4, kWarps = kThreads / 32;
-    const int units = nstages * tiles_m * 2 * kG;  // (stage, tile, block), block fastest
-    for (int u0 = warp; u0 < units; u0 += kBatch * kWarps) {
-      uint32_t w[kBatch][4];
-      uint8_t* unit[kBatch];  // warp-uniform; null: no unit to write
-#pragma unroll
-      for (int k = 0; k < kBatch; ++k) {
-        const int u = u0 + k * kWarps, b = u % (2 * kG), j = u / (2 * kG) % tiles_m, s = u / (2 * kG * tiles_m);
-        unit[k] = u < units && b < 2 * stage_chunks(s) ? unit_bytes(s, j, b) : nullptr;
-        const bool ok = unit[k] != nullptr && 8 * j + i < rows && (2 * (kc0 + int64_t(s) * kG) + b) * 32 < p.K;
-        const uint4 v = ok ? *reinterpret_cast<const uint4*>(unit[k] + unit_piece(i, q) * 16) : make_uint4(0u, 0u, 0u, 0u);
-        w[k][0] = v.x, w[k][1] = v.y, w[k][2] = v.z, w[k][3] = v.w;
-      }
-      __syncwarp();  // every lane's reads of these units before anyone overwrites them
-#pragma unroll
-      for (int k = 0; k < kBatch; ++k) {
-        if (unit[k] == nullptr) continue;
-        uint32_t words[4];
-#if MXFP4_EXP_SELFQUANT_COPYONLY  // measurement: no quantization
-        words[0] = w[k][0], words[1] = w[k][1], words[2] = w[k][2], words[3] = w[k][3];
-#else
-        quantize_quarter_words<8>(w[k], p.rule, words);
-#endif
-        uint8_t* rec = unit[k] + (q / 2) * 256;  // K16 step 2b + q / 2 of the stage
-        if constexpr (N8 >= 4) {  // wgmma order: u32 32 reg + fragment lane, lanes 4 i + t
-          *reinterpret_cast<uint4*>(rec + (32 * (q % 2) + 4 * i) * 4) = make_uint4(words[0], words[1], words[2], words[3]);
-        } else {  // mma order: u32 2 lane + reg; quarters q, q ^ 1 (lanes 8 apart) trade halves
-          *reinterpret_cast<uint4*>(rec + 2 * (4 * i + 2 * (q % 2)) * 4) = mma_piece_of_quarter<8>(words, q);
-        }
-      }
-    }
-    // wgmma reads its B operand through the async proxy: order these generic-proxy stores
-    // before it (PTX ISA, "Asynchronous proxy"; the __syncthreads after the prologue follows).
-    if constexpr (N8 >= 4) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  };
-
   // Path "fused", whole range quantized at once: the CTA's rows of A over the rank's K range
   // go to shared memory by cp.async *before* the weights. Loaded after them, A waited behind
   // the SM's whole weight stream (quantization ended 3.8 us into 1x7168x2048, session 6).
@@ -301,7 +210,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const bool quantizer = !PREQUANT && int(threadIdx.x) >= kHalf;
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], kThreads + 1);
-    mbarrier_init(abar, self_quant ? kThreads : kHalf);
+    mbarrier_init(abar, kHalf);
     if (push) {  // one phase: the other ranks' rows that I own, 16 bytes per quad
       mbarrier_init(recv_bar, 1);
       mbarrier_arrive_expect_tx(recv_bar, uint32_t((p.split - 1) * own_rows * 16 * SLABS * 4));
@@ -313,48 +222,37 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // thread waits for it before touching global memory. Path "splitk"'s primary is
   // quantize_fragments, which lets it start only after its own wait, so the weights are final
   // and stream at once; A's fragments and C wait below.
-  // L2 prefetches of the prologue's weights (a hint, always safe before the wait: no data
-  // returns), one per slab for its codes and one for its scales (MXFP4_EXP_SELFQUANT=2).
-  auto prefetch_prologue = [&] {
-    const int t = int(threadIdx.x), i = t / 2;
-    const int64_t chunks = min(kc1 - kc0, int64_t(prologue) * kG), row = (slab0 + i) * kc_total + kc0;
-    if (t < 2 * SLABS && i < active_slabs && chunks > 0) {
-      if (t % 2 == 0) {
-        prefetch_l2(p.packed + row * 512, uint32_t(chunks * 512));
-      } else {
-        prefetch_l2(p.packed + p.geo.code_bytes + row * 32, uint32_t(chunks * 32));
-      }
-    }
-  };
   if constexpr (!PREQUANT) grid_dependency_wait();
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
   if (push) cluster_arrive_relaxed();  // ... and before another rank pushes (cluster_wait in the epilogue)
+  // Path "splitk" with two or more prologue stages: warp 0 issues no weights there; it waits
+  // at once and thread 0 issues the fragments' bulk copies, while the other warps issue the
+  // weights and then wait. Issuing a long prologue (1.0-1.8 us of cp.async) before the wait
+  // had delayed every thread's wait, and so A, past the quantizer's end (session 31:
+  // 16x2112x7168 10.13 -> 9.30 us, 8x2112x7168 9.71 -> 9.16, 64x3072x1536 7.94 -> 7.75; with
+  // one stage it gained nothing and lost up to 0.09: docs/perf-notes.md).
+  const bool wait_warp = PREQUANT && prologue >= 2;
   if constexpr (PREQUANT) {
     // Every prologue stage before the wait: issuing only the first (or none) before it did not
     // shorten the quantizer's part of a call (session 10, -DMXFP4_EXP_PRO=1 / 0).
-    auto issue_prologue = [&] {
+    if (!wait_warp) {
       for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
-    };
-    const bool weights_after_wait = kExpSelfQuant == 2 && self_quant;
-    if (weights_after_wait) {
-      prefetch_prologue();
+      grid_dependency_wait();
+    } else if (threadIdx.x < 32) {
+      grid_dependency_wait();
+      if (threadIdx.x == 0)
+        for (int s = 0; s < prologue; ++s) issue_frags(s, /*slot=*/s);
+      for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);  // its arrivals, without copies
     } else {
-      issue_prologue();
+      for (int s = 0; s < prologue; ++s)
+        issue_weights(s, s, int(threadIdx.x) - 32, std::integral_constant<int, kThreads - 32>{});
+      grid_dependency_wait();
     }
-    grid_dependency_wait();
-    if (self_quant) stage_a_self();  // A's copies ahead of the weights' (mode 2)
-    if (weights_after_wait) issue_prologue();
     // The next call's first kernel (quantize_fragments, itself waiting for this grid before it
     // touches memory) may launch now and wait on the SMs, instead of launching once this
     // grid's last CTA has exited: session 28, -0.45 to -0.65 us per call on five of the six
     // path splitk shapes of the workload (docs/perf-notes.md). Path fused signals only at exit.
     grid_dependents_launch();
-    if (self_quant) {
-      mbarrier_wait(abar, 0u);  // every thread's pieces of A have landed
-#if MXFP4_EXP_SELFQUANT_COPYONLY != 2
-      self_quantize();
-#endif
-    }
   } else if (quantizer) {
     for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);
     if (p.a_stage_rows > 0) {
@@ -365,9 +263,9 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   } else {
     for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kHalf>{});
   }
-  if (threadIdx.x == 0)
+  if (threadIdx.x == 0 && !wait_warp)
     for (int s = 0; s < prologue; ++s) issue_frags(s, s);
-  if (!PREQUANT || self_quant) __syncthreads();  // A's first batch is in abuf (or in the slots)
+  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf
 
   // N8 <= 2: even and odd K16 steps accumulate into separate registers (two independent HMMA
   // chains per token tile instead of one, which the latency of each HMMA would serialise),

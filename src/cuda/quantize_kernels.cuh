@@ -131,14 +131,10 @@ __device__ __forceinline__ uint32_t max_u16x2(uint32_t a, uint32_t b) {
 /// fmt::shared_exponent; elements by qdq::e2m1_qdq_pair (bf16x2, src/core/qdq_bf16x2.hpp).
 /// Session 16 measured the fp32 form it replaced (fmt::e2m1_quantize_dequantize_bf16 per
 /// element) 0.1-0.2 us slower per call on the paths that quantize A in every CTA.
-/// LANE (1 or 8): the block's 4 quarters are in lanes l, l ^ LANE, l ^ 2 LANE, l ^ 3 LANE
-/// (1: lanes 4i .. 4i+3; 8: lanes i, i+8, i+16, i+24, quarter q in lane i + 8q).
-template <int LANE = 1>
 __device__ __forceinline__ void quantize_quarter_words(const uint32_t (&w)[4], ScaleRule rule, uint32_t (&words)[4]) {
-  static_assert(LANE == 1 || LANE == 8, "a block's quarters in 4 consecutive lanes or 8 apart");
   uint32_t m = max_u16x2(max_u16x2(w[0] & 0x7FFF7FFFu, w[1] & 0x7FFF7FFFu), max_u16x2(w[2] & 0x7FFF7FFFu, w[3] & 0x7FFF7FFFu));
 #pragma unroll
-  for (int d = LANE; d < 4 * LANE; d <<= 1) m = max_u16x2(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
+  for (int d = 1; d < 4; d <<= 1) m = max_u16x2(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
   const uint32_t amax = max(m & 0xFFFFu, m >> 16);
   if (amax >= 0x7F80u) {  // Inf or NaN in the block
     const uint32_t nan = uint32_t(fmt::f32_to_bf16(fmt::dequant_f32(0, kScaleNaN))) * 0x00010001u;
@@ -159,12 +155,10 @@ __device__ __forceinline__ void quantize_quarter_words(const uint32_t (&w)[4], S
 /// the words at a_fragment_index(.., f0, 0) .. +3, and lane q % 2 = 1 the same for fragment
 /// lanes f0 + 2, f0 + 3. One 16-byte store per lane instead of four 4-byte stores that hit
 /// two banks per warp (16-way conflicts). All 32 lanes of the warp must call this together.
-/// LANE as in quantize_quarter_words: the block's other half of the K16 step is in lane ^ LANE.
-template <int LANE = 1>
 __device__ __forceinline__ uint4 mma_piece_of_quarter(const uint32_t (&w)[4], int q) {
   const bool odd = q % 2 != 0;
-  const uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, odd ? w[0] : w[2], LANE);
-  const uint32_t r1 = __shfl_xor_sync(0xFFFFFFFFu, odd ? w[1] : w[3], LANE);
+  const uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, odd ? w[0] : w[2], 1);
+  const uint32_t r1 = __shfl_xor_sync(0xFFFFFFFFu, odd ? w[1] : w[3], 1);
   return odd ? make_uint4(r0, w[2], r1, w[3]) : make_uint4(w[0], r0, w[1], r1);
 }
 

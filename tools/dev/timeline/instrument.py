@@ -36,11 +36,11 @@ EDITS = [
     ("    for (int s = 0; s < prologue; ++s) issue_frags(s, s);\n",
      "    for (int s = 0; s < prologue; ++s) issue_frags(s, s);\n"
      "  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0, tl = 0, tq = 0;\n"),
-    ("  if (!PREQUANT || self_quant) __syncthreads();  // A's first batch is in abuf (or in the slots)\n",
-     "  if (!PREQUANT || self_quant) __syncthreads();  // A's first batch is in abuf (or in the slots)\n"
+    ("  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf\n",
+     "  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf\n"
      "  tq = PREQUANT ? tw : gtime();  // path splitk: its wait; path fused: A's first batch\n"),
-    ("    grid_dependency_wait();\n    if (self_quant) stage_a_self();",
-     "    grid_dependency_wait();\n    tw = gtime();\n    if (self_quant) stage_a_self();"),
+    ("    grid_dependents_launch();\n  } else if (quantizer) {",  # after path splitk's wait
+     "    tw = gtime();\n    grid_dependents_launch();\n  } else if (quantizer) {"),
     ("    mbarrier_wait(&full[slot], phase);\n",
      "    mbarrier_wait(&full[slot], phase);\n    if (s == 0) t2 = gtime();\n    tl = gtime();\n"),
     ("  // Epilogue: the KW warps",
