@@ -16,6 +16,7 @@
 //     filled by 16-byte cp.async from every thread (a slab's tiles are contiguous along K in
 //     the packed layout), so every stage of the ring is in flight at once; each thread arrives
 //     on the slot's mbarrier once its copies have landed (cp.async.mbarrier.arrive.noinc).
+//     In path splitk's prologue of two or more stages warp 0 issues none and arrives plainly.
 //   - Path "splitk": A arrives pre-quantized as fragments (quantize_fragments, launched just
 //     before; both launches use programmatic dependent launch): the weight copies start before
 //     the quantizer has finished, the fragments' bulk copies (TMA engine, thread 0) after
@@ -109,10 +110,11 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     const int64_t left = kc1 - kc0 - int64_t(s) * kG;
     return left < kG ? int(left) : kG;
   };
-  // Codes: 128 pieces of 16 bytes per slab and full stage, thread t taking pieces t + kThreads j
+  // Codes: 128 pieces of 16 bytes per slab and full stage, thread t taking pieces t + nt j
   // (slab p / 128, chunk p % 128 / 32); scales: 8 pieces per slab, threads 0 .. 8 * SLABS - 1.
-  // The copies are spread over `nt` threads (kThreads, or path "fused"'s issuing half in the
-  // prologue), t = 0 .. nt-1 being the caller's index among them.
+  // The copies are spread over `nt` threads (kThreads; in the prologue path "fused"'s issuing
+  // half, or path "splitk"'s warps 1.. when warp 0 waits), t = 0 .. nt-1 being the caller's
+  // index among them.
   // Stage s goes into ring slot `slot` (s % p.stages: the caller knows it).
   auto issue_weights = [&](int s, int slot, int t, auto nt_c) {
     constexpr int nt = decltype(nt_c)::value, kPieces = SLABS * kG * 32;
@@ -233,8 +235,10 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // one stage it gained nothing and lost up to 0.09: docs/perf-notes.md).
   const bool wait_warp = PREQUANT && prologue >= 2;
   if constexpr (PREQUANT) {
-    // Every prologue stage before the wait: issuing only the first (or none) before it did not
-    // shorten the quantizer's part of a call (session 10, -DMXFP4_EXP_PRO=1 / 0).
+    // Every prologue stage before the wait (by all warps, or by warps 1.. when warp 0 waits):
+    // issuing only the first (or none) before it did not shorten the quantizer's part of a
+    // call (session 10, -DMXFP4_EXP_PRO=1 / 0). The waiter's `/*slot=*/` keeps
+    // tools/dev/timeline/instrument.py's issue_frags anchor unique.
     if (!wait_warp) {
       for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
       grid_dependency_wait();

@@ -4,7 +4,9 @@ its launchers in src/cuda/gemm_fused.cu (a measurement aid, never committed inst
 thread 0 of every CTA records kernel start, the return of griddepcontrol.wait and the
 prologue's copy issue, the arrival of the first and of the last stage, the end of the K loop,
 the partial tile's completion in shared memory (reddone), the end of the kernel and, on path
-fused, the end of its in-kernel quantization of A (= the wait's return on path splitk), plus
+fused, the end of its in-kernel quantization of A (= the wait's return on path splitk; with
+warp 0 as the waiter, session 31, thread 0's stamp also covers its fragment copies' issue, and
+"the prologue's copy issue" is then about the same time, as thread 0 issues no weights), plus
 its SM id, into a __device__ array that trace.cu reads back. The split-K reductions live in
 src/cuda/splitk_reduce.cuh and are not stamped inside: "clustbar" is the K loop's end and
 "pulled" the kernel's end (session 10 found that a cold call's per-phase stamps there did not
