@@ -107,10 +107,24 @@ QUANT = [
 
 
 def main() -> int:
-    steady = "--steady" in sys.argv[1:]
-    srcs = {path: open(path).read() for path in sys.argv[1:] if path != "--steady"}
+    args = sys.argv[1:]
+    steady = "--steady" in args
+    # --qspin-ns N (with --steady and quantize.cu): every quantizer CTA spins N ns after its
+    # work, before its end stamp, so that its grid completes N ns later while its trigger (right
+    # after its wait) stays where it was: does the GEMM start after the trigger or after the
+    # quantizer's completion? (docs/perf-notes.md, plan item p)
+    qspin = int(args[args.index("--qspin-ns") + 1]) if "--qspin-ns" in args else 0
+    if qspin:
+        args = [a for i, a in enumerate(args) if a != "--qspin-ns" and (i == 0 or args[i - 1] != "--qspin-ns")]
+    srcs = {path: open(path).read() for path in args if path != "--steady"}
     quant = steady and any(p.endswith("quantize.cu") for p in srcs)
     edits = EDITS + (STEADY if steady else []) + (QUANT if quant else [])
+    if qspin and quant:
+        spin = (f"  {{ const unsigned long long s0 = qtime(); while (qtime() - s0 < {qspin}ull) {{}} }}\n"
+                "  const unsigned long long q2 = qtime();")
+        edits = [(a, r.replace("  const unsigned long long q2 = qtime();", spin)) for a, r in edits]
+    elif qspin:
+        sys.exit("instrument.py: --qspin-ns needs --steady and src/cuda/quantize.cu")
     for anchor, replacement in edits:
         n = sum(src.count(anchor) for src in srcs.values())
         if n != 1:

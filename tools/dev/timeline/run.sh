@@ -11,6 +11,8 @@
 # overlap with the previous call, and the quantizer's CTAs against the previous call's GEMM).
 # BUILD_ONLY=1 stops after the build (a check without a GPU).
 # CUDA_FLAGS="-D..." builds a variant.
+# QSPIN_NS=N (with STEADY=1): the quantizer's CTAs spin N ns after their work (instrument.py
+# --qspin-ns): its grid completes later while its trigger does not move.
 # Usage: [NOCOMPUTE=1] [STEADY=1] [CUDA_FLAGS=...] tools/dev/timeline/run.sh CASES_FILE [SCRATCH_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -23,6 +25,7 @@ harness=tools/dev/timeline/trace.cu
 if [ "${STEADY:-0}" = 1 ]; then steady=(--steady); harness=tools/dev/timeline/steady_trace.cu; fi
 quant=()
 if [ "${STEADY:-0}" = 1 ]; then quant=(src/cuda/quantize.cu); fi  # the quantizer's CTAs too
+if [ "${QSPIN_NS:-0}" != 0 ]; then steady+=(--qspin-ns "$QSPIN_NS"); fi
 python3 tools/dev/timeline/instrument.py ${steady[@]+"${steady[@]}"} src/cuda/gemm_fused_kernel.cuh src/cuda/gemm_fused.cu \
   ${quant[@]+"${quant[@]}"}
 if [ "${NOCOMPUTE:-0}" = 1 ]; then  # every chunk loop of the K loop (mma.sync and wgmma) stops at once
