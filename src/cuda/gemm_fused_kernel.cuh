@@ -123,7 +123,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   auto issue_weights = [&](int s, int slot, int t, auto nt_c) {
     constexpr int nt = decltype(nt_c)::value, kPieces = SLABS * kG * 32;
     constexpr int kCodePieces = (kPieces + nt - 1) / nt;  // (4 / KW) * kThreads / nt when nt divides
-    static_assert(SLABS * 2 * kG <= nt, "every scale piece needs a thread");
     const int chunks = stage_chunks(s);
     uint8_t* dst = ring + slot * R::kSlot;
     const int64_t kc = kc0 + int64_t(s) * kG;
@@ -247,15 +246,14 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   if constexpr (PREQUANT) {
     // Every prologue stage before the wait (by all warps, or by warps 1.. when warp 0 waits):
     // issuing only the first (or none) before it did not shorten the quantizer's part of a
-    // call (session 10, -DMXFP4_EXP_PRO=1 / 0). The waiter's `/*slot=*/` keeps
-    // tools/dev/timeline/instrument.py's issue_frags anchor unique.
+    // call (session 10, -DMXFP4_EXP_PRO=1 / 0).
     if (!wait_warp) {
       for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
       grid_dependency_wait();
     } else if (threadIdx.x < 32) {
       grid_dependency_wait();
       if (threadIdx.x == 0)
-        for (int s = 0; s < prologue; ++s) issue_frags(s, /*slot=*/s);
+        for (int s = 0; s < prologue; ++s) issue_frags(s, s);
       for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);  // its arrivals, without copies
     } else {
       for (int s = 0; s < prologue; ++s)

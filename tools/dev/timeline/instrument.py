@@ -35,8 +35,8 @@ EDITS = [
      "  const unsigned long long t0 = gtime();\n  unsigned long long tw = 0;  // path splitk: its PDL wait returned\n"
      "  const int cta = blockIdx.y * gridDim.x + blockIdx.x;\n"
      "  const int prologue = min(nstages, p.stages);\n"),
-    ("    for (int s = 0; s < prologue; ++s) issue_frags(s, s);\n",
-     "    for (int s = 0; s < prologue; ++s) issue_frags(s, s);\n"
+    ("  if (threadIdx.x == 0 && !wait_warp)\n    for (int s = 0; s < prologue; ++s) issue_frags(s, s);\n",
+     "  if (threadIdx.x == 0 && !wait_warp)\n    for (int s = 0; s < prologue; ++s) issue_frags(s, s);\n"
      "  const unsigned long long t1 = gtime();\n  unsigned long long t2 = 0, tl = 0, tq = 0;\n"),
     ("  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf\n",
      "  if constexpr (!PREQUANT) __syncthreads();  // A's first batch is in abuf\n"
@@ -113,9 +113,11 @@ def main() -> int:
     # work, before its end stamp, so that its grid completes N ns later while its trigger (right
     # after its wait) stays where it was: does the GEMM start after the trigger or after the
     # quantizer's completion? (docs/perf-notes.md, plan item p)
-    qspin = int(args[args.index("--qspin-ns") + 1]) if "--qspin-ns" in args else 0
-    if qspin:
-        args = [a for i, a in enumerate(args) if a != "--qspin-ns" and (i == 0 or args[i - 1] != "--qspin-ns")]
+    qspin = 0
+    if "--qspin-ns" in args:
+        i = args.index("--qspin-ns")
+        qspin = int(args[i + 1])
+        del args[i:i + 2]
     srcs = {path: open(path).read() for path in args if path != "--steady"}
     quant = steady and any(p.endswith("quantize.cu") for p in srcs)
     edits = EDITS + (STEADY if steady else []) + (QUANT if quant else [])
