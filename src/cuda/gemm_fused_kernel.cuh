@@ -54,8 +54,10 @@
 #include "cuda/wgmma.cuh"
 
 
-#ifndef MXFP4_EXP_SCALE_SPREAD  // issue_weights' scale threads in the waiter prologue (not yet run)
-#define MXFP4_EXP_SCALE_SPREAD 0
+// Measurement only (docs/perf-notes.md, session 32): -DMXFP4_EXP_WAIT_FIRST=1 makes path
+// splitk's threads wait for quantize_fragments before they issue any weight copy.
+#ifndef MXFP4_EXP_WAIT_FIRST
+#define MXFP4_EXP_WAIT_FIRST 0
 #endif
 
 namespace cg = cooperative_groups;
@@ -133,14 +135,11 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       if (i < active_slabs && o < chunks * 32)
         cp_async16(dst + i * kG * 512 + o * 16, p.packed + ((slab0 + i) * kc_total + kc) * 512 + o * 16);
     }
-    // -DMXFP4_EXP_SCALE_SPREAD=1 (written after session 31's last device call, not yet run;
-    // plan item p): where nt does not divide the code pieces (the waiter prologue), the scale
-    // pieces go to the threads after those with an extra code piece, so no thread issues more
-    // than one copy beyond the fewest.
-    constexpr int kScaleT0 = MXFP4_EXP_SCALE_SPREAD && kPieces % nt != 0 ? kPieces % nt : 0;
-    static_assert(kScaleT0 + SLABS * 2 * kG <= nt, "every scale piece needs a thread");
-    if ((kScaleT0 == 0 || t >= kScaleT0) && t < kScaleT0 + SLABS * 2 * kG) {
-      const int i = (t - kScaleT0) / (2 * kG), o = (t - kScaleT0) % (2 * kG);
+    // (Giving the scale pieces to the threads without an extra code piece where nt does not
+    // divide them measured within the spread: session 32.)
+    static_assert(SLABS * 2 * kG <= nt, "every scale piece needs a thread");
+    if (t < SLABS * 2 * kG) {
+      const int i = t / (2 * kG), o = t % (2 * kG);
       if (i < active_slabs && o < 2 * chunks)
         cp_async16(dst + R::kCodes + i * kG * 32 + o * 16,
                    p.packed + p.geo.code_bytes + ((slab0 + i) * kc_total + kc) * 32 + o * 16);
@@ -242,12 +241,15 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // had delayed every thread's wait, and so A, past the quantizer's end (session 31:
   // 16x2112x7168 10.13 -> 9.30 us, 8x2112x7168 9.71 -> 9.16, 64x3072x1536 7.94 -> 7.75; with
   // one stage it gained nothing and lost up to 0.09: docs/perf-notes.md).
-  const bool wait_warp = PREQUANT && prologue >= 2;
+  const bool wait_warp = PREQUANT && prologue >= 2 && !MXFP4_EXP_WAIT_FIRST;
   if constexpr (PREQUANT) {
     // Every prologue stage before the wait (by all warps, or by warps 1.. when warp 0 waits):
     // issuing only the first (or none) before it did not shorten the quantizer's part of a
     // call (session 10, -DMXFP4_EXP_PRO=1 / 0).
-    if (!wait_warp) {
+    if (MXFP4_EXP_WAIT_FIRST) {
+      grid_dependency_wait();
+      for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
+    } else if (!wait_warp) {
       for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
       grid_dependency_wait();
     } else if (threadIdx.x < 32) {

@@ -1,0 +1,230 @@
+// Where a programmatic dependent launch (PDL) boundary spends its time (a measurement aid for
+// path splitk, not built by CMake; docs/perf-notes.md session 32). Session 32's QSPIN timelines
+// found the GEMM's griddepcontrol.wait returning 1.53 us after quantize_fragments' last CTA
+// ends, while the quantizer's own wait returns 0.77 us after the previous GEMM's end. This
+// probe alternates two synthetic kernels X, Y in a CUDA graph, both launched with PDL, each CTA
+// stamping %globaltimer at entry, at its wait's return and at its end, and varies one property
+// of Y (or X) per case: grid, threads, dynamic shared memory, cluster size, global stores
+// before exit, where it triggers its dependents. Prints, per case, the medians over the
+// graph's boundaries of (next kernel's first start, first wait return) after the previous
+// kernel's last end, for X -> Y and Y -> X. Usage (GPU machine):
+//   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/dev/probes/pdl_gap.cu -o /tmp/pg && /tmp/pg
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+__device__ __forceinline__ unsigned long long gtime() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/// One kernel's shape and behaviour. trigger: 0 none (dependents launch at exit), 1 right after
+/// the wait, 2 before the wait (unsafe in real code; here nothing is shared). load_bytes: per
+/// CTA, 16-byte cp.async copies from a 512 MiB buffer (a new window per node: HBM, like path
+/// splitk's weights) into shared memory, issued before the wait (load_before) or after it, and
+/// waited for after it. atomic: thread 0 ends with an atomicAdd whose result it uses (the
+/// timeline tool's per-CTA call counter).
+struct Kind {
+  int grid, threads, smem, cluster, spin_ns, store_words, trigger;
+  int load_bytes = 0, load_before = 1, atomic = 0;
+  // load_before 2: the copies are waited for before the wait; 3: warp 0 issues none and waits
+  // at once (path splitk's waiter warp), the stamp is thread 0's. small: the copies come from
+  // a 4 MiB window (L2-resident after the first calls).
+  int small = 0;
+};
+
+struct Args {
+  unsigned long long* stamps;  // [node][cta][3]
+  int node, max_ctas, spin_ns, store_words, trigger;
+  unsigned* buf;
+  const char* big;  // 512 MiB
+  int load_bytes, load_before, atomic;
+  unsigned* counter;
+  int small;
+};
+
+constexpr size_t kBig = size_t(512) << 20;
+
+__device__ __forceinline__ void issue_loads(const Args& a, char* smem) {
+  const size_t window = a.small ? (size_t(4) << 20) : kBig;
+  const size_t base = (size_t(a.node) * 64 + blockIdx.x) * size_t(a.load_bytes) % (window - size_t(a.load_bytes));
+  const int t0 = a.load_before == 3 ? 32 : 0;  // the waiter warp issues none
+  if (int(threadIdx.x) < t0) return;
+  for (int i = 16 * (int(threadIdx.x) - t0); i < a.load_bytes; i += 16 * (int(blockDim.x) - t0)) {
+    const unsigned d = unsigned(__cvta_generic_to_shared(smem + i));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(a.big + ((base + i) & ~size_t(15))) : "memory");
+  }
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+__global__ void node_kernel(Args a) {
+  extern __shared__ __align__(16) char smem[];
+  const unsigned long long t0 = gtime();
+  if (a.trigger == 2) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (a.load_bytes > 0 && a.load_before) issue_loads(a, smem);
+  if (a.load_before == 2) asm volatile("cp.async.wait_all;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const unsigned long long tw = gtime();
+  if (a.trigger == 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (a.load_bytes > 0 && !a.load_before) issue_loads(a, smem);
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  while (gtime() - tw < unsigned(a.spin_ns)) {
+  }
+  for (int i = int(threadIdx.x); i < a.store_words; i += int(blockDim.x))
+    a.buf[size_t(blockIdx.x) * a.store_words + i] = unsigned(i) ^ unsigned(a.node);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned long long te = gtime();
+    const unsigned slot = a.atomic ? atomicAdd(a.counter + blockIdx.x, 1u) % 2 : 0;
+    unsigned long long* s = a.stamps + (size_t(a.node) * a.max_ctas + blockIdx.x) * 3;
+    s[0] = t0 + slot, s[1] = tw, s[2] = te;
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+void launch(const Kind& k, Args a, cudaStream_t s) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(k.grid));
+  cfg.blockDim = dim3(unsigned(k.threads));
+  cfg.dynamicSmemBytes = size_t(k.smem);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[2];
+  int n = 0;
+  attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  if (k.cluster > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = unsigned(k.cluster);
+    attr[n].val.clusterDim.y = attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
+  a.spin_ns = k.spin_ns, a.store_words = k.store_words, a.trigger = k.trigger;
+  a.load_bytes = k.load_bytes, a.load_before = k.load_before, a.atomic = k.atomic, a.small = k.small;
+  cudaLaunchKernelEx(&cfg, node_kernel, a);
+}
+
+char* g_big = nullptr;
+unsigned* g_counter = nullptr;
+
+void run_case(const char* name, const Kind& x, const Kind& y) {
+  constexpr int kPairs = 40, kNodes = 2 * kPairs;
+  const int max_ctas = std::max(x.grid, y.grid);
+  unsigned long long* stamps;
+  unsigned* buf;
+  cudaMalloc(&stamps, sizeof(unsigned long long) * 3 * kNodes * max_ctas);
+  cudaMalloc(&buf, sizeof(unsigned) * size_t(max_ctas) * std::max({x.store_words, y.store_words, 1}));
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaGraph_t g;
+  cudaGraphExec_t e;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  for (int i = 0; i < kNodes; ++i) launch(i % 2 ? y : x, Args{stamps, i, max_ctas, 0, 0, 0, buf, g_big, 0, 0, 0, g_counter, 0}, s);
+  cudaStreamEndCapture(s, &g);
+  if (cudaGraphInstantiate(&e, g, 0) != cudaSuccess) {
+    std::printf("%-28s instantiate failed: %s\n", name, cudaGetErrorString(cudaGetLastError()));
+    return;
+  }
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  for (int r = 0; r < 3; ++r) cudaGraphLaunch(e, s);
+  cudaEventRecord(e0, s);
+  cudaGraphLaunch(e, s);
+  cudaEventRecord(e1, s);
+  if (cudaStreamSynchronize(s) != cudaSuccess) {
+    std::printf("%-28s failed: %s\n", name, cudaGetErrorString(cudaGetLastError()));
+    return;
+  }
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  std::vector<unsigned long long> h(size_t(3) * kNodes * max_ctas);
+  cudaMemcpy(h.data(), stamps, h.size() * 8, cudaMemcpyDeviceToHost);
+  std::vector<double> start[2], wait[2], period[2];
+  auto at = [&](int node, int cta, int w) { return double(h[(size_t(node) * max_ctas + cta) * 3 + w]); };
+  for (int i = 4; i < kNodes; ++i) {  // boundary i-1 -> i
+    const Kind& prev = i % 2 ? x : y;
+    const Kind& next = i % 2 ? y : x;
+    double end = 0, s0 = 1e30, w0 = 1e30;
+    for (int c = 0; c < prev.grid; ++c) end = std::max(end, at(i - 1, c, 2));
+    for (int c = 0; c < next.grid; ++c) s0 = std::min(s0, at(i, c, 0)), w0 = std::min(w0, at(i, c, 1));
+    start[i % 2].push_back((s0 - end) / 1e3);
+    wait[i % 2].push_back((w0 - end) / 1e3);
+  }
+  std::printf("%-28s %7.2f us/pair | X->Y start %6.2f wait %5.2f | Y->X start %6.2f wait %5.2f\n", name,
+              1e3 * ms / kPairs, median(start[1]), median(wait[1]), median(start[0]), median(wait[0]));
+  cudaGraphExecDestroy(e);
+  cudaGraphDestroy(g);
+  cudaStreamDestroy(s);
+  cudaFree(stamps);
+  cudaFree(buf);
+}
+
+}  // namespace
+
+int main() {
+  cudaFuncSetAttribute(node_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
+  cudaMalloc(&g_big, kBig);
+  cudaMemset(g_big, 1, kBig);
+  cudaMalloc(&g_counter, 4096 * sizeof(unsigned));
+  // X is quantize_fragments at 8x2112x7168 (28 CTAs of 256 threads, ~1 us, 28 x 1 KB of
+  // fragments); Y the splitk GEMM (264 CTAs of 256 threads, ~3 us, C's partial tiles).
+  const Kind qx{28, 256, 0, 1, 700, 256, 1};
+  const Kind gy{264, 256, 100 * 1024, 1, 3000, 256, 1};
+  std::printf("times in us; start/wait: the next kernel's first CTA start / first wait return after "
+              "the previous kernel's last CTA end (medians over boundaries)\n");
+  run_case("symmetric 28x256", qx, Kind{28, 256, 0, 1, 700, 256, 1});
+  run_case("like splitk", qx, gy);
+  auto with = [](Kind k, auto f) { f(k); return k; };
+  run_case("Y smem 0", qx, with(gy, [](Kind& k) { k.smem = 0; }));
+  run_case("Y smem 200K", qx, with(gy, [](Kind& k) { k.smem = 200 * 1024; }));
+  run_case("Y grid 28", qx, with(gy, [](Kind& k) { k.grid = 28; }));
+  run_case("Y grid 132", qx, with(gy, [](Kind& k) { k.grid = 132; }));
+  run_case("Y 512 threads", qx, with(gy, [](Kind& k) { k.threads = 512; }));
+  run_case("Y cluster 2", qx, with(gy, [](Kind& k) { k.cluster = 2; }));
+  run_case("Y cluster 8", qx, with(gy, [](Kind& k) { k.cluster = 8; }));
+  run_case("Y no trigger", qx, with(gy, [](Kind& k) { k.trigger = 0; }));
+  run_case("Y trigger before wait", qx, with(gy, [](Kind& k) { k.trigger = 2; }));
+  run_case("X no trigger", with(qx, [](Kind& k) { k.trigger = 0; }), gy);
+  run_case("X trigger before wait", with(qx, [](Kind& k) { k.trigger = 2; }), gy);
+  run_case("X no stores", with(qx, [](Kind& k) { k.store_words = 0; }), gy);
+  run_case("X 64 KB stores per CTA", with(qx, [](Kind& k) { k.store_words = 16384; }), gy);
+  run_case("X spin 3000", with(qx, [](Kind& k) { k.spin_ns = 3000; }), gy);
+  run_case("X grid 264, smem 100K", with(qx, [](Kind& k) { k.grid = 264; k.smem = 100 * 1024; }), gy);
+  // The timeline tool's atomics, then path splitk's weight copies before / after the wait.
+  const Kind qa = with(qx, [](Kind& k) { k.atomic = 1; });
+  const Kind ga = with(gy, [](Kind& k) { k.atomic = 1; });
+  run_case("both atomic", qa, ga);
+  run_case("atomic, Y loads 28K before", qa, with(ga, [](Kind& k) { k.load_bytes = 28 * 1024; }));
+  run_case("atomic, Y loads 28K after", qa, with(ga, [](Kind& k) { k.load_bytes = 28 * 1024; k.load_before = 0; }));
+  run_case("Y loads 28K before", qx, with(gy, [](Kind& k) { k.load_bytes = 28 * 1024; }));
+  run_case("Y loads 96K before", qx, with(gy, [](Kind& k) { k.load_bytes = 96 * 1024; }));
+  run_case("Y loads 96K after", qx, with(gy, [](Kind& k) { k.load_bytes = 96 * 1024; k.load_before = 0; }));
+  run_case("Y loads 96K before, X spin 3000", with(qx, [](Kind& k) { k.spin_ns = 3000; }),
+           with(gy, [](Kind& k) { k.load_bytes = 96 * 1024; }));
+  const Kind y28 = with(gy, [](Kind& k) { k.load_bytes = 28 * 1024; });
+  const Kind x3 = with(qx, [](Kind& k) { k.spin_ns = 3000; });
+  const Kind x6 = with(qx, [](Kind& k) { k.spin_ns = 6000; });
+  run_case("Y 28K before, X spin 3000", x3, y28);
+  run_case("Y 28K before, X spin 6000", x6, y28);
+  run_case("Y 28K done before wait", qx, with(y28, [](Kind& k) { k.load_before = 2; }));
+  run_case("Y 28K done before, X 3000", x3, with(y28, [](Kind& k) { k.load_before = 2; }));
+  run_case("Y 28K waiter warp", qx, with(y28, [](Kind& k) { k.load_before = 3; }));
+  run_case("Y 28K waiter warp, X 3000", x3, with(y28, [](Kind& k) { k.load_before = 3; }));
+  run_case("Y 28K before, L2", qx, with(y28, [](Kind& k) { k.small = 1; }));
+  run_case("Y 28K before, L2, X 3000", x3, with(y28, [](Kind& k) { k.small = 1; }));
+  run_case("Y 4K before", qx, with(gy, [](Kind& k) { k.load_bytes = 4096; }));
+  run_case("Y 4K before, X 3000", x3, with(gy, [](Kind& k) { k.load_bytes = 4096; }));
+  run_case("X loads 4K after", with(qx, [](Kind& k) { k.load_bytes = 4096; k.load_before = 0; k.smem = 4096; }), gy);
+  return 0;
+}
