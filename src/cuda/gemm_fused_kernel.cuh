@@ -54,11 +54,6 @@
 #include "cuda/wgmma.cuh"
 
 
-// Measurement only (docs/perf-notes.md, session 32): -DMXFP4_EXP_WAIT_FIRST=1 makes path
-// splitk's threads wait for quantize_fragments before they issue any weight copy.
-#ifndef MXFP4_EXP_WAIT_FIRST
-#define MXFP4_EXP_WAIT_FIRST 0
-#endif
 
 namespace cg = cooperative_groups;
 
@@ -241,15 +236,14 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // had delayed every thread's wait, and so A, past the quantizer's end (session 31:
   // 16x2112x7168 10.13 -> 9.30 us, 8x2112x7168 9.71 -> 9.16, 64x3072x1536 7.94 -> 7.75; with
   // one stage it gained nothing and lost up to 0.09: docs/perf-notes.md).
-  const bool wait_warp = PREQUANT && prologue >= 2 && !MXFP4_EXP_WAIT_FIRST;
+  const bool wait_warp = PREQUANT && prologue >= 2;
   if constexpr (PREQUANT) {
     // Every prologue stage before the wait (by all warps, or by warps 1.. when warp 0 waits):
     // issuing only the first (or none) before it did not shorten the quantizer's part of a
     // call (session 10, -DMXFP4_EXP_PRO=1 / 0).
-    if (MXFP4_EXP_WAIT_FIRST) {
-      grid_dependency_wait();
-      for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
-    } else if (!wait_warp) {
+    // (Waiting before any weight copy, -DMXFP4_EXP_WAIT_FIRST in session 32, lost 0.3-1.0 us on
+    // the multi-stage shapes and did not move the wait's return.)
+    if (!wait_warp) {
       for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
       grid_dependency_wait();
     } else if (threadIdx.x < 32) {

@@ -207,10 +207,6 @@ void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ui
   const dim3 grid(unsigned(ceil_div(k_padded / 32, 8)), unsigned(std::min<int64_t>(m_padded / 8, 65535)));
   auto kernel = order == FragOrder::wgmma ? quantize_fragments_kernel<FragOrder::wgmma>
                                           : quantize_fragments_kernel<FragOrder::mma>;
-#ifdef MXFP4_EXP_QCARVEOUT  // measurement only (docs/perf-notes.md, session 32): the GEMM's carveout
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, int(cudaSharedmemCarveoutMaxShared)),
-        "cudaFuncSetAttribute(quantize_fragments_kernel)");
-#endif
   launch_pdl(kernel, grid, dim3(kThreads), stream, "quantize_fragments_kernel", A, M, K, lda,
              m_padded, k_padded, frags, rule, counters, n_counters);
 }

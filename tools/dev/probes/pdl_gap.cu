@@ -9,9 +9,16 @@
 // graph's boundaries of (next kernel's first start, first wait return) after the previous
 // kernel's last end, for X -> Y and Y -> X. Usage (GPU machine):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/dev/probes/pdl_gap.cu -o /tmp/pg && /tmp/pg
+// With the real quantizer as X (after scripts/device-check.sh built build-device):
+//   nvcc ... -DWITH_LIB -DMXFP4_WITH_CUDA=1 -Iinclude -Isrc tools/dev/probes/pdl_gap.cu build-device/libmxfp4.a
+//        -lcublas -lcublasLt -o /tmp/pgl && /tmp/pgl --lib
 #include <cuda_runtime.h>
+#ifdef WITH_LIB  // X may be the library's quantize_fragments (fn 9): link build-device/libmxfp4.a
+#include "cuda/quantize_kernels.cuh"
+#endif
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 
@@ -36,6 +43,9 @@ struct Kind {
   // at once (path splitk's waiter warp), the stamp is thread 0's. small: the copies come from
   // a 4 MiB window (L2-resident after the first calls).
   int small = 0;
+  // fn: 0 the first kernel function, 1 a second one (same code), 2 the second with 1 KiB more
+  // parameters: do X and Y differ in the real code by being two functions?
+  int fn = 0;
 };
 
 struct Args {
@@ -62,7 +72,19 @@ __device__ __forceinline__ void issue_loads(const Args& a, char* smem) {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-__global__ void node_kernel(Args a) {
+template <int Pad>
+struct Padded {
+  Args a;
+  char pad[Pad];
+};
+template <>
+struct Padded<0> {
+  Args a;
+};
+
+template <int Tag, int Pad>
+__global__ void node_kernel(Padded<Pad> ap) {
+  const Args& a = ap.a;
   extern __shared__ __align__(16) char smem[];
   const unsigned long long t0 = gtime();
   if (a.trigger == 2) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -91,7 +113,16 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+uint16_t* g_a = nullptr;
+uint32_t* g_frags = nullptr;
+
 void launch(const Kind& k, Args a, cudaStream_t s) {
+#ifdef WITH_LIB
+  if (k.fn == 9) {  // the real quantizer at M = 8, K = 7168 (28 CTAs), as path splitk calls it
+    mxfp4::cuda::quantize_fragments(g_a, 8, 7168, 7168, g_frags, mxfp4::ScaleRule::aiter, s);
+    return;
+  }
+#endif
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(k.grid));
   cfg.blockDim = dim3(unsigned(k.threads));
@@ -111,7 +142,13 @@ void launch(const Kind& k, Args a, cudaStream_t s) {
   cfg.numAttrs = n;
   a.spin_ns = k.spin_ns, a.store_words = k.store_words, a.trigger = k.trigger;
   a.load_bytes = k.load_bytes, a.load_before = k.load_before, a.atomic = k.atomic, a.small = k.small;
-  cudaLaunchKernelEx(&cfg, node_kernel, a);
+  if (k.fn == 0) cudaLaunchKernelEx(&cfg, node_kernel<0, 0>, Padded<0>{a});
+  if (k.fn == 1) cudaLaunchKernelEx(&cfg, node_kernel<1, 0>, Padded<0>{a});
+  if (k.fn == 2) {
+    Padded<1024> ap{};
+    ap.a = a;
+    cudaLaunchKernelEx(&cfg, node_kernel<1, 1024>, ap);
+  }
 }
 
 char* g_big = nullptr;
@@ -150,8 +187,13 @@ void run_case(const char* name, const Kind& x, const Kind& y) {
   cudaEventElapsedTime(&ms, e0, e1);
   std::vector<unsigned long long> h(size_t(3) * kNodes * max_ctas);
   cudaMemcpy(h.data(), stamps, h.size() * 8, cudaMemcpyDeviceToHost);
-  std::vector<double> start[2], wait[2], period[2];
+  std::vector<double> start[2], wait[2], chain;
   auto at = [&](int node, int cta, int w) { return double(h[(size_t(node) * max_ctas + cta) * 3 + w]); };
+  for (int i = 5; i < kNodes; i += 2) {  // Y's end to the next Y's first wait return, across an X
+    double end = 0, w0 = 1e30;
+    for (int c = 0; c < y.grid; ++c) end = std::max(end, at(i - 2, c, 2)), w0 = std::min(w0, at(i, c, 1));
+    chain.push_back((w0 - end) / 1e3);
+  }
   for (int i = 4; i < kNodes; ++i) {  // boundary i-1 -> i
     const Kind& prev = i % 2 ? x : y;
     const Kind& next = i % 2 ? y : x;
@@ -161,8 +203,9 @@ void run_case(const char* name, const Kind& x, const Kind& y) {
     start[i % 2].push_back((s0 - end) / 1e3);
     wait[i % 2].push_back((w0 - end) / 1e3);
   }
-  std::printf("%-28s %7.2f us/pair | X->Y start %6.2f wait %5.2f | Y->X start %6.2f wait %5.2f\n", name,
-              1e3 * ms / kPairs, median(start[1]), median(wait[1]), median(start[0]), median(wait[0]));
+  std::printf("%-28s %7.2f us/pair | X->Y start %6.2f wait %5.2f | Y->X start %6.2f wait %5.2f | Y end -> Y wait %5.2f\n",
+              name, 1e3 * ms / kPairs, median(start[1]), median(wait[1]), median(start[0]), median(wait[0]),
+              median(chain));
   cudaGraphExecDestroy(e);
   cudaGraphDestroy(g);
   cudaStreamDestroy(s);
@@ -172,8 +215,13 @@ void run_case(const char* name, const Kind& x, const Kind& y) {
 
 }  // namespace
 
-int main() {
-  cudaFuncSetAttribute(node_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
+int main(int argc, char** argv) {
+  cudaMalloc(&g_a, size_t(8) * 7168 * 2);
+  cudaMemset(g_a, 0x3F, size_t(8) * 7168 * 2);
+  cudaMalloc(&g_frags, size_t(8) * 7168 * 2);
+  cudaFuncSetAttribute(node_kernel<0, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
+  cudaFuncSetAttribute(node_kernel<1, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
+  cudaFuncSetAttribute(node_kernel<1, 1024>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
   cudaMalloc(&g_big, kBig);
   cudaMemset(g_big, 1, kBig);
   cudaMalloc(&g_counter, 4096 * sizeof(unsigned));
@@ -181,11 +229,20 @@ int main() {
   // fragments); Y the splitk GEMM (264 CTAs of 256 threads, ~3 us, C's partial tiles).
   const Kind qx{28, 256, 0, 1, 700, 256, 1};
   const Kind gy{264, 256, 100 * 1024, 1, 3000, 256, 1};
+  auto with = [](Kind k, auto f) { f(k); return k; };
+  if (argc > 1) {  // --lib: the real quantizer as X (its own stamps absent: only the Y -> Y chain counts)
+    const Kind real{28, 256, 0, 1, 0, 0, 1, 0, 1, 0, 0, 9};
+    const Kind y28 = with(gy, [](Kind& k) { k.load_bytes = 28 * 1024; });
+    run_case("synthetic X", qx, gy);
+    run_case("real quantizer X", real, gy);
+    run_case("synthetic X, Y 28K before", qx, y28);
+    run_case("real quantizer X, Y 28K", real, y28);
+    return 0;
+  }
   std::printf("times in us; start/wait: the next kernel's first CTA start / first wait return after "
               "the previous kernel's last CTA end (medians over boundaries)\n");
   run_case("symmetric 28x256", qx, Kind{28, 256, 0, 1, 700, 256, 1});
   run_case("like splitk", qx, gy);
-  auto with = [](Kind k, auto f) { f(k); return k; };
   run_case("Y smem 0", qx, with(gy, [](Kind& k) { k.smem = 0; }));
   run_case("Y smem 200K", qx, with(gy, [](Kind& k) { k.smem = 200 * 1024; }));
   run_case("Y grid 28", qx, with(gy, [](Kind& k) { k.grid = 28; }));
@@ -225,6 +282,13 @@ int main() {
   run_case("Y 28K before, L2, X 3000", x3, with(y28, [](Kind& k) { k.small = 1; }));
   run_case("Y 4K before", qx, with(gy, [](Kind& k) { k.load_bytes = 4096; }));
   run_case("Y 4K before, X 3000", x3, with(gy, [](Kind& k) { k.load_bytes = 4096; }));
+  // X and Y as two kernel functions (the real quantizer and GEMM are), Y with big parameters,
+  // X without the attribute for 200 KiB of shared memory (the real quantizer has none).
+  run_case("Y second function", qx, with(gy, [](Kind& k) { k.fn = 1; }));
+  run_case("Y second fn, 1K params", qx, with(gy, [](Kind& k) { k.fn = 2; }));
+  run_case("Y second fn, X 3000", x3, with(gy, [](Kind& k) { k.fn = 1; }));
+  run_case("Y 2nd fn, 28K before", qx, with(y28, [](Kind& k) { k.fn = 1; }));
+  run_case("Y 2nd fn, 28K before, X 3000", x3, with(y28, [](Kind& k) { k.fn = 1; }));
   run_case("X loads 4K after", with(qx, [](Kind& k) { k.load_bytes = 4096; k.load_before = 0; k.smem = 4096; }), gy);
   return 0;
 }
