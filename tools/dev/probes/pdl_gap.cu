@@ -46,6 +46,10 @@ struct Kind {
   // fn: 0 the first kernel function, 1 a second one (same code), 2 the second with 1 KiB more
   // parameters: do X and Y differ in the real code by being two functions?
   int fn = 0;
+  // mimic: like quantize_fragments' body: each thread reads 16 bytes (ld.global.nc) of a 1 MiB
+  // window, passes them through 4 KiB of static shared memory between two barriers and stores
+  // 16 bytes (store_words counts 16-byte pieces then).
+  int mimic = 0;
 };
 
 struct Args {
@@ -56,6 +60,7 @@ struct Args {
   int load_bytes, load_before, atomic;
   unsigned* counter;
   int small;
+  int mimic;
 };
 
 constexpr size_t kBig = size_t(512) << 20;
@@ -97,8 +102,19 @@ __global__ void node_kernel(Padded<Pad> ap) {
   asm volatile("cp.async.wait_all;" ::: "memory");
   while (gtime() - tw < unsigned(a.spin_ns)) {
   }
-  for (int i = int(threadIdx.x); i < a.store_words; i += int(blockDim.x))
-    a.buf[size_t(blockIdx.x) * a.store_words + i] = unsigned(i) ^ unsigned(a.node);
+  if (a.mimic) {
+    __shared__ uint4 tile[256];
+    for (int i = int(threadIdx.x); i < a.store_words; i += int(blockDim.x)) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(a.big) + (size_t(blockIdx.x) * a.store_words + i) % 65536);
+      tile[threadIdx.x % 256] = make_uint4(v.x ^ a.node, v.y, v.z, v.w);
+      __syncthreads();
+      reinterpret_cast<uint4*>(a.buf)[size_t(blockIdx.x) * a.store_words + i] = tile[(threadIdx.x + 1) % 256];
+      __syncthreads();
+    }
+  } else {
+    for (int i = int(threadIdx.x); i < a.store_words; i += int(blockDim.x))
+      a.buf[size_t(blockIdx.x) * a.store_words + i] = unsigned(i) ^ unsigned(a.node);
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned long long te = gtime();
@@ -141,7 +157,7 @@ void launch(const Kind& k, Args a, cudaStream_t s) {
   cfg.attrs = attr;
   cfg.numAttrs = n;
   a.spin_ns = k.spin_ns, a.store_words = k.store_words, a.trigger = k.trigger;
-  a.load_bytes = k.load_bytes, a.load_before = k.load_before, a.atomic = k.atomic, a.small = k.small;
+  a.load_bytes = k.load_bytes, a.load_before = k.load_before, a.atomic = k.atomic, a.small = k.small, a.mimic = k.mimic;
   if (k.fn == 0) cudaLaunchKernelEx(&cfg, node_kernel<0, 0>, Padded<0>{a});
   if (k.fn == 1) cudaLaunchKernelEx(&cfg, node_kernel<1, 0>, Padded<0>{a});
   if (k.fn == 2) {
@@ -160,13 +176,13 @@ void run_case(const char* name, const Kind& x, const Kind& y) {
   unsigned long long* stamps;
   unsigned* buf;
   cudaMalloc(&stamps, sizeof(unsigned long long) * 3 * kNodes * max_ctas);
-  cudaMalloc(&buf, sizeof(unsigned) * size_t(max_ctas) * std::max({x.store_words, y.store_words, 1}));
+  cudaMalloc(&buf, 16 * size_t(max_ctas) * std::max({x.store_words, y.store_words, 1}));
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   cudaGraph_t g;
   cudaGraphExec_t e;
   cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-  for (int i = 0; i < kNodes; ++i) launch(i % 2 ? y : x, Args{stamps, i, max_ctas, 0, 0, 0, buf, g_big, 0, 0, 0, g_counter, 0}, s);
+  for (int i = 0; i < kNodes; ++i) launch(i % 2 ? y : x, Args{stamps, i, max_ctas, 0, 0, 0, buf, g_big, 0, 0, 0, g_counter, 0, 0}, s);
   cudaStreamEndCapture(s, &g);
   if (cudaGraphInstantiate(&e, g, 0) != cudaSuccess) {
     std::printf("%-28s instantiate failed: %s\n", name, cudaGetErrorString(cudaGetLastError()));
@@ -237,6 +253,9 @@ int main(int argc, char** argv) {
     run_case("real quantizer X", real, gy);
     run_case("synthetic X, Y 28K before", qx, y28);
     run_case("real quantizer X, Y 28K", real, y28);
+    // If the real quantizer is the slow side: a synthetic X with its body's kind of work.
+    run_case("mimic X, 256 pieces", with(qx, [](Kind& k) { k.mimic = 1; k.store_words = 256; k.spin_ns = 300; }), gy);
+    run_case("mimic X, 1024 pieces", with(qx, [](Kind& k) { k.mimic = 1; k.store_words = 1024; k.spin_ns = 0; }), gy);
     return 0;
   }
   std::printf("times in us; start/wait: the next kernel's first CTA start / first wait return after "
