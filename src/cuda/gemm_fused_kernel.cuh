@@ -53,8 +53,6 @@
 #include "cuda/splitk_reduce.cuh"
 #include "cuda/wgmma.cuh"
 
-
-
 namespace cg = cooperative_groups;
 
 namespace mxfp4::cuda {
@@ -227,38 +225,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // thread waits for it before touching global memory. Path "splitk"'s primary is
   // quantize_fragments, which lets it start only after its own wait, so the weights are final
   // and stream at once; A's fragments and C wait below.
-  // Path splitk's wait for quantize_fragments. -DMXFP4_EXP_FLAG=1 (a measurement only, one shape
-  // per process: docs/perf-notes.md, session 32): warp 0's lane 0 polls the quantizer CTAs'
-  // count instead of griddepcontrol.wait, the other warps poll a shared flag it sets.
-#if MXFP4_EXP_FLAG
-  __shared__ unsigned exp_go;
-  if (threadIdx.x == 0) exp_go = 0;
-  auto prequant_wait = [&] {
-    if (lane == 0 && warp == 0) {
-      const unsigned long long ctas = gridDim.x * gridDim.y;
-      const unsigned long long q_ctas = ((p.K + 63) / 64 * 2 + 7) / 8 * min((p.M + 7) / 8, int64_t(65535));
-      const unsigned long long s = atomicAdd(&p.exp_flag[1], 1ull);
-      const unsigned long long target = (s / ctas + 1) * q_ctas;
-      for (;;) {
-        unsigned long long v;
-        asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p.exp_flag) : "memory");
-        if (v >= target) break;
-      }
-      asm volatile("fence.proxy.async.global;" ::: "memory");
-      asm volatile("st.release.cta.shared::cta.u32 [%0], %1;" ::"r"(smem_addr(&exp_go)), "r"(1u) : "memory");
-    } else if (lane == 0) {
-      for (;;) {
-        unsigned v;
-        asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];" : "=r"(v) : "r"(smem_addr(&exp_go)) : "memory");
-        if (v) break;
-        __nanosleep(32);
-      }
-    }
-    __syncwarp();
-  };
-#else
-  auto prequant_wait = [] { grid_dependency_wait(); };
-#endif
   if constexpr (!PREQUANT) grid_dependency_wait();
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
   if (push) cluster_arrive_relaxed();  // ... and before another rank pushes (cluster_wait in the epilogue)
@@ -274,19 +240,20 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     // issuing only the first (or none) before it did not shorten the quantizer's part of a
     // call (session 10, -DMXFP4_EXP_PRO=1 / 0).
     // (Waiting before any weight copy, -DMXFP4_EXP_WAIT_FIRST in session 32, lost 0.3-1.0 us on
-    // the multi-stage shapes and did not move the wait's return.)
+    // the multi-stage shapes and did not move the wait's return; waiting on a count of finished
+    // quantizer CTAs instead of griddepcontrol.wait, -DMXFP4_EXP_FLAG, returned 0.5-0.8 us later.)
     if (!wait_warp) {
       for (int s = 0; s < prologue; ++s) issue_weights(s, s, int(threadIdx.x), std::integral_constant<int, kThreads>{});
-      prequant_wait();
+      grid_dependency_wait();
     } else if (threadIdx.x < 32) {
-      prequant_wait();
+      grid_dependency_wait();
       if (threadIdx.x == 0)
         for (int s = 0; s < prologue; ++s) issue_frags(s, s);
       for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);  // its arrivals, without copies
     } else {
       for (int s = 0; s < prologue; ++s)
         issue_weights(s, s, int(threadIdx.x) - 32, std::integral_constant<int, kThreads - 32>{});
-      prequant_wait();
+      grid_dependency_wait();
     }
     // The next call's first kernel (quantize_fragments, itself waiting for this grid before it
     // touches memory) may launch now and wait on the SMs, instead of launching once this

@@ -34,9 +34,6 @@ struct FusedArgs {
   int* counters;          // ... and one arrival counter per tile (null: through clusters)
   int sm_count;           // SMs of the device: the grid through the workspace is spread evenly over them
   int recv_off;           // split-K through a cluster by push (push_reduce): the receive buffer's byte offset
-#if MXFP4_EXP_FLAG
-  unsigned long long* exp_flag;  // quantize_kernels.cuh exp_flag_counters()
-#endif
 };
 
 /// True when kernel <N8, WS> reduces split-K through its cluster of `split` CTAs by push

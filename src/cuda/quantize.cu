@@ -121,20 +121,6 @@ __device__ __forceinline__ uint4 tile_piece_words(const uint32_t (&w)[4], int q)
 /// scattered over the chunks cost ~1 us per call at M >= 32, docs/perf-notes.md session 8).
 /// Token tiles run along grid.y (strided when there are more than 65535); every index comes
 /// from the grid, with no division by a runtime value.
-// -DMXFP4_EXP_FLAG=1 (a measurement only, one shape per process: docs/perf-notes.md, session
-// 32): each CTA counts itself done on g_exp_flag[0] after its stores, and path splitk's GEMM
-// polls that count instead of griddepcontrol.wait (gemm_fused_kernel.cuh prequant_wait).
-#if MXFP4_EXP_FLAG
-__device__ unsigned long long g_exp_flag[2];
-__device__ __forceinline__ void exp_flag_done() {
-  __threadfence();  // every thread's fragment stores (and block 0's counter zeroing) before the count
-  __syncthreads();
-  if (threadIdx.x == 0) atomicAdd(&g_exp_flag[0], 1ull);
-}
-#else
-__device__ __forceinline__ void exp_flag_done() {}
-#endif
-
 template <FragOrder O>
 __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M,
                                                                       int64_t K, int64_t lda, int64_t m_padded,
@@ -177,20 +163,7 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
     }
     __syncthreads();  // the tile is rewritten by the next token tile
   }
-  exp_flag_done();
 }
-
-}  // namespace
-
-#if MXFP4_EXP_FLAG
-unsigned long long* exp_flag_counters() {
-  void* p = nullptr;
-  check(cudaGetSymbolAddress(&p, g_exp_flag), "cudaGetSymbolAddress(g_exp_flag)");
-  return static_cast<unsigned long long*>(p);
-}
-#endif
-
-namespace {
 
 int blocks_for(int64_t n) { return int((n + kThreads - 1) / kThreads); }
 

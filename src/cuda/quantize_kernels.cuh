@@ -204,11 +204,4 @@ void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ui
                         cudaStream_t stream, FragOrder order = FragOrder::mma, int* counters = nullptr,
                         int64_t n_counters = 0);
 
-#if MXFP4_EXP_FLAG
-/// Measurement only (docs/perf-notes.md, session 32), one shape per process: path splitk's GEMM
-/// waits for quantize_fragments on a counter instead of griddepcontrol.wait. [0]: quantizer CTAs
-/// done (each adds 1 after its stores), [1]: GEMM CTAs started. Defined in quantize.cu.
-unsigned long long* exp_flag_counters();
-#endif
-
 }  // namespace mxfp4::cuda

@@ -93,12 +93,11 @@ QUANT = [
     ("  grid_dependency_wait();\n  grid_dependents_launch();\n  // The GEMM's split-K tile counters",
      "  const unsigned long long q0 = qtime();\n  grid_dependency_wait();\n  const unsigned long long q1 = qtime();\n"
      "  grid_dependents_launch();\n  // The GEMM's split-K tile counters"),
-    ("    __syncthreads();  // the tile is rewritten by the next token tile\n  }\n  exp_flag_done();\n}\n",
+    ("    __syncthreads();  // the tile is rewritten by the next token tile\n  }\n}\n",
      "    __syncthreads();  // the tile is rewritten by the next token tile\n  }\n"
      "  const unsigned long long q2 = qtime();\n  const unsigned qcta = blockIdx.y * gridDim.x + blockIdx.x;\n"
      "  if (threadIdx.x == 0 && qcta < 1024) {\n    const unsigned slot = atomicAdd(&g_qcalls[qcta], 1u) % 64;\n"
-     "    g_qtrace[slot][qcta][0] = q0, g_qtrace[slot][qcta][1] = q1, g_qtrace[slot][qcta][2] = q2;\n  }\n"
-     "  exp_flag_done();\n}\n"),
+     "    g_qtrace[slot][qcta][0] = q0, g_qtrace[slot][qcta][1] = q1, g_qtrace[slot][qcta][2] = q2;\n  }\n}\n"),
     ("void quantize(const void* x, DType dtype,",
      "void debug_qtrace_read(unsigned long long* host) { cudaMemcpyFromSymbol(host, g_qtrace, sizeof(g_qtrace)); }\n"
      "void debug_qtrace_clear() {\n  static unsigned long long z[64][1024][3];\n  static unsigned zc[1024];\n"
