@@ -9,9 +9,11 @@
 // graph's boundaries of (next kernel's first start, first wait return) after the previous
 // kernel's last end, for X -> Y and Y -> X. Usage (GPU machine):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/dev/probes/pdl_gap.cu -o /tmp/pg && /tmp/pg
-// With the real quantizer as X (after scripts/device-check.sh built build-device):
+// With the real quantizer as X (after scripts/device-check.sh built build-device; session 32
+// call 6 built only the library: cmake --build B --target mxfp4):
 //   nvcc ... -DWITH_LIB -DMXFP4_WITH_CUDA=1 -Iinclude -Isrc tools/dev/probes/pdl_gap.cu build-device/libmxfp4.a
-//        -lcublas -lcublasLt -o /tmp/pgl && /tmp/pgl --lib
+//        -lcublas -lcublasLt $(sed -n 's/^MXFP4_OPENBLAS_LIB:FILEPATH=//p' build-device/CMakeCache.txt)
+//        -o /tmp/pgl && /tmp/pgl --lib
 #include <cuda_runtime.h>
 #ifdef WITH_LIB  // X may be the library's quantize_fragments (fn 9): link build-device/libmxfp4.a
 #include "cuda/quantize_kernels.cuh"
