@@ -111,16 +111,6 @@ __device__ __forceinline__ uint4 tile_piece_words(const uint32_t (&w)[4], int q)
   }
 }
 
-/// A [M, K] -> bf16 fragments for the splitk and tiled GEMMs (quantize_kernels.cuh,
-/// a_fragment_index) over the padded [m_padded = round_up(M, 8), k_padded] grid, padding -> 0.
-/// A CTA of 8 warps covers one token tile (8 rows, warp w = row 8j + w) and 8 K blocks:
-/// lane l quantizes elements 8 (l % 4) .. +7 of block 8 blockIdx.x + l / 4, so a warp reads
-/// 512 contiguous bytes of its row. The CTA's fragments are up to 16 whole chunks (K16 steps;
-/// fewer in the last CTA of a row when K16 steps % 16 != 0), contiguous in `frags`: they are
-/// assembled in shared memory (swizzle_piece) and stored as one 16-byte piece per thread (4-byte stores
-/// scattered over the chunks cost ~1 us per call at M >= 32, docs/perf-notes.md session 8).
-/// Token tiles run along grid.y (strided when there are more than 65535); every index comes
-/// from the grid, with no division by a runtime value.
 // -DMXFP4_EXP_SYNTH_QUANT=1 (a measurement only, wrong results: docs/perf-notes.md, session 32
 // plan item s): quantize_fragments_kernel keeps its grid, wait and trigger but spins 0.7 us
 // instead of quantizing, so path splitk's GEMM follows a kernel that neither loads nor stores.
@@ -134,6 +124,16 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
   return t;
 }
 
+/// A [M, K] -> bf16 fragments for the splitk and tiled GEMMs (quantize_kernels.cuh,
+/// a_fragment_index) over the padded [m_padded = round_up(M, 8), k_padded] grid, padding -> 0.
+/// A CTA of 8 warps covers one token tile (8 rows, warp w = row 8j + w) and 8 K blocks:
+/// lane l quantizes elements 8 (l % 4) .. +7 of block 8 blockIdx.x + l / 4, so a warp reads
+/// 512 contiguous bytes of its row. The CTA's fragments are up to 16 whole chunks (K16 steps;
+/// fewer in the last CTA of a row when K16 steps % 16 != 0), contiguous in `frags`: they are
+/// assembled in shared memory (swizzle_piece) and stored as one 16-byte piece per thread (4-byte stores
+/// scattered over the chunks cost ~1 us per call at M >= 32, docs/perf-notes.md session 8).
+/// Token tiles run along grid.y (strided when there are more than 65535); every index comes
+/// from the grid, with no division by a runtime value.
 template <FragOrder O>
 __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint16_t* __restrict__ A, int64_t M,
                                                                       int64_t K, int64_t lda, int64_t m_padded,
