@@ -12,8 +12,9 @@
 #include "mxfp4/format.hpp"
 #include "mxfp4/mxfp4.hpp"
 
-// -DMXFP4_EXP_LITE_DECODE=1 (session 33, a variant under measurement): the weight decode, the
-// fused-scale test and the fused factors with fewer ALU-pipe operations.
+// -DMXFP4_EXP_LITE_DECODE (session 33, a variant under measurement): the fused-scale test and
+// the fused factors with fewer ALU-pipe operations (1 and 2), and (1 only) the weight decode of
+// the mma.sync K loops (small-M kernel at N8 <= 2, gemv) with two of its rotations on the FMA pipe.
 #ifndef MXFP4_EXP_LITE_DECODE
 #define MXFP4_EXP_LITE_DECODE 0
 #endif
@@ -192,14 +193,13 @@ __device__ __forceinline__ void chunk_scale_factors(uint32_t sc, uint32_t (&f)[2
     for (int half = 0; half < 2; ++half) f[blk][half] = chunk_scale_factor<FUSED>(chunk_scale_byte(sc, blk, half));
 }
 
-#if MXFP4_EXP_LITE_DECODE
-/// packed::decode_word_scaled_down with its rotations on the FMA pipe: rotr(w, n) is the OR
-/// of the two halves of the 64-bit product w * 2^(32-n) (mul.wide.u32: IMAD.WIDE.U32), and
-/// one LOP3 ORs and masks them. 6 ALU operations and 4 IMAD.WIDE per word, where the funnel
-/// shifts take 9 ALU operations: the small-M K loop is bound by the ALU pipe (16 lanes per
-/// clock per SM sub-partition; docs/perf-notes.md, session 33). Inline PTX, so that the
-/// compiler cannot turn the products back into shifts.
-__device__ __forceinline__ void decode_word_scaled_down_fma(uint32_t w, uint32_t (&r)[4]) {
+/// packed::decode_word_scaled_down with the rotations of registers 1 and 2 on the FMA pipe:
+/// rotr(w, n) is the OR of the two halves of the 64-bit product w * 2^(32-n) (mul.wide.u32:
+/// IMAD.WIDE.U32), and one LOP3 ORs and masks them. 7 ALU operations and 2 IMAD.WIDE per word
+/// where the funnel shifts take 9 ALU operations (register 3's two rotations stay funnel shifts:
+/// all four on IMAD.WIDE measured slower, session 33). Inline PTX, so that the compiler cannot
+/// turn the products back into shifts.
+__device__ __forceinline__ void decode_word_scaled_down_wide(uint32_t w, uint32_t (&r)[4]) {
   constexpr uint32_t kBits = 0x81C081C0u, kRot6 = 0x81808180u, kRot14 = 0x00400040u;
   auto rot = [](uint32_t x, uint32_t two_pow) {
     uint64_t p;
@@ -209,25 +209,23 @@ __device__ __forceinline__ void decode_word_scaled_down_fma(uint32_t w, uint32_t
   r[0] = w & kBits;
   r[1] = rot(w, 1u << 28) & kBits;  // rotr 4
   r[2] = rot(w, 1u << 22) & kBits;  // rotr 10
-#if MXFP4_EXP_LITE_DECODE == 2  // register 3 by funnel shifts (ALU), as packed::decode_word_scaled_down
   r[3] = (__funnelshift_r(w, w, 6) & kRot6) | (__funnelshift_r(w, w, 14) & kRot14);
-#else
-  r[3] = (rot(w, 1u << 26) & kRot6) | (rot(w, 1u << 18) & kRot14);  // rotr 6, rotr 14
-#endif
 }
-#endif
 
 /// Decodes one lane's code word for K16 step `step` (0..3 of a chunk) into the m16n8k16 A
 /// fragment e2m1 * 2^s (exact: representable in bf16 unless |value| >= 2^128), with the
 /// chunk's factors f[blk][half]; outside the fused case the scaled-down decode is first
 /// multiplied by 2^126.
+/// kWide: the rotations of decode_word_scaled_down_wide (for the throughput-bound mma.sync
+/// loops; -DMXFP4_EXP_LITE_DECODE=1 only).
+template <bool kWide = false>
 __device__ __forceinline__ void decode_weight_fragment(uint32_t word, const uint32_t (&f)[2][2], bool fused, int step,
                                                        uint32_t (&a)[4]) {
-#if MXFP4_EXP_LITE_DECODE
-  decode_word_scaled_down_fma(word, a);  // the codes times 2^-126
-#else
-  packed::decode_word_scaled_down(word, a);  // the codes times 2^-126
-#endif
+  if constexpr (kWide && MXFP4_EXP_LITE_DECODE == 1) {
+    decode_word_scaled_down_wide(word, a);  // the codes times 2^-126
+  } else {
+    packed::decode_word_scaled_down(word, a);  // the codes times 2^-126
+  }
   const int blk = step >> 1;  // K16 steps 0,1 -> block 0; 2,3 -> block 1
   if (!fused) {
     const uint32_t up = pow2_bf16x2(126);
