@@ -101,6 +101,30 @@ MXFP4_HD void decode_word_scaled_down(uint32_t w, uint32_t (&r)[4]) {
   r[3] = (rotr32(w, 6) & kRot6) | (rotr32(w, 14) & kRot14);
 }
 
+/// True when each of the four E8M0 bytes of `sc` (a lane's chunk scale word, docs/packed-layout.md
+/// "Scale region") is <= 128, the case where one bf16 multiply by fused_scale_factor turns
+/// decode_word_scaled_down's values into e2m1 * 2^(b - 127). A byte b exceeds 128 iff its bit 7
+/// and one of its low 7 bits are set; adding 0x7F to the low 7 bits sets bit 7 iff one of them
+/// is, and no carry leaves the byte: three ALU operations on the GPU, where __vcmpleu4 took about
+/// eight (the small-M K loop is bound by the ALU pipe: docs/perf-notes.md, session 33).
+MXFP4_HD bool scale_bytes_fuse(uint32_t sc) {
+  return (((sc & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) & sc & 0x80808080u) == 0u;
+}
+
+/// The bf16x2 pair {2^(b - 1), 2^(b - 1)} for byte i (0..3) of `sc`, b <= 128: bf16 bits
+/// (b + 126) << 7 in each half, computed as b * 0x00800080 + 0x3F003F00 (no carry into the upper
+/// half for b <= 128). The product of decode_word_scaled_down's e2m1 * 2^-126 with it is e2m1 *
+/// 2^(b - 127), exactly. On the GPU one PRMT picks the byte and one IMAD, which runs on the FMA
+/// pipe beside the ALU, makes both halves.
+MXFP4_HD uint32_t fused_scale_factor(uint32_t sc, int i) {
+#if defined(__CUDA_ARCH__)
+  const uint32_t b = __byte_perm(sc, 0u, 0x4440u + unsigned(i));
+#else
+  const uint32_t b = (sc >> (8 * i)) & 0xFFu;
+#endif
+  return b * 0x00800080u + 0x3F003F00u;
+}
+
 /// The 32-bit code word at `p` (little-endian bytes, any alignment).
 MXFP4_HD uint32_t load_word(const uint8_t* p) {
   return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);

@@ -12,13 +12,6 @@
 #include "mxfp4/format.hpp"
 #include "mxfp4/mxfp4.hpp"
 
-// -DMXFP4_EXP_LITE_DECODE (session 33, a variant under measurement): the fused-scale test and
-// the fused factors with fewer ALU-pipe operations (1 and 2), and (1 only) the weight decode of
-// the mma.sync K loops (small-M kernel at N8 <= 2, gemv) with two of its rotations on the FMA pipe.
-#ifndef MXFP4_EXP_LITE_DECODE
-#define MXFP4_EXP_LITE_DECODE 0
-#endif
-
 namespace mxfp4::cuda {
 
 /// Throws CudaError naming `what` when `err` is not cudaSuccess.
@@ -127,15 +120,7 @@ struct ChunkScales {
 /// True when every scale byte of the warp's chunk words `sc` is <= 128 (sb <= 1, all real
 /// weights): ChunkScales' `fused` case. Warp-collective.
 __device__ __forceinline__ bool chunk_scales_fuse(uint32_t sc) {
-#if MXFP4_EXP_LITE_DECODE
-  // A byte b exceeds 128 iff its bit 7 and one of its low 7 bits are set; adding 0x7F to the
-  // low 7 bits sets bit 7 iff one of them is (no carry leaves the byte): 3 ALU operations
-  // where __vcmpleu4 takes ~8.
-  const uint32_t over = ((sc & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) & sc & 0x80808080u;
-  return __all_sync(0xFFFFFFFFu, over == 0u);
-#else
-  return __all_sync(0xFFFFFFFFu, __vcmpleu4(sc, 0x80808080u) == 0xFFFFFFFFu);
-#endif
+  return __all_sync(0xFFFFFFFFu, packed::scale_bytes_fuse(sc));
 }
 
 /// The bf16x2 factor of scale byte b: 2^(b - 127 + 126) in the fused case (b <= 128), else
@@ -174,58 +159,31 @@ __device__ __forceinline__ ChunkScales chunk_scales(uint32_t sc) {
 /// compile time, no per-factor branches): f[blk][half] as in ChunkScales.
 template <bool FUSED>
 __device__ __forceinline__ void chunk_scale_factors(uint32_t sc, uint32_t (&f)[2][2]) {
-#if MXFP4_EXP_LITE_DECODE
   if constexpr (FUSED) {
-    // chunk_scale_factor<true> with the byte picked by one PRMT and both halves made by one
-    // IMAD (FMA pipe): (b + 126) << 7 in each half is b * 0x00800080 + 0x3F003F00, exact for
-    // b <= 128 (the fused case: no carry into the upper half).
+    // chunk_scale_factor<true> in two operations, one of them on the FMA pipe
+    // (packed::fused_scale_factor). Session 33: with chunk_scales_fuse's 3-operation test, 0.1-0.4
+    // us off the mma.sync and gemv shapes of the workload (docs/perf-notes.md).
 #pragma unroll
     for (int blk = 0; blk < 2; ++blk)
 #pragma unroll
-      for (int half = 0; half < 2; ++half)
-        f[blk][half] = __byte_perm(sc, 0u, 0x4440u + unsigned(2 * half + blk)) * 0x00800080u + 0x3F003F00u;
+      for (int half = 0; half < 2; ++half) f[blk][half] = packed::fused_scale_factor(sc, 2 * half + blk);
     return;
   }
-#endif
 #pragma unroll
   for (int blk = 0; blk < 2; ++blk)
 #pragma unroll
     for (int half = 0; half < 2; ++half) f[blk][half] = chunk_scale_factor<FUSED>(chunk_scale_byte(sc, blk, half));
 }
 
-/// packed::decode_word_scaled_down with the rotations of registers 1 and 2 on the FMA pipe:
-/// rotr(w, n) is the OR of the two halves of the 64-bit product w * 2^(32-n) (mul.wide.u32:
-/// IMAD.WIDE.U32), and one LOP3 ORs and masks them. 7 ALU operations and 2 IMAD.WIDE per word
-/// where the funnel shifts take 9 ALU operations (register 3's two rotations stay funnel shifts:
-/// all four on IMAD.WIDE measured slower, session 33). Inline PTX, so that the compiler cannot
-/// turn the products back into shifts.
-__device__ __forceinline__ void decode_word_scaled_down_wide(uint32_t w, uint32_t (&r)[4]) {
-  constexpr uint32_t kBits = 0x81C081C0u, kRot6 = 0x81808180u, kRot14 = 0x00400040u;
-  auto rot = [](uint32_t x, uint32_t two_pow) {
-    uint64_t p;
-    asm("mul.wide.u32 %0, %1, %2;" : "=l"(p) : "r"(x), "r"(two_pow));
-    return uint32_t(p >> 32) | uint32_t(p);
-  };
-  r[0] = w & kBits;
-  r[1] = rot(w, 1u << 28) & kBits;  // rotr 4
-  r[2] = rot(w, 1u << 22) & kBits;  // rotr 10
-  r[3] = (__funnelshift_r(w, w, 6) & kRot6) | (__funnelshift_r(w, w, 14) & kRot14);
-}
-
 /// Decodes one lane's code word for K16 step `step` (0..3 of a chunk) into the m16n8k16 A
 /// fragment e2m1 * 2^s (exact: representable in bf16 unless |value| >= 2^128), with the
 /// chunk's factors f[blk][half]; outside the fused case the scaled-down decode is first
 /// multiplied by 2^126.
-/// kWide: the rotations of decode_word_scaled_down_wide (for the throughput-bound mma.sync
-/// loops; -DMXFP4_EXP_LITE_DECODE=1 only).
-template <bool kWide = false>
+/// (Its rotations as mul.wide.u32 products, IMAD.WIDE on the FMA pipe, measured slower in
+/// session 33: an IMAD.WIDE takes 4 clocks per warp instruction, a funnel shift 2.)
 __device__ __forceinline__ void decode_weight_fragment(uint32_t word, const uint32_t (&f)[2][2], bool fused, int step,
                                                        uint32_t (&a)[4]) {
-  if constexpr (kWide && MXFP4_EXP_LITE_DECODE == 1) {
-    decode_word_scaled_down_wide(word, a);  // the codes times 2^-126
-  } else {
-    packed::decode_word_scaled_down(word, a);  // the codes times 2^-126
-  }
+  packed::decode_word_scaled_down(word, a);  // the codes times 2^-126
   const int blk = step >> 1;  // K16 steps 0,1 -> block 0; 2,3 -> block 1
   if (!fused) {
     const uint32_t up = pow2_bf16x2(126);

@@ -385,7 +385,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
 #pragma unroll
           for (int step = 0; step < 4; ++step) {
             uint32_t a[4];
-            decode_weight_fragment<true>(words[step], f, kFused, step, a);
+            decode_weight_fragment(words[step], f, kFused, step, a);
 #pragma unroll
             for (int j = 0; j < N8; ++j) {  // tiles past M hold don't-care values: never stored
               const uint2 b = *reinterpret_cast<const uint2*>(a_lane + (j * ks_pitch + 4 * c + step) * 64);

@@ -132,7 +132,7 @@ __device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const ui
 #pragma unroll
   for (int step = 0; step < 4; ++step) {
     uint32_t a[4];
-    decode_weight_fragment<true>(words[step], f, FUSED, step, a);
+    decode_weight_fragment(words[step], f, FUSED, step, a);
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
       const uint4& b = step < 2 ? b0[j] : b1[j];

@@ -111,6 +111,46 @@ TEST(PackedLayout, DecoderMatchesDocBitTable) {
   }
 }
 
+// The K loops' scale-case test and fused factors (packed::scale_bytes_fuse, fused_scale_factor,
+// bit tricks also compiled into the GPU K loops) against their definitions: every byte value at
+// every position next to random neighbours (the test is per byte, so a carry between bytes
+// would show), and every pair of bytes in positions 1 and 2; each fused factor times every
+// decoded code is e2m1 * 2^(b - 127), exactly.
+TEST(PackedLayout, FusedScaleTestAndFactorsMatchTheirDefinitions) {
+  Rng rng(91);
+  auto check = [](uint32_t sc) {
+    bool all = true;
+    for (int i = 0; i < 4; ++i) all = all && ((sc >> (8 * i)) & 0xFFu) <= 128u;
+    ASSERT_EQ(packed::scale_bytes_fuse(sc), all) << std::hex << sc;
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t b = (sc >> (8 * i)) & 0xFFu;
+      if (b > 128u) continue;
+      const uint32_t h = (b + 126u) << 7;
+      ASSERT_EQ(packed::fused_scale_factor(sc, i), h | (h << 16)) << std::hex << sc << " byte " << i;
+    }
+  };
+  for (int i = 0; i < 4; ++i)
+    for (uint32_t b = 0; b < 256; ++b)
+      for (int trial = 0; trial < 8; ++trial) {
+        const uint32_t other = trial == 0 ? 0u : trial == 1 ? 0x80808080u : uint32_t(rng.next_u64());
+        check((other & ~(0xFFu << (8 * i))) | (b << (8 * i)));
+      }
+  for (uint32_t pair = 0; pair < 65536; ++pair) check((pair << 8) | 0x7F00007Fu);
+  for (uint32_t b = 0; b <= 128; ++b) {
+    const uint32_t f = packed::fused_scale_factor(b << 16, 2);
+    for (uint32_t code = 0; code < 16; ++code) {
+      uint32_t w = 0;
+      for (int j = 0; j < 4; ++j) w |= ((code >> j) & 1u) << kDocBit[0][0][j];  // register 0, low half
+      uint32_t r[4];
+      packed::decode_word_scaled_down(w, r);
+      const float got = fmt::bf16_to_f32(uint16_t(r[0])) * fmt::bf16_to_f32(uint16_t(f));
+      const float want = fmt::e2m1_to_f32(uint8_t(code)) * fmt::exp2i(int(b) - 127);
+      ASSERT_EQ(fmt::f32_bits(got), fmt::f32_bits(want)) << "scale byte " << b << " code " << code;
+      ASSERT_EQ(f >> 16, f & 0xFFFFu);
+    }
+  }
+}
+
 TEST(PackedLayout, MatchesDocTablesWithZeroPadding) {
   for (auto [N, K] : kShapes) {
     const HostMx b = random_mx(N, K, uint64_t(N * 1000 + K));
