@@ -59,6 +59,11 @@
 #ifndef MXFP4_EXP_WAIT_AT_ENTRY
 #define MXFP4_EXP_WAIT_AT_ENTRY 0
 #endif
+// -DMXFP4_EXP_INT_STAGE=1 (session 33, a variant under measurement): a stage's chunk count in
+// 32-bit arithmetic (the K loop re-derives it every stage).
+#ifndef MXFP4_EXP_INT_STAGE
+#define MXFP4_EXP_INT_STAGE 0
+#endif
 
 namespace cg = cooperative_groups;
 
@@ -113,10 +118,15 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // (docs/perf-notes.md, session 6). Path "splitk"'s fragments (one bulk copy per token tile)
   // stay on the TMA engine: thread 0's arrival adds their bytes to the transaction count.
   // The slot's mbarrier expects kThreads + 1 arrivals per phase.
+#if MXFP4_EXP_INT_STAGE
+  const int rank_chunks = int(kc1 - kc0);  // as nstages, an int
+  auto stage_chunks = [&](int s) { return min(rank_chunks - s * kG, kG); };
+#else
   auto stage_chunks = [&](int s) {
     const int64_t left = kc1 - kc0 - int64_t(s) * kG;
     return left < kG ? int(left) : kG;
   };
+#endif
   // Codes: 128 pieces of 16 bytes per slab and full stage, thread t taking pieces t + nt j
   // (slab p / 128, chunk p % 128 / 32); scales: 8 pieces per slab, threads 0 .. 8 * SLABS - 1.
   // The copies are spread over `nt` threads (kThreads; in the prologue path "fused"'s issuing
