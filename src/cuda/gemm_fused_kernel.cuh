@@ -64,6 +64,13 @@
 #ifndef MXFP4_EXP_INT_STAGE
 #define MXFP4_EXP_INT_STAGE 0
 #endif
+// -DMXFP4_EXP_PREDECODE=1 (session 33, a variant under measurement): path splitk's mma.sync
+// kernels (N8 <= 2) with the waiter prologue decode their first stage's chunks (up to 2 per
+// warp) into registers as soon as that stage's weights have landed (an mbarrier of their own),
+// before A's fragments arrive: the ALU pipe, which bounds the K loop, is idle then.
+#ifndef MXFP4_EXP_PREDECODE
+#define MXFP4_EXP_PREDECODE 0
+#endif
 
 namespace cg = cooperative_groups;
 
@@ -85,6 +92,8 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   uint32_t* astage = abuf + R::abuf_bytes(p.a_chunks) / 4;                    // path "fused", staged A
   uint64_t* abar = full + kMaxStages;                                          // astage landed
   uint64_t* recv_bar = full + kMaxStages + 1;                                  // push: every row I own landed
+  uint64_t* wbar = full + kMaxStages + 2;  // -DMXFP4_EXP_PREDECODE: stage 0's weights landed
+  static_assert((kMaxStages + 3) * 8 <= R::kHeader, "the mbarriers overlap the ring");
   float* red = reinterpret_cast<float*>(ring);                                // after the K loop
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -133,7 +142,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // half, or path "splitk"'s warps 1.. when warp 0 waits), t = 0 .. nt-1 being the caller's
   // index among them.
   // Stage s goes into ring slot `slot` (s % p.stages: the caller knows it).
-  auto issue_weights = [&](int s, int slot, int t, auto nt_c) {
+  auto issue_weight_copies = [&](int s, int slot, int t, auto nt_c) {
     constexpr int nt = decltype(nt_c)::value, kPieces = SLABS * kG * 32;
     constexpr int kCodePieces = (kPieces + nt - 1) / nt;  // (4 / KW) * kThreads / nt when nt divides
     const int chunks = stage_chunks(s);
@@ -155,6 +164,9 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
         cp_async16(dst + R::kCodes + i * kG * 32 + o * 16,
                    p.packed + p.geo.code_bytes + ((slab0 + i) * kc_total + kc) * 32 + o * 16);
     }
+  };
+  auto issue_weights = [&](int s, int slot, int t, auto nt_c) {
+    issue_weight_copies(s, slot, t, nt_c);
     cp_async_mbarrier_arrive_noinc(&full[slot]);
   };
   // Thread 0: the slot's transaction arrival, with path "splitk"'s fragment copies.
@@ -224,6 +236,11 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   };
 
   const int prologue = min(nstages, p.stages);
+  // -DMXFP4_EXP_PREDECODE: CTA-uniform (the waiter prologue of path splitk's mma.sync kernels).
+  constexpr bool kPreKernel = MXFP4_EXP_PREDECODE && PREQUANT && N8 <= 2;
+  const bool pre = kPreKernel && prologue >= 2;
+  constexpr int kPre = kG / KW < 2 ? kG / KW : 2;  // chunks decoded ahead per warp
+  uint32_t apre[kPre][4][4];  // [chunk][K16 step][register]
   // Path "fused": the lower half of the warps issues the prologue's weight copies (and stalls in
   // that burst, 1.3-1.8 us, docs/perf-notes.md session 6) while the upper half stages and
   // quantizes A's first batch; the quantizers arrive on the ring's mbarriers without copies.
@@ -232,6 +249,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], kThreads + 1);
     mbarrier_init(abar, kHalf);
+    if (pre) mbarrier_init(wbar, kThreads - 32);  // warps 1.., after their stage-0 copies
     if (push) {  // one phase: the other ranks' rows that I own, 16 bytes per quad
       mbarrier_init(recv_bar, 1);
       mbarrier_arrive_expect_tx(recv_bar, uint32_t((p.split - 1) * own_rows * 16 * SLABS * 4));
@@ -253,6 +271,33 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // 16x2112x7168 10.13 -> 9.30 us, 8x2112x7168 9.71 -> 9.16, 64x3072x1536 7.94 -> 7.75; with
   // one stage it gained nothing and lost up to 0.09: docs/perf-notes.md).
   const bool wait_warp = PREQUANT && prologue >= 2;
+  // -DMXFP4_EXP_PREDECODE: a warp's first kPre chunks of stage 0 (slot 0), decoded into apre
+  // once wbar says their weights have landed (the K loop's stage 0 then only multiplies them).
+  auto predecode = [&]() {
+    if constexpr (kPreKernel) {
+      mbarrier_wait(wbar, 0u);
+      if (ls < active_slabs) {
+        const int chunks0 = stage_chunks(0);
+#pragma unroll
+        for (int cc = 0; cc < kPre; ++cc) {
+          const int c = cc * KW + kw;
+          if (c >= chunks0) break;
+          const uint4 wc = *reinterpret_cast<const uint4*>(ring + ls * kG * 512 + lane * 16 + c * 512);
+          const uint32_t sc = *reinterpret_cast<const uint32_t*>(ring + R::kCodes + ls * kG * 32 + 4 * (lane / 4) + c * 32);
+          const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
+          const bool fused = chunk_scales_fuse(sc);
+          uint32_t f[2][2];
+          if (fused) {
+            chunk_scale_factors<true>(sc, f);
+          } else {
+            chunk_scale_factors<false>(sc, f);
+          }
+#pragma unroll
+          for (int step = 0; step < 4; ++step) decode_weight_fragment(words[step], f, fused, step, apre[cc][step]);
+        }
+      }
+    }
+  };
   if constexpr (PREQUANT) {
     // Every prologue stage before the wait (by all warps, or by warps 1.. when warp 0 waits):
     // issuing only the first (or none) before it did not shorten the quantizer's part of a
@@ -268,9 +313,18 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       if (threadIdx.x == 0)
         for (int s = 0; s < prologue; ++s) issue_frags(s, s);
       for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);  // its arrivals, without copies
+      if (pre) predecode();
     } else {
-      for (int s = 0; s < prologue; ++s)
-        issue_weights(s, s, int(threadIdx.x) - 32, std::integral_constant<int, kThreads - 32>{});
+      for (int s = 0; s < prologue; ++s) {
+        if (pre && s == 0) {  // stage 0's weights counted on wbar, so that they can be decoded early
+          issue_weight_copies(0, 0, int(threadIdx.x) - 32, std::integral_constant<int, kThreads - 32>{});
+          cp_async_mbarrier_arrive_noinc(wbar);
+          mbarrier_arrive(&full[0]);
+        } else {
+          issue_weights(s, s, int(threadIdx.x) - 32, std::integral_constant<int, kThreads - 32>{});
+        }
+      }
+      if (pre) predecode();
       grid_dependency_wait();
     }
     // The next call's first kernel (quantize_fragments, itself waiting for this grid before it
@@ -384,6 +438,16 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       for (int cc = 0; cc < kG / KW; ++cc) {
         const int c = cc * KW + kw;
         if (c >= chunks) break;
+        if (kPreKernel && cc < kPre && pre && s == 0) {  // decoded in the prologue (predecode)
+#pragma unroll
+          for (int step = 0; step < 4; ++step)
+#pragma unroll
+            for (int j = 0; j < N8; ++j) {
+              const uint2 b = *reinterpret_cast<const uint2*>(a_lane + (j * ks_pitch + 4 * c + step) * 64);
+              mma_bf16_16816(acc[step % kChains][j], apre[cc < kPre ? cc : 0][step], b.x, b.y);
+            }
+          continue;
+        }
         const uint4 wc = *reinterpret_cast<const uint4*>(codes + c * 512);
         const uint32_t sc = *reinterpret_cast<const uint32_t*>(scales + c * 32);
         const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
