@@ -59,18 +59,6 @@
 #ifndef MXFP4_EXP_WAIT_AT_ENTRY
 #define MXFP4_EXP_WAIT_AT_ENTRY 0
 #endif
-// -DMXFP4_EXP_INT_STAGE=1 (session 33, a variant under measurement): a stage's chunk count in
-// 32-bit arithmetic (the K loop re-derives it every stage).
-#ifndef MXFP4_EXP_INT_STAGE
-#define MXFP4_EXP_INT_STAGE 0
-#endif
-// -DMXFP4_EXP_PREDECODE=1 (session 33, a variant under measurement): path splitk's mma.sync
-// kernels (N8 <= 2) with the waiter prologue decode their first stage's chunks (up to 2 per
-// warp) into registers as soon as that stage's weights have landed (an mbarrier of their own),
-// before A's fragments arrive: the ALU pipe, which bounds the K loop, is idle then.
-#ifndef MXFP4_EXP_PREDECODE
-#define MXFP4_EXP_PREDECODE 0
-#endif
 
 namespace cg = cooperative_groups;
 
@@ -92,8 +80,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   uint32_t* astage = abuf + R::abuf_bytes(p.a_chunks) / 4;                    // path "fused", staged A
   uint64_t* abar = full + kMaxStages;                                          // astage landed
   uint64_t* recv_bar = full + kMaxStages + 1;                                  // push: every row I own landed
-  uint64_t* wbar = full + kMaxStages + 2;  // -DMXFP4_EXP_PREDECODE: stage 0's weights landed
-  static_assert((kMaxStages + 3) * 8 <= R::kHeader, "the mbarriers overlap the ring");
   float* red = reinterpret_cast<float*>(ring);                                // after the K loop
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -127,15 +113,10 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // (docs/perf-notes.md, session 6). Path "splitk"'s fragments (one bulk copy per token tile)
   // stay on the TMA engine: thread 0's arrival adds their bytes to the transaction count.
   // The slot's mbarrier expects kThreads + 1 arrivals per phase.
-#if MXFP4_EXP_INT_STAGE
-  const int rank_chunks = int(kc1 - kc0);  // as nstages, an int
-  auto stage_chunks = [&](int s) { return min(rank_chunks - s * kG, kG); };
-#else
   auto stage_chunks = [&](int s) {
     const int64_t left = kc1 - kc0 - int64_t(s) * kG;
     return left < kG ? int(left) : kG;
   };
-#endif
   // Codes: 128 pieces of 16 bytes per slab and full stage, thread t taking pieces t + nt j
   // (slab p / 128, chunk p % 128 / 32); scales: 8 pieces per slab, threads 0 .. 8 * SLABS - 1.
   // The copies are spread over `nt` threads (kThreads; in the prologue path "fused"'s issuing
@@ -236,11 +217,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   };
 
   const int prologue = min(nstages, p.stages);
-  // -DMXFP4_EXP_PREDECODE: CTA-uniform (the waiter prologue of path splitk's mma.sync kernels).
-  constexpr bool kPreKernel = MXFP4_EXP_PREDECODE && PREQUANT && N8 <= 2;
-  const bool pre = kPreKernel && prologue >= 2;
-  constexpr int kPre = kG / KW < 2 ? kG / KW : 2;  // chunks decoded ahead per warp
-  uint32_t apre[kPre][4][4];  // [chunk][K16 step][register]
   // Path "fused": the lower half of the warps issues the prologue's weight copies (and stalls in
   // that burst, 1.3-1.8 us, docs/perf-notes.md session 6) while the upper half stages and
   // quantizes A's first batch; the quantizers arrive on the ring's mbarriers without copies.
@@ -249,7 +225,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   if (threadIdx.x == 0) {
     for (int s = 0; s < p.stages; ++s) mbarrier_init(&full[s], kThreads + 1);
     mbarrier_init(abar, kHalf);
-    if (pre) mbarrier_init(wbar, kThreads - 32);  // warps 1.., after their stage-0 copies
     if (push) {  // one phase: the other ranks' rows that I own, 16 bytes per quad
       mbarrier_init(recv_bar, 1);
       mbarrier_arrive_expect_tx(recv_bar, uint32_t((p.split - 1) * own_rows * 16 * SLABS * 4));
@@ -271,33 +246,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // 16x2112x7168 10.13 -> 9.30 us, 8x2112x7168 9.71 -> 9.16, 64x3072x1536 7.94 -> 7.75; with
   // one stage it gained nothing and lost up to 0.09: docs/perf-notes.md).
   const bool wait_warp = PREQUANT && prologue >= 2;
-  // -DMXFP4_EXP_PREDECODE: a warp's first kPre chunks of stage 0 (slot 0), decoded into apre
-  // once wbar says their weights have landed (the K loop's stage 0 then only multiplies them).
-  auto predecode = [&]() {
-    if constexpr (kPreKernel) {
-      mbarrier_wait(wbar, 0u);
-      if (ls < active_slabs) {
-        const int chunks0 = stage_chunks(0);
-#pragma unroll
-        for (int cc = 0; cc < kPre; ++cc) {
-          const int c = cc * KW + kw;
-          if (c >= chunks0) break;
-          const uint4 wc = *reinterpret_cast<const uint4*>(ring + ls * kG * 512 + lane * 16 + c * 512);
-          const uint32_t sc = *reinterpret_cast<const uint32_t*>(ring + R::kCodes + ls * kG * 32 + 4 * (lane / 4) + c * 32);
-          const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
-          const bool fused = chunk_scales_fuse(sc);
-          uint32_t f[2][2];
-          if (fused) {
-            chunk_scale_factors<true>(sc, f);
-          } else {
-            chunk_scale_factors<false>(sc, f);
-          }
-#pragma unroll
-          for (int step = 0; step < 4; ++step) decode_weight_fragment(words[step], f, fused, step, apre[cc][step]);
-        }
-      }
-    }
-  };
   if constexpr (PREQUANT) {
     // Every prologue stage before the wait (by all warps, or by warps 1.. when warp 0 waits):
     // issuing only the first (or none) before it did not shorten the quantizer's part of a
@@ -313,18 +261,9 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       if (threadIdx.x == 0)
         for (int s = 0; s < prologue; ++s) issue_frags(s, s);
       for (int s = 0; s < prologue; ++s) mbarrier_arrive(&full[s]);  // its arrivals, without copies
-      if (pre) predecode();
     } else {
-      for (int s = 0; s < prologue; ++s) {
-        if (pre && s == 0) {  // stage 0's weights counted on wbar, so that they can be decoded early
-          issue_weight_copies(0, 0, int(threadIdx.x) - 32, std::integral_constant<int, kThreads - 32>{});
-          cp_async_mbarrier_arrive_noinc(wbar);
-          mbarrier_arrive(&full[0]);
-        } else {
-          issue_weights(s, s, int(threadIdx.x) - 32, std::integral_constant<int, kThreads - 32>{});
-        }
-      }
-      if (pre) predecode();
+      for (int s = 0; s < prologue; ++s)
+        issue_weights(s, s, int(threadIdx.x) - 32, std::integral_constant<int, kThreads - 32>{});
       grid_dependency_wait();
     }
     // The next call's first kernel (quantize_fragments, itself waiting for this grid before it
@@ -438,16 +377,6 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
       for (int cc = 0; cc < kG / KW; ++cc) {
         const int c = cc * KW + kw;
         if (c >= chunks) break;
-        if (kPreKernel && cc < kPre && pre && s == 0) {  // decoded in the prologue (predecode)
-#pragma unroll
-          for (int step = 0; step < 4; ++step)
-#pragma unroll
-            for (int j = 0; j < N8; ++j) {
-              const uint2 b = *reinterpret_cast<const uint2*>(a_lane + (j * ks_pitch + 4 * c + step) * 64);
-              mma_bf16_16816(acc[step % kChains][j], apre[cc < kPre ? cc : 0][step], b.x, b.y);
-            }
-          continue;
-        }
         const uint4 wc = *reinterpret_cast<const uint4*>(codes + c * 512);
         const uint32_t sc = *reinterpret_cast<const uint32_t*>(scales + c * 32);
         const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};

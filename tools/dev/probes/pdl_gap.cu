@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace {
@@ -48,6 +49,9 @@ struct Kind {
   // fn: 0 the first kernel function, 1 a second one (same code), 2 the second with 1 KiB more
   // parameters: do X and Y differ in the real code by being two functions?
   int fn = 0;
+  // fn 3, 4, 5 (session 34): the second function with a never-taken path (heavy_path) that gives
+  // it the real splitk GEMM's register count and code size (~80-110 registers, ~45 KB of SASS):
+  // 3 both, 4 the code only, 5 the registers only. The kernels' register counts are printed.
   // mimic: like quantize_fragments' body: each thread reads 16 bytes (ld.global.nc) of a 1 MiB
   // window, passes them through 4 KiB of static shared memory between two barriers and stores
   // 16 bytes (store_words counts 16-byte pieces then).
@@ -88,12 +92,31 @@ struct Padded<0> {
   Args a;
 };
 
-template <int Tag, int Pad>
-__global__ void node_kernel(Padded<Pad> ap) {
+/// Never run (node < 0), not removable: Regs live words through Reps unrolled rounds of
+/// arithmetic, for a kernel with many registers (Regs) and much code (Regs * Reps).
+template <int Regs, int Reps>
+__device__ __forceinline__ void heavy_path(const Args& a) {
+  unsigned r[Regs];
+#pragma unroll
+  for (int i = 0; i < Regs; ++i) r[i] = a.buf[i * 37 + threadIdx.x];
+#pragma unroll
+  for (int j = 0; j < Reps; ++j)
+#pragma unroll
+    for (int i = 0; i < Regs; ++i)
+      r[i] = __funnelshift_l(r[i], r[(i + j + 1) % Regs], unsigned(i + j)) ^ (r[(i * 7 + j) % Regs] * 0x9E3779B1u + unsigned(j));
+#pragma unroll
+  for (int i = 0; i < Regs; ++i) a.buf[i * 37 + threadIdx.x + 4096] = r[i];
+}
+
+template <int Tag, int Pad, int Regs = 0, int Reps = 0>
+__global__ void __launch_bounds__(256, 2) node_kernel(Padded<Pad> ap) {
   const Args& a = ap.a;
   const Kind& k = a.k;
   extern __shared__ __align__(16) char smem[];
   const unsigned long long t0 = gtime();
+  if constexpr (Regs > 0) {
+    if (a.node < 0) heavy_path<Regs, Reps>(a);
+  }
   if (k.trigger == 2) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   if (k.load_bytes > 0 && k.load_before) issue_loads(a, smem);
   if (k.load_before == 2) asm volatile("cp.async.wait_all;" ::: "memory");
@@ -167,6 +190,9 @@ void launch(const Kind& k, Args a, cudaStream_t s) {
   a.k = k;
   if (k.fn == 0) cudaLaunchKernelEx(&cfg, node_kernel<0, 0>, Padded<0>{a});
   if (k.fn == 1) cudaLaunchKernelEx(&cfg, node_kernel<1, 0>, Padded<0>{a});
+  if (k.fn == 3) cudaLaunchKernelEx(&cfg, node_kernel<1, 0, 64, 16>, Padded<0>{a});
+  if (k.fn == 4) cudaLaunchKernelEx(&cfg, node_kernel<1, 0, 16, 64>, Padded<0>{a});
+  if (k.fn == 5) cudaLaunchKernelEx(&cfg, node_kernel<1, 0, 64, 1>, Padded<0>{a});
   if (k.fn == 2) {
     Padded<1024> ap{};
     ap.a = a;
@@ -247,6 +273,18 @@ int main(int argc, char** argv) {
   cudaFuncSetAttribute(node_kernel<0, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
   cudaFuncSetAttribute(node_kernel<1, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
   cudaFuncSetAttribute(node_kernel<1, 1024>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
+  {
+    auto heavy = [](const char* name, auto fn) {
+      cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
+      cudaFuncAttributes at{};
+      cudaFuncGetAttributes(&at, fn);
+      std::printf("kernel %s: %d registers, %zu B local\n", name, at.numRegs, at.localSizeBytes);
+    };
+    heavy("fn 0", node_kernel<0, 0>);
+    heavy("fn 3 (regs + code)", node_kernel<1, 0, 64, 16>);
+    heavy("fn 4 (code)", node_kernel<1, 0, 16, 64>);
+    heavy("fn 5 (regs)", node_kernel<1, 0, 64, 1>);
+  }
   cudaMalloc(&g_big, kBig);
   cudaMemset(g_big, 1, kBig);
   cudaMalloc(&g_counter, 4096 * sizeof(unsigned));
@@ -255,6 +293,31 @@ int main(int argc, char** argv) {
   const Kind qx{28, 256, 0, 1, 700, 256, 1};
   const Kind gy{264, 256, 100 * 1024, 1, 3000, 256, 1};
   auto with = [](Kind k, auto f) { f(k); return k; };
+  if (argc > 1 && std::string(argv[1]) == "--heavy") {  // session 34: the GEMM's static properties
+    std::printf("times in us, as below\n");
+    const Kind q56{56, 256, 0, 1, 700, 256, 1};  // 16x2112x7168's quantizer grid
+    const Kind g2{264, 256, 77056, 1, 3000, 256, 1};  // its GEMM: 2 CTAs per SM, padded shared memory
+    for (int rep = 0; rep < 2; ++rep) {
+      run_case("like splitk", qx, gy);
+      run_case("Y regs + code", qx, with(gy, [](Kind& k) { k.fn = 3; }));
+      run_case("Y code", qx, with(gy, [](Kind& k) { k.fn = 4; }));
+      run_case("Y regs", qx, with(gy, [](Kind& k) { k.fn = 5; }));
+      run_case("Y regs + code, 28K before", qx, with(gy, [](Kind& k) { k.fn = 3; k.load_bytes = 28 * 1024; k.load_before = 3; }));
+      run_case("16x2112 grids", q56, g2);
+      run_case("16x2112 grids, Y regs + code", q56, with(g2, [](Kind& k) { k.fn = 3; }));
+      // X's CTA leaves no room for a second Y CTA on its SM until it exits (shared memory).
+      run_case("X blocks a Y CTA", with(q56, [](Kind& k) { k.smem = 80 * 1024; }), g2);
+      run_case("X 80K smem, Y 1 per SM", with(q56, [](Kind& k) { k.smem = 80 * 1024; }), with(g2, [](Kind& k) { k.grid = 132; }));
+      // GEMM -> GEMM (the timeline's NO_QUANTIZER chain): X = Y = 32x4096x512's grid (128 CTAs
+      // in clusters of 2), the GEMM's registers and code, 28 KiB of weights issued before the
+      // wait by all warps but the waiter.
+      const Kind gg{128, 256, 120 * 1024, 2, 2000, 256, 1, 28 * 1024, 3, 0, 0, 3};
+      run_case("GEMM-like X = Y", gg, gg);
+      run_case("GEMM-like X = Y, no loads", with(gg, [](Kind& k) { k.load_bytes = 0; }), with(gg, [](Kind& k) { k.load_bytes = 0; }));
+      run_case("GEMM-like X = Y, no cluster", with(gg, [](Kind& k) { k.cluster = 1; }), with(gg, [](Kind& k) { k.cluster = 1; }));
+    }
+    return 0;
+  }
   if (argc > 1) {  // --lib: the real quantizer as X (its own stamps absent: only the Y -> Y chain counts)
     const Kind real{28, 256, 0, 1, 0, 0, 1, 0, 1, 0, 0, 9};
     const Kind y28 = with(gy, [](Kind& k) { k.load_bytes = 28 * 1024; });
