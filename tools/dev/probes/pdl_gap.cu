@@ -9,6 +9,8 @@
 // graph's boundaries of (next kernel's first start, first wait return) after the previous
 // kernel's last end, for X -> Y and Y -> X. Usage (GPU machine):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/dev/probes/pdl_gap.cu -o /tmp/pg && /tmp/pg
+// --heavy (session 34): Y with the real splitk GEMM's registers and code size (a never-run path),
+// its grids and residency, and a GEMM-like X = Y (the timeline's NO_QUANTIZER chain).
 // With the real quantizer as X (after scripts/device-check.sh built build-device; session 32
 // call 6 built only the library: cmake --build B --target mxfp4):
 //   nvcc ... -DWITH_LIB -DMXFP4_WITH_CUDA=1 -Iinclude -Isrc tools/dev/probes/pdl_gap.cu build-device/libmxfp4.a
