@@ -65,7 +65,9 @@ std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t K) {
     }
   }
   // The small-M kernel re-reads the weights for every 64 tokens; past M = 128 path fp8 won
-  // every shape of the session 3 tune (bench/results/logs/fp8-v1-tune-large-m-h200.log).
+  // every shape of the session 3 tune (bench/results/logs/fp8-v1-tune-large-m-h200.log), and
+  // again in session 34 at M = 256 (tune-m256-splitk-session34-h200.log: 256x2880x512 splitk
+  // 7.08 us against fp8 6.49, 256x3072x1536 14.11 against 10.16, 256x7168x2048 27.97 against 13.91).
   if (M > 128) return v;
   const std::pair<int, int> shapes[] = {{4, 1}, {4, 2}, {4, 4}, {8, 1}, {8, 2}};  // slabs, warps per slab
   for (mxfp4::GemmPath path : {mxfp4::GemmPath::fused, mxfp4::GemmPath::splitk})
