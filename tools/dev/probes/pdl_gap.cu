@@ -9,6 +9,8 @@
 // graph's boundaries of (next kernel's first start, first wait return) after the previous
 // kernel's last end, for X -> Y and Y -> X. Usage (GPU machine):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/dev/probes/pdl_gap.cu -o /tmp/pg && /tmp/pg
+// --bulk (session 34): how soon a bulk copy of L2-resident bytes (A for a self-quantizing GEMM)
+// lands after the wait, with and without weight copies in flight.
 // --heavy (session 34): Y with the real splitk GEMM's registers and code size (a never-run path),
 // its grids and residency, and a GEMM-like X = Y (the timeline's NO_QUANTIZER chain).
 // With the real quantizer as X (after scripts/device-check.sh built build-device; session 32
@@ -58,6 +60,15 @@ struct Kind {
   // window, passes them through 4 KiB of static shared memory between two barriers and stores
   // 16 bytes (store_words counts 16-byte pieces then).
   int mimic = 0;
+  // bulk (session 34): after the wait (and trigger), thread 0 bulk-copies this many bytes from
+  // the start of `big` (the same bytes for every CTA and call, so L2-resident: like A's
+  // fragments, or A itself for a self-quantizing GEMM) into shared memory after the load area,
+  // on one mbarrier that every thread waits for; the run prints the median of end - wait over
+  // Y's CTAs ("Y wait->end"), which with spin_ns = 0 and no stores is that copy's landing.
+  int bulk = 0;
+  // copies: CTA b reads copy b % copies of those bytes (copies 64 KiB apart): do replicas
+  // spread the reads that every CTA makes of the same lines over more of L2?
+  int copies = 1;
 };
 
 struct Args {
@@ -126,6 +137,31 @@ __global__ void __launch_bounds__(256, 2) node_kernel(Padded<Pad> ap) {
   const unsigned long long tw = gtime();
   if (k.trigger == 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   if (k.load_bytes > 0 && !k.load_before) issue_loads(a, smem);
+  if (k.bulk > 0) {
+    __shared__ __align__(8) unsigned long long bar;
+    const unsigned b = unsigned(__cvta_generic_to_shared(&bar));
+    if (threadIdx.x == 0) {
+      asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(b) : "memory");
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(b), "r"(k.bulk) : "memory");
+      for (int off = 0; off < k.bulk; off += 4096) {
+        const unsigned dst = unsigned(__cvta_generic_to_shared(smem + k.load_bytes + off));
+        const int n = k.bulk - off < 4096 ? k.bulk - off : 4096;
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                     "l"(a.big + size_t(blockIdx.x % unsigned(k.copies)) * 65536 + off), "r"(n), "r"(b)
+                     : "memory");
+      }
+    }
+    unsigned done = 0;
+    while (!done)
+      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}"
+                   : "=r"(done)
+                   : "r"(b)
+                   : "memory");
+  }
   asm volatile("cp.async.wait_all;" ::: "memory");
   while (gtime() - tw < unsigned(k.spin_ns)) {
   }
@@ -238,8 +274,10 @@ void run_case(const char* name, const Kind& x, const Kind& y) {
   cudaEventElapsedTime(&ms, e0, e1);
   std::vector<unsigned long long> h(size_t(3) * kNodes * max_ctas);
   cudaMemcpy(h.data(), stamps, h.size() * 8, cudaMemcpyDeviceToHost);
-  std::vector<double> start[2], wait[2], chain;
+  std::vector<double> start[2], wait[2], chain, ybody;
   auto at = [&](int node, int cta, int w) { return double(h[(size_t(node) * max_ctas + cta) * 3 + w]); };
+  for (int i = 5; i < kNodes; i += 2)
+    for (int c = 0; c < y.grid; ++c) ybody.push_back((at(i, c, 2) - at(i, c, 1)) / 1e3);
   for (int i = 5; i < kNodes; i += 2) {  // Y's end to the next Y's first wait return, across an X
     double end = 0, w0 = 1e30;
     for (int c = 0; c < y.grid; ++c) end = std::max(end, at(i - 2, c, 2)), w0 = std::min(w0, at(i, c, 1));
@@ -254,9 +292,10 @@ void run_case(const char* name, const Kind& x, const Kind& y) {
     start[i % 2].push_back((s0 - end) / 1e3);
     wait[i % 2].push_back((w0 - end) / 1e3);
   }
-  std::printf("%-28s %7.2f us/pair | X->Y start %6.2f wait %5.2f | Y->X start %6.2f wait %5.2f | Y end -> Y wait %5.2f\n",
+  std::printf("%-28s %7.2f us/pair | X->Y start %6.2f wait %5.2f | Y->X start %6.2f wait %5.2f | Y end -> Y wait %5.2f"
+              " | Y wait->end %5.2f\n",
               name, 1e3 * ms / kPairs, median(start[1]), median(wait[1]), median(start[0]), median(wait[0]),
-              median(chain));
+              median(chain), median(ybody));
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   cudaGraphExecDestroy(e);
@@ -295,6 +334,30 @@ int main(int argc, char** argv) {
   const Kind qx{28, 256, 0, 1, 700, 256, 1};
   const Kind gy{264, 256, 100 * 1024, 1, 3000, 256, 1};
   auto with = [](Kind k, auto f) { f(k); return k; };
+  if (argc > 1 && std::string(argv[1]) == "--bulk") {  // session 34: A by bulk copy after the wait
+    std::printf("times in us, as below; Y wait->end: the bulk copy's landing after Y's wait (median over CTAs)\n");
+    const Kind q8{8, 256, 0, 1, 700, 256, 1};            // 32x4096x512's quantizer grid
+    const Kind y0{128, 256, 0, 2, 0, 0, 1, 0, 1};        // its GEMM: 128 CTAs in clusters of 2
+    auto by = [&](int bulk, int weights) {
+      return with(y0, [&](Kind& k) { k.bulk = bulk; k.load_bytes = weights; k.load_before = 3; k.smem = bulk + weights; });
+    };
+    for (int rep = 0; rep < 2; ++rep) {
+      run_case("Y no copy", q8, y0);
+      run_case("Y bulk 4K (fragments)", q8, by(4096, 0));
+      run_case("Y bulk 16K (A, bf16)", q8, by(16384, 0));
+      run_case("Y bulk 64K", q8, by(65536, 0));
+      run_case("Y bulk 16K, 28K weights", q8, by(16384, 28 * 1024));
+      run_case("Y bulk 16K, 96K weights", q8, by(16384, 96 * 1024));
+      run_case("Y bulk 16K, X spin 3000", with(q8, [](Kind& k) { k.spin_ns = 3000; }), by(16384, 28 * 1024));
+      for (int copies : {2, 4, 8, 16, 128})
+        run_case(("Y bulk 16K, " + std::to_string(copies) + " copies").c_str(), q8,
+                 with(by(16384, 0), [&](Kind& k) { k.copies = copies; }));
+      run_case("Y bulk 4K, 8 copies", q8, with(by(4096, 0), [&](Kind& k) { k.copies = 8; }));
+      run_case("Y bulk 16K, 8 copies, 28K w", q8, with(by(16384, 28 * 1024), [&](Kind& k) { k.copies = 8; }));
+      run_case("Y cp.async 16K after, L2", q8, with(y0, [](Kind& k) { k.load_bytes = 16384; k.load_before = 0; k.small = 1; k.smem = 16384; }));
+    }
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "--heavy") {  // session 34: the GEMM's static properties
     std::printf("times in us, as below\n");
     const Kind q56{56, 256, 0, 1, 700, 256, 1};  // 16x2112x7168's quantizer grid
