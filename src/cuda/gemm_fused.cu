@@ -121,12 +121,7 @@ void gemm_fused(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Pack
   const FusedArgs args{A,     M,    K,     lda,          B.data,
                        PackedGeometry::of(B.N, B.K), B.N, C, c_f32, ldc, rule, cfg.split_k, /*stages=*/1,
                        /*a_chunks=*/kG, /*a_stage_rows=*/0, frags, partials, counters, sm_count,
-                       /*recv_off=*/0
-#if MXFP4_EXP_FRAG_COPIES > 1
-                       ,
-                       exp_frag_replicas(0), exp_frag_copy_words(M, K)
-#endif
-  };
+                       /*recv_off=*/0};
   if (frags != nullptr) {
     dispatch_fused<true>(args, cfg, stream);
   } else {

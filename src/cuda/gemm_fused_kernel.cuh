@@ -100,13 +100,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const int64_t m0 = int64_t(blockIdx.y) * kBlockM;  // first token of this CTA
   const int rows = p.M - m0 < 8 * N8 ? int(p.M - m0) : 8 * N8;
   const int tiles_m = (rows + 7) / 8;
-#if MXFP4_EXP_FRAG_COPIES > 1
-  const int fcopy = int((blockIdx.x / unsigned(p.split)) % unsigned(MXFP4_EXP_FRAG_COPIES));
-  const uint32_t* fbase = fcopy == 0 ? p.frags : p.frag_replicas + (fcopy - 1) * p.frag_copy_words;
-#else
-  const uint32_t* fbase = p.frags;
-#endif
-  const uint32_t* frags = PREQUANT ? fbase + (m0 / 8) * ks_total * 64 : nullptr;
+  const uint32_t* frags = PREQUANT ? p.frags + (m0 / 8) * ks_total * 64 : nullptr;
   // Push reduction: rank r owns token rows [r * rpr, +rpr) of the tile (fewer or none at the end).
   const bool push = push_reduce<N8, WS>(p.split);
   const int rpr = (rows + p.split - 1) / p.split;

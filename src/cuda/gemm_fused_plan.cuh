@@ -34,10 +34,6 @@ struct FusedArgs {
   int* counters;          // ... and one arrival counter per tile (null: through clusters)
   int sm_count;           // SMs of the device: the grid through the workspace is spread evenly over them
   int recv_off;           // split-K through a cluster by push (push_reduce): the receive buffer's byte offset
-#if MXFP4_EXP_FRAG_COPIES > 1
-  const uint32_t* frag_replicas;  // copies 1 .. R-1 of frags (quantize_kernels.cuh, a measurement only)
-  int64_t frag_copy_words;
-#endif
 };
 
 /// True when kernel <N8, WS> reduces split-K through its cluster of `split` CTAs by push

@@ -139,12 +139,7 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
                                                                       int64_t K, int64_t lda, int64_t m_padded,
                                                                       int64_t k_padded, uint32_t* __restrict__ frags,
                                                                       ScaleRule rule, int* __restrict__ counters,
-                                                                      int64_t n_counters
-#if MXFP4_EXP_FRAG_COPIES > 1
-                                                                      ,
-                                                                      uint32_t* __restrict__ replicas, int64_t copy_words
-#endif
-) {
+                                                                      int64_t n_counters) {
   static_assert(kThreads == 256, "8 warps (one token tile) x 32 lanes (8 K blocks)");
   __shared__ uint4 tile16[16 * 16];  // the CTA's 16 chunks as 16-byte pieces, swizzled (tile_piece)
   // Launched with programmatic dependent launch (launch_pdl): wait for the stream's previous
@@ -184,11 +179,6 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
     if (int(threadIdx.x) < steps * 16) {
       const uint4 piece = tile16[swizzle_piece<O>(int(threadIdx.x))];
       reinterpret_cast<uint4*>(frags + (j * ks + 16 * int64_t(blockIdx.x)) * 64)[threadIdx.x] = piece;
-#if MXFP4_EXP_FRAG_COPIES > 1
-      for (int r = 1; r < MXFP4_EXP_FRAG_COPIES; ++r)
-        reinterpret_cast<uint4*>(replicas + (r - 1) * copy_words + (j * ks + 16 * int64_t(blockIdx.x)) * 64)[threadIdx.x] =
-            piece;
-#endif
     }
     __syncthreads();  // the tile is rewritten by the next token tile
   }
@@ -236,15 +226,8 @@ void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ui
   const dim3 grid(unsigned(ceil_div(k_padded / 32, 8)), unsigned(std::min<int64_t>(m_padded / 8, 65535)));
   auto kernel = order == FragOrder::wgmma ? quantize_fragments_kernel<FragOrder::wgmma>
                                           : quantize_fragments_kernel<FragOrder::mma>;
-#if MXFP4_EXP_FRAG_COPIES > 1
-  const int64_t copy_words = exp_frag_copy_words(M, K);
-  uint32_t* replicas = exp_frag_replicas(size_t(MXFP4_EXP_FRAG_COPIES - 1) * size_t(copy_words));
-  launch_pdl(kernel, grid, dim3(kThreads), stream, "quantize_fragments_kernel", A, M, K, lda,
-             m_padded, k_padded, frags, rule, counters, n_counters, replicas, copy_words);
-#else
   launch_pdl(kernel, grid, dim3(kThreads), stream, "quantize_fragments_kernel", A, M, K, lda,
              m_padded, k_padded, frags, rule, counters, n_counters);
-#endif
 }
 
 }  // namespace mxfp4::cuda

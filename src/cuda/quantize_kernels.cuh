@@ -204,29 +204,4 @@ void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ui
                         cudaStream_t stream, FragOrder order = FragOrder::mma, int* counters = nullptr,
                         int64_t n_counters = 0);
 
-// -DMXFP4_EXP_FRAG_COPIES=R (session 34, a measurement only: docs/perf-notes.md plan item v):
-// quantize_fragments also writes copies 1 .. R-1 of its fragments into one process-wide
-// buffer (exp_frag_replicas), and path splitk's CTA b reads copy (b / split) % R, so that
-// fewer SMs read the same L2 lines. Not thread-, stream- or capture-safe (the buffer grows by
-// cudaMalloc on first use of a larger shape): for the benchmark, which warms up before capture.
-#ifndef MXFP4_EXP_FRAG_COPIES
-#define MXFP4_EXP_FRAG_COPIES 1
-#endif
-#if MXFP4_EXP_FRAG_COPIES > 1
-/// The replicas' buffer, grown to at least `words` uint32 (0: as it is).
-inline uint32_t* exp_frag_replicas(size_t words) {
-  static uint32_t* buf = nullptr;
-  static size_t have = 0;
-  if (words > have) {
-    if (buf != nullptr) cudaFree(buf);
-    buf = nullptr;
-    if (cudaMalloc(&buf, words * 4) != cudaSuccess) throw CudaError("exp_frag_replicas: cudaMalloc failed");
-    have = words;
-  }
-  return buf;
-}
-/// Words of one copy of the fragments of A [M, K] (quantize_fragments' layout).
-inline int64_t exp_frag_copy_words(int64_t M, int64_t K) { return round_up(M, 8) * round_up(K, 64) / 2; }
-#endif
-
 }  // namespace mxfp4::cuda
