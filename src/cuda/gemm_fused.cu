@@ -80,6 +80,16 @@ void launch_fused(FusedArgs args, cudaStream_t stream) {
   ++n;
   cfg.attrs = attr;
   cfg.numAttrs = n;
+#if MXFP4_EXP_EXIT_AT_WAIT == 2
+  // A measurement only (with the timeline tool's --steady instrumentation, which makes path
+  // splitk's CTAs leave right after their entry wait; docs/perf-notes.md plan item s): the same
+  // grid with no dynamic shared memory and no cluster, as the PDL probe's synthetic kernels.
+  if constexpr (PREQUANT) {
+    cfg.dynamicSmemBytes = 0;
+    attr[0] = attr[n - 1];  // the PDL attribute only
+    cfg.numAttrs = 1;
+  }
+#endif
   check(cudaLaunchKernelEx(&cfg, kernel, args), "cudaLaunchKernelEx(gemm_fused_kernel)");
 }
 

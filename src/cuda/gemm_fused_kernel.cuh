@@ -59,6 +59,13 @@
 #ifndef MXFP4_EXP_WAIT_AT_ENTRY
 #define MXFP4_EXP_WAIT_AT_ENTRY 0
 #endif
+// -DMXFP4_EXP_EXIT_AT_WAIT=1|2 (a measurement only, session 34 plan item s; with WAIT_AT_ENTRY
+// and the timeline tool's --steady instrumentation, tools/dev/timeline/instrument.py): path
+// splitk's CTAs stamp their start and leave; 2 also launches them without dynamic shared
+// memory and cluster (gemm_fused.cu). Is the GEMM's late release its launch or its work?
+#ifndef MXFP4_EXP_EXIT_AT_WAIT
+#define MXFP4_EXP_EXIT_AT_WAIT 0
+#endif
 
 namespace cg = cooperative_groups;
 

@@ -78,6 +78,21 @@ STEADY = [
     ("  static unsigned long long z[8192][11];\n  cudaMemcpyToSymbol(g_trace, z, sizeof(z));\n",
      "  static unsigned long long z[64][1024][11];\n  cudaMemcpyToSymbol(g_trace, z, sizeof(z));\n"
      "  static unsigned zc[1024];\n  cudaMemcpyToSymbol(g_calls, zc, sizeof(zc));\n"),
+    # -DMXFP4_EXP_EXIT_AT_WAIT (with -DMXFP4_EXP_WAIT_AT_ENTRY=1; gemm_fused.cu): path splitk's
+    # CTAs stamp every field with their start (= the wait's return), signal and leave.
+    ("  const int cta = blockIdx.y * gridDim.x + blockIdx.x;\n",
+     "  const int cta = blockIdx.y * gridDim.x + blockIdx.x;\n"
+     "#if MXFP4_EXP_EXIT_AT_WAIT\n"
+     "  if constexpr (PREQUANT) {\n"
+     "    if (threadIdx.x == 0 && cta < 1024) {\n"
+     "      const unsigned xslot = atomicAdd(&g_calls[cta], 1u) % 64;\n"
+     "      unsigned xsm;\n      asm volatile(\"mov.u32 %0, %smid;\" : \"=r\"(xsm));\n"
+     "      for (int k = 0; k < 11; ++k) g_trace[xslot][cta][k] = k == 7 ? xsm : t0;\n"
+     "    }\n"
+     "    grid_dependents_launch();\n"
+     "    return;\n"
+     "  }\n"
+     "#endif\n"),
 ]
 
 
