@@ -9,7 +9,7 @@
 # Usage: scripts/device-check.sh [--no-tests] [--no-bench] [--filter GTEST_FILTER]
 #          [--test-timeout SECONDS] [--sanitizer | --sanitizers memcheck,racecheck,initcheck,synccheck | --sanitizers all]
 #          [--sanitizer-filter GTEST_FILTER] [--sanitizer-timeout SECONDS] [--bench-args "ARGS"]
-#          [--tune SHAPES_FILE] [--tune-paths LIST] [--timeline CASES_FILE] [--jobs N]
+#          [--tune SHAPES_FILE] [--tune-paths LIST] [--tune-timeout S] [--timeline CASES_FILE] [--jobs N]
 #   --bench-args        arguments for `mxfp4 bench` instead of the plain workload bench (which then
 #                       does not run), e.g. "--shapes FILE --flagged-weight-rows 16 --no-baselines"
 #   --test-timeout      limit of the --filter test process in seconds (default 480), so that a
@@ -23,6 +23,7 @@
 #   --sanitizer-timeout limit per tool (default 240 s; rc 124 when hit)
 #   --tune-paths        with --tune: only these paths' candidates (`mxfp4 tune --paths`, e.g.
 #                       fused,splitk)
+#   --tune-timeout      limit of the tune step in seconds (default 240)
 #   --tune              runs `mxfp4 tune --verbose` on SHAPES_FILE after the bench (cache in
 #                       build-device/, every candidate's time in tune.log); the bench itself
 #                       always uses the dispatcher
@@ -34,7 +35,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 out=${OUT:-$root/device-out}
 mkdir -p "$out"
-tests=1 test_timeout=480 bench=1 sanitizers='' san_filter='' san_timeout=240 filter='' bench_args='' tune='' tune_paths='' timeline='' jobs=$(nproc)
+tests=1 test_timeout=480 bench=1 sanitizers='' san_filter='' san_timeout=240 filter='' bench_args='' tune='' tune_paths='' tune_timeout=240 timeline='' jobs=$(nproc)
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-tests) tests=0 ;;
@@ -48,9 +49,10 @@ while [ $# -gt 0 ]; do
     --bench-args) bench_args=$2; shift ;;
     --tune) tune=$2; shift ;;
     --tune-paths) tune_paths=$2; shift ;;
+    --tune-timeout) tune_timeout=$2; shift ;;
     --timeline) timeline=$2; shift ;;
     --jobs) jobs=$2; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "device-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -146,7 +148,7 @@ if [ $bench = 1 ]; then
   cp "$bdir"/* bench/results/ 2>/dev/null
 fi
 if [ -n "$tune" ]; then
-  step tune timeout 240 env MXFP4_TUNE_CACHE="$root/build-device/tune.json" build-device/mxfp4 tune --verbose --shapes "$tune" \
+  step tune timeout "$tune_timeout" env MXFP4_TUNE_CACHE="$root/build-device/tune.json" build-device/mxfp4 tune --verbose --shapes "$tune" \
     ${tune_paths:+--paths "$tune_paths"}
 fi
 if [ -n "$timeline" ]; then

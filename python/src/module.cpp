@@ -362,7 +362,8 @@ NB_MODULE(_C, m) {
       .value("splitk", mxfp4::GemmPath::splitk)
       .value("tiled", mxfp4::GemmPath::tiled)
       .value("fp8", mxfp4::GemmPath::fp8)
-      .value("gemv", mxfp4::GemmPath::gemv);
+      .value("gemv", mxfp4::GemmPath::gemv)
+      .value("stream", mxfp4::GemmPath::stream);
 
   nb::class_<mxfp4::GemmConfig>(m, "GemmConfig", "Tile configuration of one GEMM launch.")
       .def(nb::init<>())
