@@ -372,6 +372,7 @@ NB_MODULE(_C, m) {
       .def_rw("block_m", &mxfp4::GemmConfig::block_m)
       .def_rw("split_k", &mxfp4::GemmConfig::split_k)
       .def_rw("warps", &mxfp4::GemmConfig::warps)
+      .def_rw("cluster_n", &mxfp4::GemmConfig::cluster_n)
       .def("__str__", [](const mxfp4::GemmConfig& c) { return mxfp4::describe(c); })
       .def("__repr__", [](const mxfp4::GemmConfig& c) { return "GemmConfig(" + mxfp4::describe(c) + ")"; });
 

@@ -16,6 +16,9 @@
 //   - meanwhile every warp quantizes the CTA's token rows of A over its K range (spec §2,
 //     bit-identical to fmt::quantize_block through quantize_kernels.cuh) into shared memory as
 //     the bf16 B fragments of mma.sync.m16n8k16, loads of a batch issued before its arithmetic;
+//     with cluster_n > 1 the cluster's CTAs of cluster_n adjacent tiles (same K range) each
+//     quantize 1/cluster_n of the rows' blocks and store the fragments into all of them through
+//     distributed shared memory, then meet at a cluster barrier;
 //   - the K loop: warp w takes slab w / KW and every KW-th 64-wide chunk from w % KW, waits for
 //     a chunk's stage, decodes its code words into A fragments e2m1 * 2^s (exact, common.cuh
 //     decode_weight_fragment) and runs one m16n8k16 MMA per K16 step and token tile of 8;
@@ -66,10 +69,16 @@ __global__ void __launch_bounds__(kWarps * 32, 1) gemm_stream_kernel(const Strea
 
   const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
   const int kw_count = kWarps / pl.slabs, ls = warp / kw_count, kq = warp % kw_count;
-  const int rank = pl.split > 1 ? int(cluster_rank()) : 0;
+  // Cluster of split x cluster_n CTAs: rank along K = crank % split, share of A's quantization
+  // rank_n = crank / split (consecutive CTAs: the split ranks of one tile, then the next tile).
+  const int csize = pl.split * pl.cluster_n;
+  const int crank = csize > 1 ? int(cluster_rank()) : 0;
+  const int rank = crank % pl.split, rank_n = crank / pl.split;
   const int64_t slab0 = int64_t(blockIdx.x / unsigned(pl.split)) * pl.slabs;
   const int64_t slabs_total = p.geo.rows_padded / 16;
-  const int active = int(min(int64_t(pl.slabs), slabs_total - slab0));
+  // Tiles past the weights (the grid is padded to whole clusters) have no slabs: they only take
+  // part in A's quantization and the cluster barriers.
+  const int active = int(max(int64_t(0), min(int64_t(pl.slabs), slabs_total - slab0)));
   const int64_t kct = p.geo.k_chunks;
   const int64_t kc0 = kct * rank / pl.split, kc1 = kct * (rank + 1) / pl.split;
   const int nch = int(kc1 - kc0);  // <= pl.chunks
@@ -85,6 +94,9 @@ __global__ void __launch_bounds__(kWarps * 32, 1) gemm_stream_kernel(const Strea
       prefetch_l2(p.packed + p.geo.code_bytes + ((slab0 + i) * kct + kc0) * 32, uint32_t(nch) * 32u);
     }
   }
+  // Stores into a peer's shared memory need the peer running: a cluster barrier first (its
+  // wait comes right before the first remote store).
+  if (pl.cluster_n > 1) cluster_arrive_relaxed();
   grid_dependency_wait();  // the previous kernel may write A, B or C
   grid_dependents_launch();
   __syncthreads();  // barriers initialised before anyone waits on them
@@ -107,22 +119,26 @@ __global__ void __launch_bounds__(kWarps * 32, 1) gemm_stream_kernel(const Strea
   // A's rows [0, 8 N8) over this rank's K blocks [0, 2 nch) -> afrag. A group is 8 consecutive
   // blocks of one row, 4 lanes per block (one quarter each): group g = row g % rows, block group
   // g / rows, so the first groups cover the first K. Rows >= M are stored as zeros without
-  // arithmetic (warp-uniform), blocks past K as the quantizer's zeros.
+  // arithmetic (warp-uniform), blocks past K as the quantizer's zeros. With cluster_n > 1 this
+  // CTA quantizes the groups g = rank_n (mod cluster_n) and stores each piece into the afrag of
+  // every CTA of the cluster with its K range (the same K chunks, so the same layout).
   {
     constexpr int kRows = 8 * N8;
-    const int nb = 2 * nch, groups = kRows * ((nb + 7) / 8);
+    const int cn = pl.cluster_n;
+    const int nb = 2 * nch, groups = kRows * ((nb + 7) / 8), mine = (groups - rank_n + cn - 1) / cn;
     const int q = lane % 4;
-    for (int first = warp; first < groups; first += kQuantBatch * kWarps) {
+    if (cn > 1) cluster_wait();  // every peer runs (the arrival above)
+    for (int first = warp; first < mine; first += kQuantBatch * kWarps) {
       uint32_t w[kQuantBatch][4];
 #pragma unroll
       for (int j = 0; j < kQuantBatch; ++j) {
-        const int g = first + j * kWarps, r = g % kRows, b = 8 * (g / kRows) + lane / 4;
+        const int g = (first + j * kWarps) * cn + rank_n, r = g % kRows, b = 8 * (g / kRows) + lane / 4;
         const bool real = g < groups && r < p.M && b < nb;
         load_quarter_bf16(p.A, real ? p.M : 0, p.K, p.lda, r, 2 * kc0 + b, q, w[j]);
       }
 #pragma unroll
       for (int j = 0; j < kQuantBatch; ++j) {
-        const int g = first + j * kWarps;
+        const int g = (first + j * kWarps) * cn + rank_n;
         if (g >= groups) break;  // uniform per warp
         const int r = g % kRows, b = 8 * (g / kRows) + lane / 4;
         uint4 piece = make_uint4(0u, 0u, 0u, 0u);
@@ -131,13 +147,20 @@ __global__ void __launch_bounds__(kWarps * 32, 1) gemm_stream_kernel(const Strea
           quantize_quarter_words(w[j], p.rule, words);  // all 32 lanes
           piece = mma_piece_of_quarter(words, q);
         }
-        if (b < nb)
-          *reinterpret_cast<uint4*>(afrag + a_fragment_index(r / 8, 2 * b + q / 2, ks, 4 * (r % 8) + 2 * (q % 2), 0)) =
-              piece;
+        if (b < nb) {
+          uint32_t* dst = afrag + a_fragment_index(r / 8, 2 * b + q / 2, ks, 4 * (r % 8) + 2 * (q % 2), 0);
+          *reinterpret_cast<uint4*>(dst) = piece;
+          for (int i = 1; i < cn; ++i)  // the peers with this K range: cluster ranks rank + split * n
+            st_shared_cluster_u4(dst, uint32_t(rank + pl.split * ((rank_n + i) % cn)), piece);
+        }
       }
     }
   }
-  __syncthreads();  // A's fragments complete
+  if (pl.cluster_n > 1) {
+    cluster_sync_acq_rel();  // every CTA's A fragments complete, the peers' stores included
+  } else {
+    __syncthreads();  // A's fragments complete
+  }
 
   // K loop. N8 <= 2: even and odd K16 steps in separate accumulators (two HMMA chains per token
   // tile), added in a fixed order after the loop (as the small-M kernel).
@@ -151,7 +174,10 @@ __global__ void __launch_bounds__(kWarps * 32, 1) gemm_stream_kernel(const Strea
     const uint8_t* codes = wcodes + ls * pl.chunks * 512 + lane * 16;
     const uint8_t* scales = wscales + ls * pl.chunks * 32 + 4 * (lane / 4);
     const uint32_t* a_lane = afrag + 2 * lane;
-    int landed = -1;
+    // Every slab's scales come with stage 0 (one copy per slab), so every warp with chunks waits
+    // for it first, also when its own first chunk lies in a later stage (16 warps on one slab).
+    int landed = 0;
+    if (kq < nch) mbarrier_wait(&full[0], 0u);
     for (int c = kq; c < nch; c += kw_count) {
       const int s = c / pl.stage_chunks;
       if (s > landed) mbarrier_wait(&full[s], 0u), landed = s;  // each barrier completes one phase
@@ -243,7 +269,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) gemm_stream_kernel(const Strea
       store4(m, nl, *reinterpret_cast<const float4*>(red + m * kP + nl));
     }
   } else {
-    splitk_reduce_pull_any<kThreads>(red, quads, kQuads, kP, rank, pl.split, store4);
+    splitk_reduce_pull_any<kThreads>(red, quads, kQuads, kP, rank, pl.split, store4, pl.split * rank_n);
   }
 }
 
@@ -255,7 +281,9 @@ void launch_stream(const StreamArgs& args, int sm_count, cudaStream_t stream) {
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kStreamSmemLimit)),
         "cudaFuncSetAttribute(gemm_stream_kernel)");
   const StreamPlan& pl = args.plan;
-  const int64_t tiles = ceil_div(args.geo.rows_padded / 16, int64_t(pl.slabs));
+  // Tiles padded to whole clusters of cluster_n tiles (the extra CTAs have no slabs).
+  const int64_t tiles = round_up(ceil_div(args.geo.rows_padded / 16, int64_t(pl.slabs)), int64_t(pl.cluster_n));
+  const int csize = pl.split * pl.cluster_n;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(tiles * pl.split));
   cfg.blockDim = dim3(kWarps * 32);
@@ -263,7 +291,7 @@ void launch_stream(const StreamArgs& args, int sm_count, cudaStream_t stream) {
   // Without clusters the block scheduler may stack CTAs unevenly over the SMs (docs/perf-notes.md,
   // session 9): where the grid needs 2 or 3 CTAs per SM, pad the shared memory so that no more
   // fit (228 KB per SM, 1 KB reserved per CTA; CUDA C++ Programming Guide, compute capability 9.0).
-  if (pl.split == 1 && sm_count > 0) {
+  if (csize == 1 && sm_count > 0) {
     const int64_t per_sm = ceil_div(int64_t(cfg.gridDim.x), int64_t(sm_count));
     const int64_t padded = per_sm <= 3 ? 228 * 1024 / (per_sm + 1) - 1024 + 256 : 0;
     if (padded > pl.smem && padded <= int64_t(kStreamSmemLimit)) cfg.dynamicSmemBytes = size_t(padded);
@@ -271,9 +299,9 @@ void launch_stream(const StreamArgs& args, int sm_count, cudaStream_t stream) {
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
   int n = 0;
-  if (pl.split > 1) {  // split-K through a cluster along grid.x
+  if (csize > 1) {  // split-K and A's shared quantization through a cluster along grid.x
     attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = unsigned(pl.split);
+    attr[n].val.clusterDim.x = unsigned(csize);
     attr[n].val.clusterDim.y = 1;
     attr[n].val.clusterDim.z = 1;
     ++n;

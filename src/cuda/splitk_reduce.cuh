@@ -100,16 +100,18 @@ __device__ __forceinline__ void splitk_reduce_push(const float* red, float* recv
 /// Through a cluster by pull: rank r sums its share of the tile's quads from every rank's
 /// shared memory, all remote loads of a thread issued before the (rank-ordered) sum, between
 /// two cluster barriers. `quads_per_row` quads of 4 outputs per row, rows `pitch` floats apart
-/// (run-time values: path stream's tiles; splitk_reduce_pull passes constants).
+/// (run-time values: path stream's tiles; splitk_reduce_pull passes constants). The ranks are
+/// the cluster's CTAs rank_base .. rank_base + split - 1 (path stream's clusters hold cluster_n
+/// such groups).
 template <int kThreads, class Store>
 __device__ __forceinline__ void splitk_reduce_pull_any(const float* red, int quads, int quads_per_row, int pitch,
-                                                       int rank, int split, Store& store4) {
+                                                       int rank, int split, Store& store4, int rank_base = 0) {
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
   const float* src[8];
 #pragma unroll
-  for (int r = 0; r < 8; ++r) src[r] = cluster.map_shared_rank(red, r < split ? r : 0);
+  for (int r = 0; r < 8; ++r) src[r] = cluster.map_shared_rank(red, rank_base + (r < split ? r : 0));
   const int per_rank = (quads + split - 1) / split;
   const int q_end = min(quads, (rank + 1) * per_rank);
   for (int q = rank * per_rank + threadIdx.x; q < q_end; q += kThreads) {

@@ -377,6 +377,7 @@ std::optional<GemmPath> parse_gemm_path(std::string_view name) {
 }
 
 std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
+  if (cfg.cluster_n != 1 && cfg.path != GemmPath::stream) return "cluster_n = 1 except on path stream";
   if (cfg.path == GemmPath::tiled) {
     if (cfg.block_n != 128 || cfg.block_m != 128 || cfg.warps != 8 || cfg.split_k != 1)
       return "path tiled: block_n = block_m = 128, warps = 8, split_k = 1";
@@ -419,9 +420,11 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     const int slabs = cfg.block_n / 16;
     const bool bn_ok = cfg.block_n == 16 || cfg.block_n == 32 || cfg.block_n == 64 || cfg.block_n == 128;
     const bool warps_ok = (cfg.warps == 4 || cfg.warps == 8 || cfg.warps == 16) && cfg.warps >= slabs;
-    if (!bn_ok || !warps_ok || cfg.split_k < 1 || cfg.split_k > 8 || cfg.block_m < 8 || cfg.block_m % 8 != 0)
+    const bool cn_ok = (cfg.cluster_n == 1 || cfg.cluster_n == 2 || cfg.cluster_n == 4) && cfg.split_k >= 1 &&
+                       cfg.split_k <= 8 && cfg.split_k * cfg.cluster_n <= 8;
+    if (!bn_ok || !warps_ok || !cn_ok || cfg.block_m < 8 || cfg.block_m % 8 != 0)
       return "path stream: block_n = 16, 32, 64 or 128, warps 4, 8 or 16 (at least block_n / 16), split_k 1..8, "
-             "block_m a positive multiple of 8";
+             "cluster_n 1, 2 or 4 with split_k * cluster_n <= 8, block_m a positive multiple of 8";
     if (M > 64) return "path stream: M <= 64";
     return {};
   }
@@ -453,6 +456,7 @@ StreamPlan stream_plan(int64_t M, int64_t K, const GemmConfig& cfg) {
   const int64_t kc = ceil_div(K, 64);
   p.slabs = cfg.block_n / 16;
   p.split = cfg.split_k;
+  p.cluster_n = cfg.cluster_n;
   const int64_t chunks = ceil_div(kc, cfg.split_k);
   // Stages of at least 8 chunks (4 KB of codes per slab and copy: 2 KB copies cost ~1 us more
   // than 16 KB ones for an 8 MB stream, docs/perf-notes.md session 5) and at most
@@ -502,6 +506,7 @@ std::string describe(const GemmConfig& cfg) {
   std::ostringstream os;
   os << "path=" << gemm_path_name(cfg.path) << " block_n=" << cfg.block_n << " block_m=" << cfg.block_m
      << " split_k=" << cfg.split_k << " warps=" << cfg.warps;
+  if (cfg.cluster_n != 1) os << " cluster_n=" << cfg.cluster_n;
   return os.str();
 }
 

@@ -55,7 +55,7 @@ std::string gemm_config_problem_for_shape(const GemmConfig& cfg, int64_t M, int6
 /// ceil(K chunks / split_k) chunks, delivered in stages of `stage_chunks` (one bulk copy per
 /// slab and stage, at most kStreamMaxStages stages).
 struct StreamPlan {
-  int slabs = 1, split = 1;
+  int slabs = 1, split = 1, cluster_n = 1;
   int chunks = 0, stage_chunks = 0, stages = 0;
   int red_pitch = 0;
   int a_off = 0, w_off = 0, s_off = 0, smem = 0;

@@ -411,7 +411,9 @@ TEST(GpuGemm, ClusterSplitKEverySplitAndTokenCount) {
   }
 }
 
-// Path stream at every slab count, warp count and cluster split (1..8) with every token-tile
+// Path stream at every slab count, warp count (16 warps on one slab: warps whose first chunk
+// lies in a later stage), cluster split (1..8) and A-sharing cluster width (cluster_n 2, 4;
+// N = 200 is 13 slabs, so clusters of tiles are padded with empty tiles) with every token-tile
 // count (M = 1..64: one, two, four and eight tiles of 8, partly filled), K from one chunk to
 // ranks of unequal chunk counts (K = 320: 5 chunks, so split 6..8 is rejected by the config
 // check and skipped; 1664 = 26 chunks, 7168 = 112 chunks in several stages), N with a tail
@@ -425,10 +427,13 @@ TEST(GpuGemm, StreamEverySplitSlabCountAndTokenCount) {
       const int64_t N = 200;
       const Problem p = random_problem(M, N, K, uint64_t(7000 + M * 13 + K));
       for (int split = 1; split <= 8; ++split) {
-        for (const auto& [block_n, warps] : {std::pair{16, 4}, std::pair{32, 16}, std::pair{64, 8}, std::pair{128, 8}}) {
-          const GemmConfig cfg{GemmPath::stream, block_n, 8, split, warps};
+        for (const auto& [block_n, warps, cn] : {std::tuple{16, 4, 1}, std::tuple{16, 16, 1}, std::tuple{32, 16, 1},
+                                                 std::tuple{64, 8, 1}, std::tuple{128, 8, 1}, std::tuple{32, 8, 2},
+                                                 std::tuple{16, 16, 4}}) {
+          GemmConfig cfg{GemmPath::stream, block_n, 8, split, warps};
+          cfg.cluster_n = cn;
           if (!gemm_config_problem_for_shape(cfg, M, K).empty()) continue;
-          if ((split + block_n / 16 + int(M)) % 3 != 0 && split > 1 && K == 7168) continue;  // a third of the long-K cases
+          if ((split + block_n / 16 + cn + int(M)) % 3 != 0 && split > 1 && K == 7168) continue;  // a third of the long-K cases
           const auto C = p.run(&cfg, N + 3, 2);
           p.check(C, N + 3, all_rows(M), "M=" + std::to_string(M) + " K=" + std::to_string(K) + " " + describe(cfg));
           for (int64_t i = M * (N + 3); i < (M + 2) * (N + 3); ++i)

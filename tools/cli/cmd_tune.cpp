@@ -29,7 +29,7 @@ namespace {
 /// and 128 x 128 tiles (2, 4 and 8 with four 64 x 64 warpgroups); for M <= 64 path fp8's 64 x 64 and 64 x 128 (two
 /// 64 x 64 warpgroups) tiles with split_k 1, 2, 4 and 8 (the benchmark builds the FP8 image);
 /// for M <= 16 path gemv with 1, 2 or 4 slabs per CTA (block_n 16, 32, 64) and 4, 8 and 16 warps
-/// where its shared memory fits (K); for M <= 64 path stream (slabs, warps, split 1..4 below).
+/// where its shared memory fits (K); for M <= 64 path stream (slabs, warps, split, cluster_n below).
 std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t K) {
   std::vector<mxfp4::GemmConfig> v;
   for (int block_n : {16, 32, 64})
@@ -37,15 +37,18 @@ std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t K) {
       const mxfp4::GemmConfig c{mxfp4::GemmPath::gemv, block_n, 8, 1, warps};
       if (mxfp4::gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
     }
-  // Path stream (M <= 64): 1, 2, 4 or 8 slabs per CTA, 4, 8 or 16 warps (at least one per
-  // slab), clusters of 1, 2, 3 or 4 CTAs along K, where its shared memory fits.
+  // Path stream (M <= 64): 1, 2, 4 or 8 slabs per CTA, 8 or 16 warps, clusters of 1, 2 or 4
+  // CTAs along K times 1, 2 or 4 tiles sharing A's quantization (at most 8), where its shared
+  // memory fits.
   for (int block_n : {16, 32, 64, 128})
-    for (int warps : {4, 8, 16})
-      for (int split : {1, 2, 3, 4}) {
-        const mxfp4::GemmConfig c{mxfp4::GemmPath::stream, block_n, int(std::min<int64_t>(64, (M + 7) / 8 * 8)), split,
-                                  warps};
-        if (mxfp4::gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
-      }
+    for (int warps : {8, 16})
+      for (int split : {1, 2, 4})
+        for (int cn : {1, 2, 4}) {
+          mxfp4::GemmConfig c{mxfp4::GemmPath::stream, block_n, int(std::min<int64_t>(64, (M + 7) / 8 * 8)), split,
+                              warps};
+          c.cluster_n = cn;
+          if (mxfp4::gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
+        }
   if (M > 64) {
     mxfp4::GemmConfig c;
     c.path = mxfp4::GemmPath::tiled;
