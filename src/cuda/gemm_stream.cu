@@ -8,9 +8,9 @@
 //   - one CTA per `slabs` consecutive 16-row weight slabs (block_n = 16 * slabs) and K range
 //     (its rank among `split` CTAs of a thread-block cluster along K; split 1: all of K);
 //   - before griddepcontrol.wait a CTA only asks for an L2 prefetch of its weights (no load
-//     that returns data: docs/dispatch.md, "Stream order"); right after the wait thread 0
-//     issues 1-D bulk copies (TMA engine) of all of them into shared memory, one per slab and
-//     K stage, each stage completing on an mbarrier of its own, so the CTA's whole weight
+//     that returns data: docs/dispatch.md, "Stream order"); right after the wait lane 0 of
+//     warp s % warps issues stage s's 1-D bulk copies (TMA engine) into shared memory, one per
+//     slab, each stage completing on an mbarrier of its own, so the CTA's whole weight
 //     share is in flight at once (copies of several KB: docs/perf-notes.md, session 5's
 //     stream probe);
 //   - meanwhile every warp quantizes the CTA's token rows of A over its K range (spec §2,
@@ -101,8 +101,10 @@ __global__ void __launch_bounds__(kWarps * 32, 1) gemm_stream_kernel(const Strea
   grid_dependents_launch();
   __syncthreads();  // barriers initialised before anyone waits on them
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < nst; ++s) {
+  // Stage s's copies (and its barrier's expected bytes) come from lane 0 of warp s % kWarps, so
+  // that no warp issues all of them before it joins A's quantization.
+  if (lane == 0) {
+    for (int s = warp; s < nst; s += kWarps) {
       const int c0 = s * pl.stage_chunks, cnt = min(pl.stage_chunks, nch - c0);
       const uint32_t code_bytes = uint32_t(cnt) * 512u;
       mbarrier_arrive_expect_tx(&full[s], uint32_t(active) * (code_bytes + (s == 0 ? uint32_t(nch) * 32u : 0u)));
