@@ -130,11 +130,12 @@ Command add_tune(CLI::App& app) {
               for (const mxfp4::GemmConfig& c : candidates(s.M, s.K))
                 if (wanted(c)) run.push_back(c);
               // The dispatcher's own choice is always timed (it may lie outside the candidate
-              // grid, e.g. split_k 3), so that the line after the winner shows how far it is.
+              // grid, e.g. split_k 3, or outside --paths), so that the line after the winner
+              // shows how far it is; it competes for the cache only when its path is wanted.
               const mxfp4::GemmConfig chosen = mxfp4::choose_gemm_config(s.M, s.N, s.K, dev);
               const std::string chosen_name = mxfp4::describe(chosen);
               double chosen_us = -1;
-              if (!run.empty() && wanted(chosen) &&
+              if (!run.empty() &&
                   std::none_of(run.begin(), run.end(), [&](const mxfp4::GemmConfig& c) { return mxfp4::describe(c) == chosen_name; }))
                 run.push_back(chosen);
               if (run.empty()) {  // e.g. --paths gemv at M > 16: nothing to time, nothing stored
@@ -151,7 +152,7 @@ Command add_tune(CLI::App& app) {
                               r.ours_us, mxfp4::describe(c).c_str(), correct ? "" : "  WRONG");
                 if (!correct) continue;  // never store a wrong configuration
                 if (mxfp4::describe(c) == chosen_name) chosen_us = r.ours_us;
-                if (r.ours_us < best) best = r.ours_us, best_cfg = c;
+                if (r.ours_us < best && wanted(c)) best = r.ours_us, best_cfg = c;
               }
               if (best == std::numeric_limits<double>::infinity())
                 throw CliError("no correct configuration for " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
