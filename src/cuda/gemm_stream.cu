@@ -39,6 +39,10 @@
 namespace mxfp4::cuda {
 namespace {
 
+#ifndef MXFP4_EXP_STREAM_NOPAD
+#define MXFP4_EXP_STREAM_NOPAD 0
+#endif
+
 constexpr int kQuantBatch = 4;  // groups of A (8 blocks of one row) whose loads a warp has in flight
 
 struct StreamArgs {
@@ -293,7 +297,9 @@ void launch_stream(const StreamArgs& args, int sm_count, cudaStream_t stream) {
   // Without clusters the block scheduler may stack CTAs unevenly over the SMs (docs/perf-notes.md,
   // session 9): where the grid needs 2 or 3 CTAs per SM, pad the shared memory so that no more
   // fit (228 KB per SM, 1 KB reserved per CTA; CUDA C++ Programming Guide, compute capability 9.0).
-  if (csize == 1 && sm_count > 0) {
+  // -DMXFP4_EXP_STREAM_NOPAD=1 (a measurement only, session 35): no padding, so that the next
+  // call's CTAs (PDL) can be resident next to this call's where the shared memory allows.
+  if (csize == 1 && sm_count > 0 && !MXFP4_EXP_STREAM_NOPAD) {
     const int64_t per_sm = ceil_div(int64_t(cfg.gridDim.x), int64_t(sm_count));
     const int64_t padded = per_sm <= 3 ? 228 * 1024 / (per_sm + 1) - 1024 + 256 : 0;
     if (padded > pl.smem && padded <= int64_t(kStreamSmemLimit)) cfg.dynamicSmemBytes = size_t(padded);
