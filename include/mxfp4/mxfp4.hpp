@@ -214,21 +214,15 @@ void unpack(const PackedWeights& p, uint8_t* codes, uint8_t* scales, const Exec&
 ///           or 16 rows x round_up(K, 64) x 2 bytes, plus 512 bytes per warp and token tile
 ///           of 8: at most 227 KiB, so M = 8 takes K <= 14016), mma.sync like fused/splitk,
 ///           no split-K across CTAs and no workspace.
-///   stream: M <= 64: one launch, one CTA per block_n / 16 slabs (1, 2, 4 or 8) and K range
-///           (split_k CTAs of a cluster along K, 1..8), every weight byte of the CTA requested
-///           at once by bulk copies into shared memory, A quantized inside the kernel (the
-///           CTA's token rows over its K range as bf16 fragments, shared by cluster_n CTAs of
-///           adjacent tiles), mma.sync; warps 4, 8 or 16 (a multiple of the slab count); no
-///           workspace. Its shared memory (stream_plan in docs/dispatch.md) must fit 227 KiB.
 /// Token CTAs run along grid.y (at most 65535), so fused/splitk take M <= 64 * 65535 and
 /// tiled M <= 128 * 65535 = 8388480; a larger M throws InvalidArgument on Backend::cuda.
-enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2, fp8 = 3, gemv = 4, stream = 5 };
+enum class GemmPath : int { fused = 0, splitk = 1, tiled = 2, fp8 = 3, gemv = 4 };
 
 /// Tile configuration of one CUDA GEMM launch; chosen by choose_gemm_config() or tuning.
 struct GemmConfig {
   GemmPath path = GemmPath::fused;
   int block_n = 64;   ///< weight rows (N) per CTA; multiple of 16 (fused/splitk: 64 or 128;
-                      ///< tiled: 128; fp8: 64 or 128; gemv: 16, 32 or 64; stream: 16, 32, 64, 128)
+                      ///< tiled: 128; fp8: 64 or 128; gemv: 16, 32 or 64)
   int block_m = 16;   ///< tokens (M) per CTA; multiple of 8 (fused/splitk: informational, the
                       ///< kernel always takes up to 64 tokens per CTA, larger M in CTAs along
                       ///< grid.y; the dispatcher reports min(M, 64) rounded up to 8; tiled: 128;
@@ -243,12 +237,7 @@ struct GemmConfig {
                       ///< or, for block_n 128, 4 * (block_m / 32 + 1): one per 64 x 64
                       ///< sub-tile; 12 for block_m 256, per CTA; gemv: 4, 8 or 16, at least
                       ///< block_n / 16: warp w takes slab w % S (S = block_n / 16) and every
-                      ///< (warps / S)-th 64-wide K chunk of it; stream: 4, 8 or 16, at least
-                      ///< block_n / 16, warp w takes slab w / (warps / S))
-  int cluster_n = 1;  ///< path stream: CTAs of adjacent weight tiles (same K range) in one
-                      ///< cluster that quantize A's rows together, each 1/cluster_n of them,
-                      ///< stored into all of them through distributed shared memory (1, 2 or
-                      ///< 4; split_k * cluster_n <= 8); every other path: 1
+                      ///< (warps / S)-th 64-wide K chunk of it)
 };
 
 /// Properties of a device that the dispatcher reads.

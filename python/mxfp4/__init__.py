@@ -49,7 +49,7 @@ __version__ = _C.version()
 
 #: Class of GEMM configurations returned by :func:`explain`.
 GemmConfig = _C.GemmConfig
-#: Kernel paths of the CUDA GEMM (``GemmConfig.path``): fused, splitk, tiled, fp8, gemv, stream.
+#: Kernel paths of the CUDA GEMM (``GemmConfig.path``): fused, splitk, tiled, fp8, gemv.
 GemmPath = _C.GemmPath
 
 if _torch is not None:  # register torch.ops.mxfp4.*

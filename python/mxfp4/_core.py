@@ -376,7 +376,7 @@ def _unpack_impl(data, N, K, version):
 def _workspace_bytes(M, N, K, device, has_fp8):
     """Bytes of device workspace the CUDA gemm() needs for ``C [M, N] = quantize(A [M, K]) *
     B [N, K]^T`` on CUDA device index ``device`` without a forced configuration; 0 where it
-    needs none (paths fused, gemv and stream).
+    needs none (paths fused and gemv).
 
     The configuration is the one gemm() runs, as ``explain_gemm`` gives it for weights with or
     without an FP8 image (``has_fp8``; the C++ config_for_weights: ``config_without_fp8`` in

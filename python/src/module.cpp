@@ -362,8 +362,7 @@ NB_MODULE(_C, m) {
       .value("splitk", mxfp4::GemmPath::splitk)
       .value("tiled", mxfp4::GemmPath::tiled)
       .value("fp8", mxfp4::GemmPath::fp8)
-      .value("gemv", mxfp4::GemmPath::gemv)
-      .value("stream", mxfp4::GemmPath::stream);
+      .value("gemv", mxfp4::GemmPath::gemv);
 
   nb::class_<mxfp4::GemmConfig>(m, "GemmConfig", "Tile configuration of one GEMM launch.")
       .def(nb::init<>())
@@ -372,7 +371,6 @@ NB_MODULE(_C, m) {
       .def_rw("block_m", &mxfp4::GemmConfig::block_m)
       .def_rw("split_k", &mxfp4::GemmConfig::split_k)
       .def_rw("warps", &mxfp4::GemmConfig::warps)
-      .def_rw("cluster_n", &mxfp4::GemmConfig::cluster_n)
       .def("__str__", [](const mxfp4::GemmConfig& c) { return mxfp4::describe(c); })
       .def("__repr__", [](const mxfp4::GemmConfig& c) { return "GemmConfig(" + mxfp4::describe(c) + ")"; });
 

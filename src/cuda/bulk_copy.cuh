@@ -118,17 +118,6 @@ __device__ __forceinline__ float4 ld_shared_cluster_f4(const float* local, uint3
   return v;
 }
 
-/// Stores the 16 bytes `v` at `local`'s offset in the shared memory of cluster CTA `rank` (PTX
-/// "mapa", "st.shared::cluster"; the reader orders its loads after it with a cluster barrier,
-/// e.g. cluster_sync_acq_rel, and the target CTA must have started: a cluster barrier first).
-__device__ __forceinline__ void st_shared_cluster_u4(void* local, uint32_t rank, uint4 v) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(local)), "r"(rank));
-  asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(remote), "r"(v.x), "r"(v.y), "r"(v.z),
-               "r"(v.w)
-               : "memory");
-}
-
 /// Cluster barrier whose arrival releases this thread's prior shared-memory writes to the
 /// cluster and whose wait acquires the other CTAs' (PTX "barrier.cluster" .release /
 /// .acquire; the compiler may emit stronger fences).

@@ -111,10 +111,6 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     gemm_gemv(A, M, K, lda, B, C, c_f32, ldc, cfg, rule, s);
     return;
   }
-  if (cfg.path == GemmPath::stream) {  // one launch, no workspace
-    gemm_stream(A, M, K, lda, B, C, c_f32, ldc, cfg, rule, cached_device_info(current_device()).sm_count, s);
-    return;
-  }
   const uint32_t* frags = nullptr;
   float* partials = nullptr;  // path splitk, split-K through the workspace (null: through clusters)
   int* counters = nullptr;

@@ -43,15 +43,4 @@ void gemm_tiled(int64_t M, const PackedWeights& B, void* C, bool c_f32, int64_t 
 void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, cudaStream_t stream);
 
-/// Path "stream" (M <= 64; src/cuda/gemm_stream.cu): one launch, one CTA per cfg.block_n / 16
-/// slabs of 16 weight rows and K range (cfg.split_k CTAs of a cluster along K, reduced in rank
-/// order through distributed shared memory), all of a CTA's weights bulk-copied into shared
-/// memory at once after griddepcontrol.wait (an L2 prefetch before it), A quantized inside the
-/// kernel, mma.sync; launched with programmatic dependent launch. Needs
-/// gemm_config_problem_for_shape(cfg, M, K) empty (checked by the caller). `sm_count` (0:
-/// unknown) lets an unclustered grid of 2-3 CTAs per SM be spread evenly. C is bf16, or fp32
-/// when c_f32 is set. Throws CudaError when the launch fails.
-void gemm_stream(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
-                 int64_t ldc, const GemmConfig& cfg, ScaleRule rule, int sm_count, cudaStream_t stream);
-
 }  // namespace mxfp4::cuda

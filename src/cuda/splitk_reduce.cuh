@@ -4,8 +4,7 @@
 // 4 consecutive outputs per row, complete and visible to the whole CTA when these are called).
 // Every variant sums the ranks in rank order 0..S-1 starting from 0.f, so all give the same
 // bits (deterministic). Called by every thread of the CTA; `store4(m, nl, v)` writes the 4
-// outputs of row m, columns nl..nl+3 of the tile. Included by gemm_fused_kernel.cuh and
-// gemm_stream.cu (the pull only).
+// outputs of row m, columns nl..nl+3 of the tile. Included only by gemm_fused_kernel.cuh.
 
 #include <cooperative_groups.h>
 
@@ -99,27 +98,23 @@ __device__ __forceinline__ void splitk_reduce_push(const float* red, float* recv
 
 /// Through a cluster by pull: rank r sums its share of the tile's quads from every rank's
 /// shared memory, all remote loads of a thread issued before the (rank-ordered) sum, between
-/// two cluster barriers. `quads_per_row` quads of 4 outputs per row, rows `pitch` floats apart
-/// (run-time values: path stream's tiles; splitk_reduce_pull passes constants). The ranks are
-/// the cluster's CTAs rank_base .. rank_base + split - 1 (path stream's clusters hold cluster_n
-/// such groups).
-template <int kThreads, class Store>
-__device__ __forceinline__ void splitk_reduce_pull_any(const float* red, int quads, int quads_per_row, int pitch,
-                                                       int rank, int split, Store& store4, int rank_base = 0) {
+/// two cluster barriers.
+template <int kThreads, int kQuads, int kP, class Store>
+__device__ __forceinline__ void splitk_reduce_pull(const float* red, int quads, int rank, int split, Store& store4) {
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
   const float* src[8];
 #pragma unroll
-  for (int r = 0; r < 8; ++r) src[r] = cluster.map_shared_rank(red, rank_base + (r < split ? r : 0));
+  for (int r = 0; r < 8; ++r) src[r] = cluster.map_shared_rank(red, r < split ? r : 0);
   const int per_rank = (quads + split - 1) / split;
   const int q_end = min(quads, (rank + 1) * per_rank);
   for (int q = rank * per_rank + threadIdx.x; q < q_end; q += kThreads) {
-    const int m = q / quads_per_row, nl = 4 * (q % quads_per_row);
+    const int m = q / kQuads, nl = 4 * (q % kQuads);
     float4 part[8];
 #pragma unroll
     for (int r = 0; r < 8; ++r)
-      if (r < split) part[r] = *reinterpret_cast<const float4*>(src[r] + m * pitch + nl);
+      if (r < split) part[r] = *reinterpret_cast<const float4*>(src[r] + m * kP + nl);
     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
     for (int r = 0; r < 8; ++r)
@@ -127,13 +122,6 @@ __device__ __forceinline__ void splitk_reduce_pull_any(const float* red, int qua
     store4(m, nl, sum);
   }
   cluster_sync_relaxed();  // keep shared memory alive until every rank has read it
-}
-
-/// splitk_reduce_pull_any with the small-M kernel's compile-time tile: kQuads quads per row,
-/// rows kP floats apart.
-template <int kThreads, int kQuads, int kP, class Store>
-__device__ __forceinline__ void splitk_reduce_pull(const float* red, int quads, int rank, int split, Store& store4) {
-  splitk_reduce_pull_any<kThreads>(red, quads, kQuads, kP, rank, split, store4);
 }
 
 }  // namespace

@@ -363,7 +363,6 @@ const char* gemm_path_name(GemmPath p) {
     case GemmPath::tiled: return "tiled";
     case GemmPath::fp8: return "fp8";
     case GemmPath::gemv: return "gemv";
-    case GemmPath::stream: return "stream";
   }
   return "?";
 }
@@ -371,13 +370,12 @@ const char* gemm_path_name(GemmPath p) {
 bool is_gemm_path(GemmPath p) { return std::string_view(gemm_path_name(p)) != "?"; }
 
 std::optional<GemmPath> parse_gemm_path(std::string_view name) {
-  for (GemmPath p : {GemmPath::fused, GemmPath::splitk, GemmPath::tiled, GemmPath::fp8, GemmPath::gemv, GemmPath::stream})
+  for (GemmPath p : {GemmPath::fused, GemmPath::splitk, GemmPath::tiled, GemmPath::fp8, GemmPath::gemv})
     if (name == gemm_path_name(p)) return p;
   return std::nullopt;
 }
 
 std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
-  if (cfg.cluster_n != 1 && cfg.path != GemmPath::stream) return "cluster_n = 1 except on path stream";
   if (cfg.path == GemmPath::tiled) {
     if (cfg.block_n != 128 || cfg.block_m != 128 || cfg.warps != 8 || cfg.split_k != 1)
       return "path tiled: block_n = block_m = 128, warps = 8, split_k = 1";
@@ -415,19 +413,6 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     if (M > 16) return "path gemv: M <= 16";
     return {};
   }
-  if (cfg.path == GemmPath::stream) {
-    // block_n / 16 slabs per CTA, warps / (block_n / 16) warps per slab (src/cuda/gemm_stream.cu).
-    const int slabs = cfg.block_n / 16;
-    const bool bn_ok = cfg.block_n == 16 || cfg.block_n == 32 || cfg.block_n == 64 || cfg.block_n == 128;
-    const bool warps_ok = (cfg.warps == 4 || cfg.warps == 8 || cfg.warps == 16) && cfg.warps >= slabs;
-    const bool cn_ok = (cfg.cluster_n == 1 || cfg.cluster_n == 2 || cfg.cluster_n == 4) && cfg.split_k >= 1 &&
-                       cfg.split_k <= 8 && cfg.split_k * cfg.cluster_n <= 8;
-    if (!bn_ok || !warps_ok || !cn_ok || cfg.block_m < 8 || cfg.block_m % 8 != 0)
-      return "path stream: block_n = 16, 32, 64 or 128, warps 4, 8 or 16 (at least block_n / 16), split_k 1..8, "
-             "cluster_n 1, 2 or 4 with split_k * cluster_n <= 8, block_m a positive multiple of 8";
-    if (M > 64) return "path stream: M <= 64";
-    return {};
-  }
   if (cfg.path != GemmPath::fused && cfg.path != GemmPath::splitk) return "unknown path";
   const int slabs = cfg.block_n / 16, per_slab = slabs > 0 ? cfg.warps / slabs : 0;
   const bool shape_ok = (cfg.block_n == 64 || cfg.block_n == 128) && cfg.warps == slabs * per_slab &&
@@ -451,51 +436,9 @@ size_t gemv_smem_bytes(int64_t M, int64_t K, int warps) {
   return rows * size_t(ceil_div(K, 64) * 64) * 2 + size_t(warps) * 16 * 8 * size_t(gemv_token_tiles(M)) * 4;
 }
 
-StreamPlan stream_plan(int64_t M, int64_t K, const GemmConfig& cfg) {
-  StreamPlan p;
-  const int64_t kc = ceil_div(K, 64);
-  p.slabs = cfg.block_n / 16;
-  p.split = cfg.split_k;
-  p.cluster_n = cfg.cluster_n;
-  const int64_t chunks = ceil_div(kc, cfg.split_k);
-  // Stages of at least 8 chunks (4 KB of codes per slab and copy: 2 KB copies cost ~1 us more
-  // than 16 KB ones for an 8 MB stream, docs/perf-notes.md session 5) and at most
-  // kStreamMaxStages; clamped so that an absurd K gives a plan that merely fails the smem check.
-  const int64_t sc = std::max<int64_t>(8, ceil_div(chunks, kStreamMaxStages));
-  const int64_t capped = std::min<int64_t>(chunks, int64_t(1) << 20);
-  p.chunks = int(capped);
-  p.stage_chunks = int(std::min<int64_t>(sc, capped));
-  p.stages = int(ceil_div(capped, std::max<int64_t>(p.stage_chunks, 1)));
-  const int64_t rows = small_m_tile_rows(std::min<int64_t>(M, 64));
-  p.red_pitch = 16 * p.slabs + 4;
-  auto align = [](int64_t b) { return (b + 127) / 128 * 128; };
-  const int64_t a_bytes = std::max<int64_t>(rows * capped * 128, rows * p.red_pitch * 4);
-  p.a_off = int(align(8 * kStreamMaxStages));
-  const int64_t w_off = p.a_off + align(a_bytes);
-  const int64_t s_off = w_off + int64_t(p.slabs) * capped * 512;
-  const int64_t end = s_off + int64_t(p.slabs) * capped * 32;
-  // Offsets in int: a plan beyond the limit is rejected before any kernel sees it.
-  const bool fits = end <= int64_t(kStreamSmemLimit);
-  p.w_off = fits ? int(w_off) : 0;
-  p.s_off = fits ? int(s_off) : 0;
-  p.smem = fits ? int(end) : int(kStreamSmemLimit) + 1;
-  return p;
-}
-
 std::string gemm_config_problem_for_shape(const GemmConfig& cfg, int64_t M, int64_t K) {
   std::string problem = gemm_config_problem(cfg, M);
-  if (!problem.empty()) return problem;
-  if (cfg.path == GemmPath::stream) {
-    const StreamPlan p = stream_plan(M, K, cfg);
-    if (int64_t(cfg.split_k) > ceil_div(K, 64))
-      return "path stream: split_k = " + std::to_string(cfg.split_k) + " exceeds K's " +
-             std::to_string(ceil_div(K, 64)) + " chunks of 64";
-    if (p.smem > int(kStreamSmemLimit) || p.stages > kStreamMaxStages)
-      return "path stream: M = " + std::to_string(M) + ", K = " + std::to_string(K) + " with " + describe(cfg) +
-             " needs more than " + std::to_string(kStreamSmemLimit) + " bytes of shared memory";
-    return {};
-  }
-  if (cfg.path != GemmPath::gemv) return problem;
+  if (!problem.empty() || cfg.path != GemmPath::gemv) return problem;
   const size_t smem = gemv_smem_bytes(M, K, cfg.warps);
   if (smem <= kGemvSmemLimit) return {};
   return "path gemv: M = " + std::to_string(M) + ", K = " + std::to_string(K) + " needs " + std::to_string(smem) +
@@ -506,7 +449,6 @@ std::string describe(const GemmConfig& cfg) {
   std::ostringstream os;
   os << "path=" << gemm_path_name(cfg.path) << " block_n=" << cfg.block_n << " block_m=" << cfg.block_m
      << " split_k=" << cfg.split_k << " warps=" << cfg.warps;
-  if (cfg.cluster_n != 1) os << " cluster_n=" << cfg.cluster_n;
   return os.str();
 }
 
@@ -529,7 +471,7 @@ size_t gemm_workspace_bytes(int64_t M, int64_t K, const GemmConfig& cfg) {
   }
   if (!is_gemm_path(cfg.path))
     throw InvalidArgument("mxfp4::gemm_workspace_bytes: unknown GemmPath value " + std::to_string(int(cfg.path)));
-  if (cfg.path == GemmPath::fused || cfg.path == GemmPath::gemv || cfg.path == GemmPath::stream) return 0;
+  if (cfg.path == GemmPath::fused || cfg.path == GemmPath::gemv) return 0;
   const int64_t fragments = ceil_div(M, 8) * 8 * ceil_div(K, 64) * 64 * 2;
   if (cfg.path == GemmPath::fp8) return size_t(std::max(fp8::ImageGeometry::of(M, K).total_bytes(), fragments));
   return size_t(fragments);

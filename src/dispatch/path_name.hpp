@@ -1,4 +1,4 @@
-// Names of the GEMM paths ("fused", "splitk", "tiled", "fp8", "gemv", "stream") and the rule for which configurations
+// Names of the GEMM paths ("fused", "splitk", "tiled", "fp8", "gemv") and the rule for which configurations
 // the CUDA kernels instantiate, shared by describe(), the tune cache and the CUDA launcher so
 // they can never disagree (internal; defined in dispatch.cpp).
 #pragma once
@@ -12,7 +12,7 @@
 
 namespace mxfp4 {
 
-/// "fused", "splitk", "tiled", "fp8", "gemv" or "stream" ("?" for a value that is no enumerator).
+/// "fused", "splitk", "tiled", "fp8" or "gemv" ("?" for a value that is no enumerator).
 const char* gemm_path_name(GemmPath p);
 /// True when `p` is one of the GemmPath enumerators (a GemmConfig from a cast or a file may hold
 /// any int).
@@ -45,26 +45,6 @@ constexpr size_t kGemvSmemLimit = 227 * 1024;
 /// gemm_config_problem plus what depends on K: path gemv's shared memory (gemv_smem_bytes
 /// <= kGemvSmemLimit). Empty when the CUDA kernels can run `cfg` for (M, K).
 std::string gemm_config_problem_for_shape(const GemmConfig& cfg, int64_t M, int64_t K);
-
-/// Path stream (src/cuda/gemm_stream.cu): its shared-memory plan for M <= 64 tokens, K and a
-/// configuration (block_n = 16 * slabs, split_k ranks along K). Offsets in bytes from the start
-/// of the dynamic shared memory: the K stages' mbarriers, A's bf16 mma B fragments for
-/// small_m_tile_rows(M) token rows over `chunks` 64-wide K chunks (reused by the partial tile
-/// after the K loop: [rows][red_pitch] fp32), the weights' codes (`slabs` x chunks x 512) and
-/// scales (slabs x chunks x 32) in the packed layout's order. A rank takes at most `chunks` =
-/// ceil(K chunks / split_k) chunks, delivered in stages of `stage_chunks` (one bulk copy per
-/// slab and stage, at most kStreamMaxStages stages).
-struct StreamPlan {
-  int slabs = 1, split = 1, cluster_n = 1;
-  int chunks = 0, stage_chunks = 0, stages = 0;
-  int red_pitch = 0;
-  int a_off = 0, w_off = 0, s_off = 0, smem = 0;
-};
-constexpr int kStreamMaxStages = 16;
-constexpr size_t kStreamSmemLimit = 227 * 1024;
-/// The plan for (M, K, cfg); cfg must pass gemm_config_problem (smem may exceed
-/// kStreamSmemLimit: gemm_config_problem_for_shape rejects that).
-StreamPlan stream_plan(int64_t M, int64_t K, const GemmConfig& cfg);
 
 /// Token rows of the small-M kernel's CTA tile for M tokens: 8 * N8 with N8 = 1, 2, 4 or 8
 /// (src/cuda/gemm_fused.cu dispatch_n8).

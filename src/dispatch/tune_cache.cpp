@@ -62,7 +62,6 @@ std::optional<GemmConfig> lookup(const std::string& gpu, int64_t M, int64_t N, i
     cfg.block_m = e->at("block_m").get<int>();
     cfg.split_k = e->at("split_k").get<int>();
     cfg.warps = e->at("warps").get<int>();
-    cfg.cluster_n = e->value("cluster_n", 1);  // absent in caches written before path stream
     // Never trust a hand-edited entry the kernels cannot run.
     if (!gemm_config_problem_for_shape(cfg, M, K).empty()) return std::nullopt;
     return cfg;
@@ -78,7 +77,6 @@ void store(const std::string& gpu, int64_t M, int64_t N, int64_t K, const GemmCo
   if (auto it = g_cache.find(gpu); it != g_cache.end() && !it->is_object()) *it = nlohmann::json::object();
   g_cache[gpu][key(M, N, K)] = {{"path", gemm_path_name(cfg.path)}, {"block_n", cfg.block_n}, {"block_m", cfg.block_m},
                                 {"split_k", cfg.split_k}, {"warps", cfg.warps}};
-  if (cfg.cluster_n != 1) g_cache[gpu][key(M, N, K)]["cluster_n"] = cfg.cluster_n;
   const std::filesystem::path file(path());
   std::error_code ec;
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);

@@ -678,7 +678,7 @@ TEST(Dispatch, GemvConfigProblem) {
 // A forced or cached configuration may hold any int: the checks must not overflow (fuzz_api_args
 // found 4 * (block_m / 64 * block_n / 64 + 1) overflowing int for block_m = block_n = 58265216).
 TEST(Dispatch, ConfigProblemOfHugeFieldsIsARejection) {
-  for (GemmPath path : {GemmPath::fp8, GemmPath::fused, GemmPath::splitk, GemmPath::tiled, GemmPath::gemv, GemmPath::stream})
+  for (GemmPath path : {GemmPath::fp8, GemmPath::fused, GemmPath::splitk, GemmPath::tiled, GemmPath::gemv})
     for (int v : {58265216, std::numeric_limits<int>::max(), std::numeric_limits<int>::min(), -16}) {
       const GemmConfig c{path, v, v, 1, v};
       EXPECT_NE(gemm_config_problem(c, 16), "") << describe(c);
@@ -691,64 +691,6 @@ TEST(Dispatch, DescribeNamesEveryField) {
   c.path = GemmPath::splitk;
   c.split_k = 4;
   EXPECT_EQ(describe(c), "path=splitk block_n=64 block_m=16 split_k=4 warps=4");
-}
-
-// Path stream: which configurations the kernels take, cluster_n only there, and the shared-
-// memory plan (offsets in order, 16-byte aligned for the bulk copies, the reduction tile inside
-// A's region, stages within the barrier count, a plan past 227 KiB rejected with the numbers).
-TEST(Dispatch, StreamConfigsAndPlan) {
-  auto stream = [](int block_n, int warps, int split, int cn) {
-    GemmConfig c{GemmPath::stream, block_n, 16, split, warps};
-    c.cluster_n = cn;
-    return c;
-  };
-  EXPECT_EQ(gemm_config_problem(stream(16, 4, 1, 1), 64), "");
-  EXPECT_EQ(gemm_config_problem(stream(128, 8, 2, 4), 1), "");
-  EXPECT_NE(gemm_config_problem(stream(128, 4, 1, 1), 16), "");  // fewer warps than slabs
-  EXPECT_NE(gemm_config_problem(stream(48, 12, 1, 1), 16), "");
-  EXPECT_NE(gemm_config_problem(stream(64, 8, 4, 4), 16), "");  // cluster of 16
-  EXPECT_NE(gemm_config_problem(stream(64, 8, 1, 3), 16), "");
-  EXPECT_NE(gemm_config_problem(stream(64, 8, 1, 1), 65), "") << "M <= 64";
-  GemmConfig splitk{GemmPath::splitk, 64, 16, 2, 4};
-  splitk.cluster_n = 2;
-  EXPECT_EQ(gemm_config_problem(splitk, 16), "cluster_n = 1 except on path stream");
-  EXPECT_EQ(describe(stream(32, 8, 2, 2)), "path=stream block_n=32 block_m=16 split_k=2 warps=8 cluster_n=2");
-  EXPECT_EQ(describe(stream(32, 8, 2, 1)), "path=stream block_n=32 block_m=16 split_k=2 warps=8");
-  EXPECT_EQ(gemm_workspace_bytes(16, 7168, stream(32, 8, 2, 1)), 0u);
-  for (int64_t M : {1, 9, 17, 33, 64})
-    for (int64_t K : {32, 512, 1536, 2048, 7168, 16384})
-      for (int split : {1, 2, 3, 8})
-        for (int block_n : {16, 64, 128}) {
-          const GemmConfig c = stream(block_n, 8, split, 1);
-          const StreamPlan p = stream_plan(M, K, c);
-          const std::string problem = gemm_config_problem_for_shape(c, M, K);
-          const int64_t chunks = (K + 63) / 64, rank_chunks = (chunks + split - 1) / split;
-          if (split > chunks) {
-            EXPECT_NE(problem, "") << M << "x" << K << " " << describe(c);
-            continue;
-          }
-          EXPECT_EQ(p.chunks, rank_chunks);
-          EXPECT_LE(p.stages, kStreamMaxStages);
-          EXPECT_GE(int64_t(p.stages) * p.stage_chunks, rank_chunks);
-          const int64_t rows = small_m_tile_rows(M);
-          const int64_t need = 128 + std::max<int64_t>(rows * rank_chunks * 128, rows * (block_n + 4) * 4) +
-                               block_n / 16 * rank_chunks * (512 + 32);
-          if (need > int64_t(kStreamSmemLimit) + 127) {
-            EXPECT_NE(problem.find("needs more than"), std::string::npos) << M << "x" << K << " " << describe(c);
-            continue;
-          }
-          ASSERT_EQ(problem, "") << M << "x" << K << " " << describe(c);
-          EXPECT_EQ(p.a_off % 128, 0);
-          EXPECT_GE(p.w_off - p.a_off, rows * rank_chunks * 128);
-          EXPECT_GE(p.w_off - p.a_off, rows * p.red_pitch * 4);
-          EXPECT_EQ(p.w_off % 16, 0);
-          EXPECT_EQ(p.s_off, p.w_off + block_n / 16 * rank_chunks * 512);
-          EXPECT_EQ(p.smem, p.s_off + block_n / 16 * rank_chunks * 32);
-          EXPECT_LE(p.smem, int(kStreamSmemLimit));
-        }
-  // 16 tokens over all of K = 7168 need 229 KB of A fragments alone.
-  EXPECT_NE(gemm_config_problem_for_shape(stream(16, 8, 1, 1), 16, 7168).find("needs more than"), std::string::npos);
-  EXPECT_EQ(gemm_config_problem_for_shape(stream(16, 8, 2, 1), 16, 7168), "");
 }
 
 // Review, session 12: sizes inside [1, 2^40] whose products overflow int64, and range checks
@@ -805,15 +747,6 @@ TEST(TuneCache, StoresAndReadsBackAndRejectsInvalidEntries) {
     tune_cache::store("GPU X", 16, 4096, 7168, bad_m);
     EXPECT_FALSE(tune_cache::lookup("GPU X", 16, 4096, 7168).has_value()) << bm;
   }
-  // cluster_n round-trips (path stream), and is 1 when absent.
-  GemmConfig st{GemmPath::stream, 32, 16, 2, 8};
-  st.cluster_n = 2;
-  tune_cache::store("GPU X", 16, 3072, 1536, st);
-  const auto got_st = tune_cache::lookup("GPU X", 16, 3072, 1536);
-  ASSERT_TRUE(got_st.has_value());
-  EXPECT_EQ(got_st->cluster_n, 2);
-  EXPECT_EQ(describe(*got_st), describe(st));
-  EXPECT_EQ(got->cluster_n, 1);
   unsetenv("MXFP4_TUNE_CACHE");
 }
 

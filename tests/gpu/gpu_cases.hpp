@@ -10,7 +10,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 #include <utility>
 
@@ -52,30 +51,11 @@ inline std::vector<GemmConfig> gemv_configs(int64_t M, int64_t K) {
   return v;
 }
 
-/// Path stream for M <= 64 where its shared memory fits K (none otherwise): one slab of 4 warps
-/// unsplit, one slab of 16 warps (several warps start in later stages), two slabs of 8 warps
-/// over a 2-CTA cluster, four slabs of 16 warps over a cluster of 4, eight slabs of 8 warps
-/// unsplit, a split of 3 (not a power of two), and A's quantization shared by cluster_n = 2
-/// and 4 tiles (with and without split-K in the same cluster).
-inline std::vector<GemmConfig> stream_configs(int64_t M, int64_t K) {
-  std::vector<GemmConfig> v;
-  for (const auto& [block_n, warps, split, cn] :
-       {std::tuple{16, 4, 1, 1}, std::tuple{16, 16, 1, 1}, std::tuple{32, 8, 2, 1}, std::tuple{64, 16, 4, 1},
-        std::tuple{128, 8, 1, 1}, std::tuple{64, 8, 3, 1}, std::tuple{32, 8, 1, 2}, std::tuple{16, 16, 2, 4},
-        std::tuple{64, 8, 2, 2}}) {
-    GemmConfig c{GemmPath::stream, block_n, 8, split, warps};
-    c.cluster_n = cn;
-    if (gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
-  }
-  return v;
-}
-
 /// Forced configurations covering every kernel variant: fused and splitk with and without a
 /// cluster split (a power of two and not), 4 and 8 slabs, 1, 2 and 4 warps per slab; tiled;
-/// path fp8's tiles; path gemv (gemv_configs) for M <= 16; path stream (stream_configs) for M <= 64.
+/// path fp8's tiles; path gemv (gemv_configs) for M <= 16.
 inline std::vector<GemmConfig> path_configs(int64_t M, int64_t K) {
   std::vector<GemmConfig> v = gemv_configs(M, K);
-  for (const GemmConfig& c : stream_configs(M, K)) v.push_back(c);
   v.push_back(forced_cfg(GemmPath::fused, 1, 4, 1));
   v.push_back(forced_cfg(GemmPath::fused, 4, 8, 1));
   v.push_back(forced_cfg(GemmPath::fused, 2, 8, 2));

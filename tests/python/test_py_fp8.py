@@ -226,17 +226,6 @@ def test_explain_names_path_fp8():
     assert mxfp4._C.describe(sk, 16, 272, 4096) == str(sk) + " reduce=workspace"
 
 
-def test_path_stream_config_and_cluster_n():
-    assert "stream" in mxfp4.GemmPath.__members__
-    cfg = mxfp4.GemmConfig()
-    cfg.path, cfg.block_n, cfg.block_m, cfg.split_k, cfg.warps = mxfp4.GemmPath.stream, 32, 16, 2, 8
-    assert cfg.cluster_n == 1
-    assert str(cfg) == "path=stream block_n=32 block_m=16 split_k=2 warps=8"
-    cfg.cluster_n = 2
-    assert str(cfg) == "path=stream block_n=32 block_m=16 split_k=2 warps=8 cluster_n=2"
-    assert mxfp4._C.gemm_workspace_bytes(16, 1536, cfg) == 0  # one launch, no workspace
-
-
 # ---- errors ----------------------------------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ namespace {
 /// and 128 x 128 tiles (2, 4 and 8 with four 64 x 64 warpgroups); for M <= 64 path fp8's 64 x 64 and 64 x 128 (two
 /// 64 x 64 warpgroups) tiles with split_k 1, 2, 4 and 8 (the benchmark builds the FP8 image);
 /// for M <= 16 path gemv with 1, 2 or 4 slabs per CTA (block_n 16, 32, 64) and 4, 8 and 16 warps
-/// where its shared memory fits (K); for M <= 64 path stream (slabs, warps, split, cluster_n below).
+/// where its shared memory fits (K).
 std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t K) {
   std::vector<mxfp4::GemmConfig> v;
   for (int block_n : {16, 32, 64})
@@ -37,18 +37,6 @@ std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t K) {
       const mxfp4::GemmConfig c{mxfp4::GemmPath::gemv, block_n, 8, 1, warps};
       if (mxfp4::gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
     }
-  // Path stream (M <= 64): 1, 2, 4 or 8 slabs per CTA, 8 or 16 warps, clusters of 1, 2 or 4
-  // CTAs along K times 1, 2 or 4 tiles sharing A's quantization (at most 8), where its shared
-  // memory fits.
-  for (int block_n : {16, 32, 64, 128})
-    for (int warps : {8, 16})
-      for (int split : {1, 2, 4})
-        for (int cn : {1, 2, 4}) {
-          mxfp4::GemmConfig c{mxfp4::GemmPath::stream, block_n, int(std::min<int64_t>(64, (M + 7) / 8 * 8)), split,
-                              warps};
-          c.cluster_n = cn;
-          if (mxfp4::gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
-        }
   if (M > 64) {
     mxfp4::GemmConfig c;
     c.path = mxfp4::GemmPath::tiled;
@@ -107,7 +95,7 @@ Command add_tune(CLI::App& app) {
   sub->add_option("--shapes", *shapes, "workload file of 'M N K' lines");
   sub->add_option("--paths", *paths, "only these paths' candidates, comma-separated (default: all)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"fused", "splitk", "tiled", "fp8", "gemv", "stream"}));
+      ->check(CLI::IsMember({"fused", "splitk", "tiled", "fp8", "gemv"}));
   sub->add_option("--replays", *replays, "graph replays per configuration (median)")->check(CLI::Range(3, 1000));
   sub->add_flag("--verbose", *verbose, "print every candidate's time, not only the winner");
   return {sub, [shapes, replays, verbose, paths]() -> int {

@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 final=${OUT:-$root/device-out}
 work=$(mktemp -d)
-shapes=$root/tools/dev/shapes-stream-tune.txt
+shapes=$root/tools/dev/shapes-small-m.txt
 OUT=$work scripts/device-check.sh --no-tests --bench-args "--shapes $shapes" > "$work/device-check.log" 2>&1
 tail -n 4 "$work/device-check.log"
 cmake -S . -B build-push1 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DMXFP4_CUDA=ON \
