@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const uint32_t* frags = PREQUANT ? p.frags + (m0 / 8) * ks_total * 64 : nullptr;
   // Push reduction: rank r owns token rows [r * rpr, +rpr) of the tile (fewer or none at the end).
   const bool push = push_reduce<N8, WS>(p.split);
-  const int rpr = MXFP4_EXP_PUSH1 && p.split == 2 ? rows : (rows + p.split - 1) / p.split;  // PUSH1: rank 0 owns all
+  const int rpr = (rows + p.split - 1) / p.split;
   const int own_rows = max(0, min(rows, (rank + 1) * rpr) - rank * rpr);
 
   // Producer: the bytes of stage s into ring slot s % stages. The weights (codes and scales of

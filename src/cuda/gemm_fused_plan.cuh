@@ -10,13 +10,6 @@
 namespace mxfp4::cuda {
 namespace {
 
-// -DMXFP4_EXP_PUSH1=1 (a measurement only, session 34 plan item q): split 2 through the cluster
-// by a one-sided push in every cluster kernel: rank 1 st.async's its whole partial tile into
-// rank 0's receive buffer and leaves; rank 0 sums both ranks in order and stores all of C.
-#ifndef MXFP4_EXP_PUSH1
-#define MXFP4_EXP_PUSH1 0
-#endif
-
 constexpr int kG = 4;                    // 64-wide K chunks per stage (K256)
 constexpr int kMaxStages = 8;            // ring slots
 constexpr int kSmemBudget = 112 * 1024;  // ring + A bytes per CTA: two CTAs per SM
@@ -54,7 +47,7 @@ struct FusedArgs {
 /// do not carry it (docs/perf-notes.md).
 template <int N8, bool WS>
 __host__ __device__ constexpr bool push_reduce(int split) {
-  return (N8 <= 2 && !WS && split >= 4) || (MXFP4_EXP_PUSH1 && !WS && split == 2);
+  return N8 <= 2 && !WS && split >= 4;
 }
 
 /// Shared-memory layout for a CTA of SLABS slabs and N8 token tiles: mbarriers, a ring of
@@ -72,8 +65,7 @@ struct Ring {
   static_assert((kMaxStages + 2) * 8 <= kHeader, "the mbarriers overlap the ring");
   // Push reduction's receive buffer: one slot of ceil(rows / split) token rows of kRedPitch
   // floats per source rank, split * ceil(rows / split) <= 8 * N8 + 7 rows in all.
-  // (-DMXFP4_EXP_PUSH1: rank 1's slot starts after rank 0's unused one, 16 * N8 + 8 rows.)
-  static constexpr int kRecv = ((MXFP4_EXP_PUSH1 ? 16 : 8) * N8 + 8) * kRedPitch * 4;
+  static constexpr int kRecv = (8 * N8 + 8) * kRedPitch * 4;
   __host__ __device__ static int abuf_bytes(int a_chunks) { return PREQUANT ? 0 : N8 * a_chunks * 1024; }
   static int astage_bytes(int a_chunks, int rows) { return PREQUANT ? 0 : rows * a_chunks * 128; }
   static int bytes(int stages, int a_chunks, int stage_rows) {

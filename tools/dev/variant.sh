@@ -30,8 +30,8 @@ if [ -n "${SANITIZE:-}" ]; then
   done
 fi
 "$b/mxfp4" bench --out-dir "/tmp/$name-results" > "$o/$name-bench.log" 2>&1
-cp "/tmp/$name-results/h200.md" "$o/$name-h200.md" 2>/dev/null
-grep -E '^\| geomean' "$o/$name-h200.md" | sed "s/^/$name: /"
+for f in "/tmp/$name-results"/*.md; do cp "$f" "$o/$name-$(basename "$f")"; done 2>/dev/null  # h200.md, or the GPU's name
+grep -E '^\| geomean' "$o/$name"-*.md | sed "s/^/$name: /"
 if [ $# -gt 0 ]; then
   tools/dev/call-split.sh "$b" "$flags" "$@" > "$o/$name-call_split.log" 2>&1
   cat "$o/$name-call_split.log"
