@@ -41,9 +41,6 @@ constexpr int kBatch = 2;  // K chunks per warp whose loads are in flight, per r
 #define MXFP4_EXP_GEMV 0
 #endif
 constexpr int kExpGemv = MXFP4_EXP_GEMV;
-#ifndef MXFP4_EXP_GEMV_WFIRST
-#define MXFP4_EXP_GEMV_WFIRST 0
-#endif
 
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
@@ -193,13 +190,7 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       }
     }
   };
-  // -DMXFP4_EXP_GEMV_WFIRST=1 (a measurement only): a warp whose chunks all fit in batch 0 issues
-  // them before A's loads (session 15: weights first was faster at 4x2880x512 only); 2: every warp.
-  const bool wfirst = MXFP4_EXP_GEMV_WFIRST == 2 || (MXFP4_EXP_GEMV_WFIRST == 1 && kcs <= kw + kBatch * kws);
-  if (kExpGemv < 2 && wfirst) {
-    load_batch(wc0, sc0, kw);
-    quantize_a_to_shared(p, sa, warp, warps, lane, [] {});
-  } else if (kExpGemv < 2) {
+  if (kExpGemv < 2) {
     quantize_a_to_shared(p, sa, warp, warps, lane, [&] { load_batch(wc0, sc0, kw); });
   } else {
     load_batch(wc0, sc0, kw);
