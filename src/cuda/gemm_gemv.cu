@@ -41,6 +41,9 @@ constexpr int kBatch = 2;  // K chunks per warp whose loads are in flight, per r
 #define MXFP4_EXP_GEMV 0
 #endif
 constexpr int kExpGemv = MXFP4_EXP_GEMV;
+#ifndef MXFP4_EXP_GEMV_WFIRST
+#define MXFP4_EXP_GEMV_WFIRST 0
+#endif
 
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
@@ -190,7 +193,15 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       }
     }
   };
-  if (kExpGemv < 2) {
+  // -DMXFP4_EXP_GEMV_WFIRST=1 (a measurement only, docs/perf-notes.md session 36 and plan item u):
+  // a warp whose chunks all fit in batch 0 issues them before A's loads; 2: every warp. =1 ran
+  // 4x2880x512 0.2 us faster than =2, which executes the same instructions there: a code-layout
+  // effect under study, not an improvement to land as it is (=1 costs the M = 1 shapes).
+  const bool wfirst = MXFP4_EXP_GEMV_WFIRST == 2 || (MXFP4_EXP_GEMV_WFIRST == 1 && kcs <= kw + kBatch * kws);
+  if (kExpGemv < 2 && wfirst) {
+    load_batch(wc0, sc0, kw);
+    quantize_a_to_shared(p, sa, warp, warps, lane, [] {});
+  } else if (kExpGemv < 2) {
     quantize_a_to_shared(p, sa, warp, warps, lane, [&] { load_batch(wc0, sc0, kw); });
   } else {
     load_batch(wc0, sc0, kw);

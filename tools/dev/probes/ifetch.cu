@@ -6,7 +6,7 @@
 // stream: every node reads a fresh window of a 512 MiB buffer, as the benchmark's rotated
 // weights do) and Y (ALU work after its wait), both launched with PDL (wait first, trigger right
 // after it). Y (one CTA of 4 warps per SM) runs 2048 FFMAs per thread in 8 independent chains, as
-//   mode 0: a loop (a few hundred bytes of code executed again and again, ~2x the instructions),
+//   mode 0: a loop (a few hundred bytes of code executed again and again, ~1.4x the instructions),
 //   mode 1: fully unrolled straight-line code (~32 KB of SASS, each instruction run once),
 //   mode 2: mode 1's one copy of the body run twice, once before the wait (results dropped), so
 //           its code is in the SM's instruction caches when the wait returns.
@@ -52,15 +52,13 @@ __device__ __forceinline__ void body_unrolled(float (&a)[kChains]) {
 #pragma unroll
   for (int i = 0; i < kOps; ++i) a[i % kChains] = fmaf(a[i % kChains], 1.0000001f, 0.5f * float(i));
 }
+/// The same 2048 FFMAs in 8 independent chains as a loop of 256 iterations (session 36's first
+/// form carried one serial `f += 0.5` chain through every FFMA and was ALU-latency bound).
 __device__ __forceinline__ void body_loop(float (&a)[kChains]) {
-  float f = 0.f;
 #pragma unroll 1
   for (int i = 0; i < kOps; i += kChains) {
 #pragma unroll
-    for (int j = 0; j < kChains; ++j) {
-      a[j] = fmaf(a[j], 1.0000001f, f);
-      f += 0.5f;
-    }
+    for (int j = 0; j < kChains; ++j) a[j] = fmaf(a[j], 1.0000001f, 0.5f * float(j + 1));
   }
 }
 
