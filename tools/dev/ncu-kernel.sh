@@ -6,12 +6,13 @@
 # REGEX matches ncu's kernel name base: the function name without template arguments unless
 # NCU_NAME_BASE=demangled (then e.g. "fp8_image_chunk_kernel<.*Bf16Source" picks the
 # activations' image, not the weights' of prepack, which runs first).
-# Usage: [NCU_NAME_BASE=demangled] tools/dev/ncu-kernel.sh "M N K" REGEX PREFIX [EXTRA_BENCH_ARGS...]
+# BUILD=DIR profiles DIR/mxfp4 (e.g. a tools/dev/variant.sh build, build-NAME) instead of build-device.
+# Usage: [BUILD=DIR] [NCU_NAME_BASE=demangled] tools/dev/ncu-kernel.sh "M N K" REGEX PREFIX [EXTRA_BENCH_ARGS...]
 set -uo pipefail
 shape=$1 regex=$2 prefix=$3; shift 3
 one=$(mktemp); echo "$shape" > "$one"
 ncu --clock-control none --set full --import-source yes --kernel-name-base "${NCU_NAME_BASE:-function}" -k "regex:$regex" --launch-skip 3 --launch-count 1 \
-    -f -o "$prefix" build-device/mxfp4 bench --shapes "$one" --no-baselines --replays 3 --out-dir "$(mktemp -d)" "$@" \
+    -f -o "$prefix" "${BUILD:-build-device}"/mxfp4 bench --shapes "$one" --no-baselines --replays 3 --out-dir "$(mktemp -d)" "$@" \
     > "$prefix-run.log" 2>&1
 ncu --import "$prefix.ncu-rep" --page details > "$prefix-details.txt" 2>&1
 ncu --import "$prefix.ncu-rep" --page source --csv --print-source sass > "$prefix-source.csv" 2>&1
