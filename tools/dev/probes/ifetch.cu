@@ -14,14 +14,23 @@
 // time per node pair. If mode 1 is much slower than mode 0 and mode 2 close to mode 0, a
 // kernel's first run of its post-wait code is a cost, and running it once before the wait (or
 // keeping it small) removes it.
-// Usage (GPU machine): nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a
-//   tools/dev/probes/ifetch.cu -o /tmp/ifetch && /tmp/ifetch
+// Usage (GPU machine, repository root): nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a
+//   -Iinclude -Isrc tools/dev/probes/ifetch.cu -o /tmp/ifetch && /tmp/ifetch
+// (the library's launch_pdl, check and PDL intrinsics, header-only: no library to link).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
+
+#include "cuda/bulk_copy.cuh"
+#include "cuda/common.cuh"
+
+using mxfp4::cuda::check;
+using mxfp4::cuda::grid_dependency_wait;
+using mxfp4::cuda::grid_dependents_launch;
+using mxfp4::cuda::launch_pdl;
 
 namespace {
 
@@ -32,13 +41,11 @@ __device__ __forceinline__ unsigned long long gtime() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
-__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
 /// X: every thread sums its 16-byte pieces of a `bytes` window starting at `src`; one store per CTA.
 __global__ void stream_kernel(const uint4* src, size_t bytes, unsigned* sink) {
-  pdl_wait();
-  pdl_trigger();
+  grid_dependency_wait();
+  grid_dependents_launch();
   unsigned s = 0;
   const size_t n = bytes / 16, stride = size_t(gridDim.x) * blockDim.x;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -73,8 +80,8 @@ __global__ void code_kernel(unsigned long long* stamps, int node, float* sink) {
 #pragma unroll 1
   for (int pass = MODE == 2 ? 0 : 1; pass < 2; ++pass) {
     if (pass == 1) {
-      pdl_wait();
-      pdl_trigger();
+      grid_dependency_wait();
+      grid_dependents_launch();
       t1 = gtime();
     }
 #pragma unroll
@@ -96,30 +103,10 @@ __global__ void code_kernel(unsigned long long* stamps, int node, float* sink) {
   }
 }
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-template <class K, class... A>
-void launch_pdl(K kernel, int grid, int threads, cudaStream_t s, A... args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(threads);
-  cfg.stream = s;
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  check(cudaLaunchKernelEx(&cfg, kernel, args...), "cudaLaunchKernelEx");
-}
-
 /// One case: mode of Y, bytes X streams per node (0: no X), returns nothing; prints a line.
 void run_case(int mode, size_t x_bytes, const char* big, size_t big_bytes, unsigned* usink, float* fsink,
               unsigned long long* stamps, int sms) {
+  void (*const y)(unsigned long long*, int, float*) = mode == 0 ? code_kernel<0> : mode == 1 ? code_kernel<1> : code_kernel<2>;
   cudaStream_t s;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
   cudaGraph_t g;
@@ -127,11 +114,10 @@ void run_case(int mode, size_t x_bytes, const char* big, size_t big_bytes, unsig
   for (int node = 0; node < kNodes; ++node) {
     if (x_bytes > 0) {
       const size_t off = (size_t(node) * x_bytes) % (big_bytes - x_bytes);
-      launch_pdl(stream_kernel, sms, 512, s, reinterpret_cast<const uint4*>(big + off / 16 * 16), x_bytes, usink);
+      launch_pdl(stream_kernel, dim3(sms), dim3(512), s, "stream_kernel", reinterpret_cast<const uint4*>(big + off / 16 * 16),
+                 x_bytes, usink);
     }
-    if (mode == 0) launch_pdl(code_kernel<0>, sms, 128, s, stamps, node, fsink);
-    if (mode == 1) launch_pdl(code_kernel<1>, sms, 128, s, stamps, node, fsink);
-    if (mode == 2) launch_pdl(code_kernel<2>, sms, 128, s, stamps, node, fsink);
+    launch_pdl(y, dim3(sms), dim3(128), s, "code_kernel", stamps, node, fsink);
   }
   check(cudaStreamEndCapture(s, &g), "end capture");
   cudaGraphExec_t ge;
