@@ -44,6 +44,13 @@ constexpr int kExpGemv = MXFP4_EXP_GEMV;
 #ifndef MXFP4_EXP_GEMV_WFIRST
 #define MXFP4_EXP_GEMV_WFIRST 0
 #endif
+// -DMXFP4_EXP_GEMV_EARLY=1|2 (a measurement only, session 37: it breaks the stream-order contract
+// of docs/dispatch.md, since the previous kernel may still be writing the weights): each warp's
+// register set 0 (2: both sets) is loaded before griddepcontrol.wait instead of after it. How
+// much of a gemv call is the weights' L2 -> register latency after the wait?
+#ifndef MXFP4_EXP_GEMV_EARLY
+#define MXFP4_EXP_GEMV_EARLY 0
+#endif
 
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
@@ -174,9 +181,6 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   // The trigger comes right after the wait (docs/perf-notes.md): before it (session 16),
   // 4x2880x512 and 1x2880x2880 ran 50% slower in the benchmark's graphs; without it (the next
   // kernel launching as this grid exits, session 23) 15-25% slower on the three gemv shapes.
-  grid_dependency_wait();  // the previous kernel may write A, B or C
-  grid_dependents_launch();
-
   // This warp's chunks kc = kw + kws * i of its slab in batches of kBatch; two named register sets so
   // that nothing is indexed at run time.
   uint4 wc0[kBatch], wc1[kBatch];
@@ -197,8 +201,17 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   // a warp whose chunks all fit in batch 0 issues them before A's loads; 2: every warp. =1 ran
   // 4x2880x512 0.2 us faster than =2, which executes the same instructions there: a code-layout
   // effect under study, not an improvement to land as it is (=1 costs the M = 1 shapes).
+  const int step = kBatch * kws;
+  if constexpr (MXFP4_EXP_GEMV_EARLY >= 1) load_batch(wc0, sc0, kw);
+  if constexpr (MXFP4_EXP_GEMV_EARLY >= 2)
+    if (kw + step < kcs) load_batch(wc1, sc1, kw + step);
+  grid_dependency_wait();  // the previous kernel may write A, B or C
+  grid_dependents_launch();
+
   const bool wfirst = MXFP4_EXP_GEMV_WFIRST == 2 || (MXFP4_EXP_GEMV_WFIRST == 1 && kcs <= kw + kBatch * kws);
-  if (kExpGemv < 2 && wfirst) {
+  if (MXFP4_EXP_GEMV_EARLY >= 1) {
+    quantize_a_to_shared(p, sa, warp, warps, lane, [] {});
+  } else if (kExpGemv < 2 && wfirst) {
     load_batch(wc0, sc0, kw);
     quantize_a_to_shared(p, sa, warp, warps, lane, [] {});
   } else if (kExpGemv < 2) {
@@ -237,9 +250,8 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       if (kc < kcs) multiply_chunk(wc[u], sc[u], fused, kc);  // uniform per warp
     }
   };
-  const int step = kBatch * kws;
   for (int first = kw; first < kcs; first += 2 * step) {
-    if (first + step < kcs) load_batch(wc1, sc1, first + step);
+    if (first + step < kcs && (MXFP4_EXP_GEMV_EARLY < 2 || first != kw)) load_batch(wc1, sc1, first + step);
     multiply_batch(wc0, sc0, first);
     if (first + step >= kcs) break;
     if (first + 2 * step < kcs) load_batch(wc0, sc0, first + 2 * step);
