@@ -256,6 +256,16 @@ struct GemmOptions {
   void* workspace = nullptr;          ///< device scratch of paths splitk, tiled and fp8
                                       ///< (gemm_workspace_bytes; nullptr: cached)
   size_t workspace_bytes = 0;
+  /// The caller's promise that B (PackedWeights::data) is not written by any kernel that may
+  /// still be running when the call starts, in particular not by the kernel right before it on
+  /// the stream (e.g. prepack() into the same buffer with no other kernel or host
+  /// synchronisation in between). Weights loaded once and then only read, as in inference
+  /// serving, qualify. With it the call's first kernel may read B before its programmatic-
+  /// dependent-launch wait (docs/dispatch.md "Stream order"): path gemv copies its weights
+  /// into shared memory while the previous kernel finishes. Results are bitwise the same
+  /// either way; other paths ignore it (their first kernel does not read B). Default false:
+  /// every kernel waits for the stream's previous kernel before reading B.
+  bool weights_static = false;
 };
 
 /// Pure dispatcher: the configuration the library uses for (M, N, K) on `dev` when no tune

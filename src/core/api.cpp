@@ -393,7 +393,8 @@ void gemm_packed_b(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const P
   if (on_cuda(exec)) {
     const GemmConfig cfg = opt.config != nullptr ? *opt.config : cuda::config_for(M, B.N, K);
     require_config(fn, cfg);
-    cuda::gemm(A, M, K, lda, B, C, c_f32, ldc, cfg, opt.rule, opt.workspace, opt.workspace_bytes, exec.stream);
+    cuda::gemm(A, M, K, lda, B, C, c_f32, ldc, cfg, opt.rule, opt.workspace, opt.workspace_bytes, exec.stream,
+               opt.weights_static);
     return;
   }
   cpu::gemm_bf16_packed(A, M, K, lda, B, cpu::GemmOut{C, c_f32, ldc}, opt.rule, cpu_threads(exec));

@@ -82,7 +82,7 @@ int copies_for(int64_t bytes, int64_t rotate_bytes) {
 }  // namespace
 
 BenchResult bench_gemm(const uint16_t* A_host, int64_t M, int64_t K, const MxMatrix& B_host, int replays,
-                       int64_t rotate_bytes, const GemmConfig* config, bool baselines) {
+                       int64_t rotate_bytes, const GemmConfig* config, bool baselines, bool weights_static) {
   const int64_t N = B_host.rows;
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -113,7 +113,7 @@ BenchResult bench_gemm(const uint16_t* A_host, int64_t M, int64_t K, const MxMat
     const PackedWeights w{packed.as<uint8_t>() + c * pbytes, N, K, kPackedLayoutVersion,
                           fp8 ? images.as<uint8_t>() + c * fbytes : nullptr};
     gemm(dA.as<uint16_t>(), M, K, K, w, dC.as<uint16_t>(), /*c_f32=*/false, N, res.config,
-         ScaleRule::aiter, nullptr, 0, stream);
+         ScaleRule::aiter, nullptr, 0, stream, weights_static);
   };
   check(cudaMemsetAsync(dC.ptr, 0xFF, size_t(M * N * 2), stream), "cudaMemset(C poison)");
   ours(0);  // also grows the cached workspace outside capture

@@ -22,8 +22,10 @@ struct BenchResult {
 
 /// Runs one shape: A host bf16 [M, K] (dense), B host plain MXFP4 [N, K]. Uploads, prepacks,
 /// runs once (C copied back), then times ours and the baselines. `config` forces a
-/// configuration (nullptr: the library's choice). Throws CudaError / Error.
+/// configuration (nullptr: the library's choice); `weights_static` times ours with
+/// GemmOptions::weights_static (the benchmark's weights are written once, before any call).
+/// Throws CudaError / Error.
 BenchResult bench_gemm(const uint16_t* A, int64_t M, int64_t K, const MxMatrix& B, int replays,
-                       int64_t rotate_bytes, const GemmConfig* config, bool baselines);
+                       int64_t rotate_bytes, const GemmConfig* config, bool baselines, bool weights_static = false);
 
 }  // namespace mxfp4::cuda

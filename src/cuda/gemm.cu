@@ -98,7 +98,7 @@ GemmConfig config_for(int64_t M, int64_t N, int64_t K, bool fp8_image) {
 
 void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
           int64_t ldc, const GemmConfig& chosen, ScaleRule rule, void* workspace, size_t workspace_bytes,
-          void* stream) {
+          void* stream, bool weights_static) {
   cudaStream_t s = as_stream(stream);
   // Weights without an FP8 image run the bf16 kernels where path fp8 was chosen (the API
   // rejects a forced fp8 configuration without one before this point).
@@ -108,7 +108,7 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     throw InvalidArgument("unsupported GemmConfig " + describe(cfg) + " for M=" + std::to_string(M) + ": " + problem);
   }
   if (cfg.path == GemmPath::gemv) {  // one launch, no workspace
-    gemm_gemv(A, M, K, lda, B, C, c_f32, ldc, cfg, rule, s);
+    gemm_gemv(A, M, K, lda, B, C, c_f32, ldc, cfg, rule, weights_static, s);
     return;
   }
   const uint32_t* frags = nullptr;

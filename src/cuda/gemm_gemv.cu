@@ -21,6 +21,7 @@
 //   - the W / S warps' partial 16 x 8 (x 2 tiles) tiles of a slab are summed through shared
 //     memory in warp order, so the result does not depend on timing (deterministic).
 // Semantics at the edges are those of the other bf16 paths (docs/hardening.md section 3).
+#include <algorithm>
 #include <string>
 
 #include "cuda/bulk_copy.cuh"
@@ -44,13 +45,6 @@ constexpr int kExpGemv = MXFP4_EXP_GEMV;
 #ifndef MXFP4_EXP_GEMV_WFIRST
 #define MXFP4_EXP_GEMV_WFIRST 0
 #endif
-// -DMXFP4_EXP_GEMV_EARLY=1|2 (a measurement only, session 37: it breaks the stream-order contract
-// of docs/dispatch.md, since the previous kernel may still be writing the weights): each warp's
-// register set 0 (2: both sets) is loaded before griddepcontrol.wait instead of after it. How
-// much of a gemv call is the weights' L2 -> register latency after the wait?
-#ifndef MXFP4_EXP_GEMV_EARLY
-#define MXFP4_EXP_GEMV_EARLY 0
-#endif
 
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
@@ -64,7 +58,15 @@ struct GemvArgs {
   bool c_f32;
   int64_t ldc;
   ScaleRule rule;
+  int static_chunks;  // GemmOptions::weights_static: leading K chunks of every slab copied to
+                      // shared memory before griddepcontrol.wait (kernel <kTiles, true> only)
 };
+
+// GemmOptions::weights_static: the shared memory a CTA may use in all (A, the reduction and
+// the copied weights), so that two CTAs fit on an SM and the next call's CTAs can be resident,
+// copying their weights, while this call runs (docs/perf-notes.md, session 37).
+constexpr size_t kGemvStaticBudget = 100 * 1024;
+constexpr int kChunkBytes = 512 + 32;  // one slab's 64-wide K chunk: codes and scale word
 
 /// u32 index in the shared A buffer of the B-fragment word `word` (0..3: K16 step 2u register
 /// 0 and 1, then step 2u + 1 register 0 and 1) of lane (g, t) for the 32-wide K block u, with
@@ -152,14 +154,20 @@ __device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const ui
   }
 }
 
-/// kTiles token tiles of 8 (M <= 8: 1; 9 <= M <= 16: 2).
-template <int kTiles>
+/// kTiles token tiles of 8 (M <= 8: 1; 9 <= M <= 16: 2). kStatic (GemmOptions::weights_static):
+/// before griddepcontrol.wait thread 0 bulk-copies the first p.static_chunks K chunks of each
+/// of the CTA's slabs into shared memory (codes [slab][chunk][512], then scales
+/// [slab][chunk][32], then their mbarrier), and the K loop reads those chunks from there.
+template <int kTiles, bool kStatic>
 __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   extern __shared__ __align__(16) uint32_t smem[];
   const int warps = int(blockDim.x / 32), warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
   const int g = lane / 4, t = lane % 4;
   uint32_t* sa = smem;                                                  // A's B fragments
   float* red = reinterpret_cast<float*>(smem + p.rows * p.geo.k_padded / 2);  // [warps][16 rows][8 kTiles tokens]
+  uint8_t* wcodes = reinterpret_cast<uint8_t*>(red + warps * 128 * kTiles);      // kStatic
+  uint8_t* wscales = wcodes + p.slabs_per_cta * p.static_chunks * 512;
+  uint64_t* wbar = reinterpret_cast<uint64_t*>(wscales + p.slabs_per_cta * p.static_chunks * 32);
   // Warp w multiplies slab first + w % S over its K chunks kw, kw + kws, ... (kw = w / S). Slabs
   // past the weights (in the grid's last CTA) have no chunks: their warps only take part in
   // A's quantization.
@@ -173,7 +181,25 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
 
   // The grid is ceil(slabs / S) CTAs, so every CTA has at least one slab.
   const int64_t cta_slabs = min(int64_t(p.slabs_per_cta), all_slabs - first_slab);
-  if (kExpGemv < 1 && threadIdx.x == 0) {  // this CTA's weights: < 4 MiB (A's copy in shared memory caps K)
+  if (kStatic && threadIdx.x == 0) {
+    // The caller promised that no kernel still running writes the weights, so they may be read
+    // before the wait: one bulk copy per slab for the codes and one for the scales (16 KB copies
+    // stream best: docs/perf-notes.md session 5), then an L2 prefetch of what does not fit.
+    mbarrier_init(wbar, 1);
+    fence_mbarrier_init();
+    const uint32_t cb = uint32_t(p.static_chunks) * 512, sb = uint32_t(p.static_chunks) * 32;
+    mbarrier_arrive_expect_tx(wbar, uint32_t(cta_slabs) * (cb + sb));
+    for (int i = 0; i < int(cta_slabs); ++i) {
+      const int64_t sl = first_slab + i;
+      bulk_copy_g2s(wcodes + i * cb, p.packed + sl * p.geo.k_chunks * 512, cb, wbar);
+      bulk_copy_g2s(wscales + i * sb, p.packed + p.geo.code_bytes + sl * p.geo.k_chunks * 32, sb, wbar);
+      const int64_t rest = p.geo.k_chunks - p.static_chunks;
+      if (rest > 0) {
+        prefetch_l2(p.packed + (sl * p.geo.k_chunks + p.static_chunks) * 512, uint32_t(rest * 512));
+        prefetch_l2(p.packed + p.geo.code_bytes + (sl * p.geo.k_chunks + p.static_chunks) * 32, uint32_t(rest * 32));
+      }
+    }
+  } else if (kExpGemv < 1 && threadIdx.x == 0) {  // this CTA's weights: < 4 MiB (A's copy in shared memory caps K)
     const int64_t chunks = cta_slabs * p.geo.k_chunks;
     prefetch_l2(p.packed + first_slab * p.geo.k_chunks * 512, uint32_t(chunks * 512));
     prefetch_l2(p.packed + p.geo.code_bytes + first_slab * p.geo.k_chunks * 32, uint32_t(chunks * 32));
@@ -185,11 +211,16 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   // that nothing is indexed at run time.
   uint4 wc0[kBatch], wc1[kBatch];
   uint32_t sc0[kBatch], sc1[kBatch];
+  const int ls = warp % p.slabs_per_cta;  // kStatic: the slab's place in shared memory
   auto load_batch = [&](uint4 (&wc)[kBatch], uint32_t (&sc)[kBatch], int first) {
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int kc = first + u * kws;
-      if (kc < kcs) {
+      if (kStatic && kc < kcs && kc < p.static_chunks) {  // the chunk is in shared memory
+        const int at = ls * p.static_chunks + kc;
+        wc[u] = *reinterpret_cast<const uint4*>(wcodes + at * 512 + lane * 16);
+        sc[u] = *reinterpret_cast<const uint32_t*>(wscales + at * 32 + 4 * g);
+      } else if (kc < kcs) {
         wc[u] = load_stream16(codes + kc * 512);
         sc[u] = load_stream4(scales + kc * 32);
       } else {
@@ -201,15 +232,11 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   // a warp whose chunks all fit in batch 0 issues them before A's loads; 2: every warp. =1 ran
   // 4x2880x512 0.2 us faster than =2, which executes the same instructions there: a code-layout
   // effect under study, not an improvement to land as it is (=1 costs the M = 1 shapes).
-  const int step = kBatch * kws;
-  if constexpr (MXFP4_EXP_GEMV_EARLY >= 1) load_batch(wc0, sc0, kw);
-  if constexpr (MXFP4_EXP_GEMV_EARLY >= 2)
-    if (kw + step < kcs) load_batch(wc1, sc1, kw + step);
   grid_dependency_wait();  // the previous kernel may write A, B or C
   grid_dependents_launch();
 
   const bool wfirst = MXFP4_EXP_GEMV_WFIRST == 2 || (MXFP4_EXP_GEMV_WFIRST == 1 && kcs <= kw + kBatch * kws);
-  if (MXFP4_EXP_GEMV_EARLY >= 1) {
+  if (kStatic) {
     quantize_a_to_shared(p, sa, warp, warps, lane, [] {});
   } else if (kExpGemv < 2 && wfirst) {
     load_batch(wc0, sc0, kw);
@@ -220,6 +247,10 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
     load_batch(wc0, sc0, kw);
   }
   __syncthreads();
+  if constexpr (kStatic) {
+    mbarrier_wait(wbar, 0u);  // the copies of every slab have landed
+    load_batch(wc0, sc0, kw);
+  }
 
   float acc[2][4] = {};
   // Chunk kc of this warp's slab: code words wc, scale word sc (`fused`: chunk_scales_fuse(sc),
@@ -250,8 +281,9 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       if (kc < kcs) multiply_chunk(wc[u], sc[u], fused, kc);  // uniform per warp
     }
   };
+  const int step = kBatch * kws;
   for (int first = kw; first < kcs; first += 2 * step) {
-    if (first + step < kcs && (MXFP4_EXP_GEMV_EARLY < 2 || first != kw)) load_batch(wc1, sc1, first + step);
+    if (first + step < kcs) load_batch(wc1, sc1, first + step);
     multiply_batch(wc0, sc0, first);
     if (first + step >= kcs) break;
     if (first + 2 * step < kcs) load_batch(wc0, sc0, first + 2 * step);
@@ -294,14 +326,23 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
 }  // namespace
 
 void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
-               int64_t ldc, const GemmConfig& cfg, ScaleRule rule, cudaStream_t stream) {
-  const GemvArgs args{A,    M, K, lda, gemv_tile_rows(M), cfg.block_n / 16, B.data, PackedGeometry::of(B.N, B.K),
-                      B.N,  C, c_f32, ldc, rule};
-  const size_t smem = gemv_smem_bytes(M, K, cfg.warps);
-  // The largest need of any accepted shape (gemm_config_problem_for_shape), the same for every
-  // call, so concurrent host threads never lower it under another's launch. Not a stream
-  // operation, so also legal during graph capture.
-  auto* kernel = gemv_token_tiles(M) == 2 ? gemv_kernel<2> : gemv_kernel<1>;
+               int64_t ldc, const GemmConfig& cfg, ScaleRule rule, bool weights_static, cudaStream_t stream) {
+  GemvArgs args{A,    M, K, lda, gemv_tile_rows(M), cfg.block_n / 16, B.data, PackedGeometry::of(B.N, B.K),
+                B.N,  C, c_f32, ldc, rule, /*static_chunks=*/0};
+  size_t smem = gemv_smem_bytes(M, K, cfg.warps);
+  if (weights_static) {  // as many leading chunks as fit in kGemvStaticBudget, beside the mbarrier
+    const size_t per_chunk = size_t(args.slabs_per_cta) * kChunkBytes;
+    const size_t room = smem + 16 < kGemvStaticBudget ? kGemvStaticBudget - smem - 16 : 0;
+    args.static_chunks = int(std::min<int64_t>(args.geo.k_chunks, int64_t(room / per_chunk)));
+    if (args.static_chunks > 0) smem += size_t(args.static_chunks) * per_chunk + 16;
+  }
+  const bool two = gemv_token_tiles(M) == 2, copy = args.static_chunks > 0;
+  auto* kernel = two ? (copy ? gemv_kernel<2, true> : gemv_kernel<2, false>)
+                     : (copy ? gemv_kernel<1, true> : gemv_kernel<1, false>);
+  // The largest need of any accepted shape (gemm_config_problem_for_shape; the copied weights
+  // stay within kGemvStaticBudget <= it), the same for every call, so concurrent host threads
+  // never lower it under another's launch. Not a stream operation, so also legal during graph
+  // capture.
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemvSmemLimit)),
         "cudaFuncSetAttribute(gemv_kernel)");
   const int64_t ctas = ceil_div(args.geo.rows_padded / 16, int64_t(args.slabs_per_cta));

@@ -66,10 +66,12 @@ struct Problem {
   }
 
   /// Runs the GEMM into a poisoned C with row stride ldc (>= N) and `extra_rows` canary rows.
-  std::vector<uint16_t> run(const GemmConfig* cfg, int64_t ldc, int64_t extra_rows = 0, cudaStream_t s = nullptr) const {
+  std::vector<uint16_t> run(const GemmConfig* cfg, int64_t ldc, int64_t extra_rows = 0, cudaStream_t s = nullptr,
+                            bool weights_static = false) const {
     DeviceBuf dc(size_t((M + extra_rows) * ldc * 2), 0xFF);
     GemmOptions opt;
     opt.config = cfg;
+    opt.weights_static = weights_static;
     gemm(da->get<uint16_t>(), M, K, K, pw, dc.get<uint16_t>(), ldc, opt, cuda_exec(s));
     return dc.download<uint16_t>();
   }
@@ -126,6 +128,38 @@ TEST(GpuGemm, WorkloadShapesEveryPathWithinContract) {
     }
     const auto C = p.run(nullptr, N);  // the dispatcher's choice
     p.check(C, N, rows, "default config");
+  }
+}
+
+// GemmOptions::weights_static (path gemv copies its weights into shared memory before its PDL
+// wait): the same bits as without it, within the contract, nothing written outside C. K = 32
+// .. 2880 fit whole; K = 16384 at M = 1 fits only a prefix of each slab's chunks (the rest
+// loads from global memory as without the option); N tails leave the last CTA's slabs short.
+TEST(GpuGemm, GemvWeightsStaticMatchesDefaultBitwise) {
+  MXFP4_REQUIRE_GPU();
+  struct Case {
+    int64_t M, K;
+  };
+  for (const Case& c : {Case{1, 32}, Case{3, 96}, Case{8, 2880}, Case{13, 1664}, Case{16, 512}, Case{1, 16384}}) {
+    for (int64_t N : {16, 40, 264}) {
+      const Problem p = random_problem(c.M, N, c.K, uint64_t(c.M * 7001 + c.K * 13 + N));
+      const std::vector<GemmConfig> cfgs = gemv_configs(c.M, c.K);
+      ASSERT_FALSE(cfgs.empty()) << c.M << "x" << c.K;
+      for (const GemmConfig& cfg : cfgs) {
+        const int64_t ldc = N + 3;
+        const auto base = p.run(&cfg, ldc, 2);
+        const auto fast = p.run(&cfg, ldc, 2, nullptr, /*weights_static=*/true);
+        const std::string what = "weights_static " + std::to_string(c.M) + "x" + std::to_string(N) + "x" +
+                                 std::to_string(c.K) + " " + describe(cfg);
+        ASSERT_EQ(fast, base) << what;  // canaries included: both poisoned alike
+        p.check(fast, ldc, all_rows(c.M), what);
+        for (int64_t r = 0; r < c.M + 2; ++r)
+          for (int64_t col = (r < c.M ? N : 0); col < ldc; ++col)
+            ASSERT_EQ(fast[r * ldc + col], 0xFFFF) << "wrote outside C at (" << r << ", " << col << ") " << what;
+      }
+      // The dispatcher's choice with the option (other paths ignore it).
+      p.check(p.run(nullptr, N, 0, nullptr, true), N, all_rows(c.M), "weights_static default config");
+    }
   }
 }
 

@@ -94,6 +94,7 @@ void write_json(const std::string& path, const Meta& meta, const std::vector<Row
   j["seed"] = meta.seed;
   j["flagged_weight_rows"] = meta.flagged_weight_rows;
   j["wide_activations"] = meta.wide_activations;
+  j["weights_static"] = meta.weights_static;
   j["replays"] = meta.replays;
   j["rotate_bytes"] = meta.rotate_bytes;
   j["floor_model"] = "max(bytes/4.27e12, 2MNK/1410e12)*1e6 + 0.57 us; bytes = 2MK + NK/2 + NK/32 + 2MN";
@@ -141,6 +142,7 @@ void write_markdown(const std::string& path, const Meta& meta, const std::vector
   if (meta.flagged_weight_rows > 0)
     f << ", " << meta.flagged_weight_rows << " weight rows per shape (N if fewer) with a flagged FP8 group";
   if (meta.wide_activations) f << ", activations with a wide path-fp8 group in every 128-K slice";
+  if (meta.weights_static) f << ", ours with GemmOptions::weights_static (B read before the PDL wait)";
   if (meta.backend == "cuda")
     f << ", median of " << meta.replays << " CUDA-graph replays, weights rotated over " << (meta.rotate_bytes >> 20)
       << " MiB";

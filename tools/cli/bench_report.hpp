@@ -39,6 +39,7 @@ struct Meta {
   uint64_t seed = 0;
   int64_t flagged_weight_rows = 0;  ///< `--flagged-weight-rows` (0: plain random weights)
   bool wide_activations = false;    ///< `--wide-activations`
+  bool weights_static = false;      ///< `--weights-static` (GemmOptions::weights_static for ours)
   int replays = 0;
   int64_t rotate_bytes = 0;
 };

@@ -1,11 +1,13 @@
 // mxfp4 bench [--shapes FILE] [--backend auto|cpu|cuda] [--out-dir DIR] [--name STEM] [--replays N]
 //             [--seed S] [--no-baselines] [--flagged-weight-rows R] [--wide-activations]
+//             [--weights-static]
 // For each shape: seeded randn bf16 A [M, K] and B [N, K], B quantized by mxfp4::quantize,
 // C from the backend, checked against mxfp4::gemm_reference (spec §3 bound), timed.
 // CUDA: mxfp4::cuda::bench_gemm (CUDA graph, rotated weights, cuBLAS baselines).
 // CPU: wall clock of mxfp4::gemm, median of a few calls.
 // Writes <out-dir>/<stem>.json and .md (stem: "cpu", "h200" on an H200, else the GPU name;
-// with --flagged-weight-rows R, "-flaggedR" appended; with --wide-activations, "-wide").
+// with --flagged-weight-rows R, "-flaggedR" appended; with --wide-activations, "-wide"; with
+// --weights-static, "-static").
 // Exit code 1 if any shape is incorrect or failed.
 #include <algorithm>
 #include <cctype>
@@ -35,6 +37,7 @@ struct BenchArgs {
   bool no_baselines = false;
   int64_t flagged_weight_rows = 0;  ///< weight rows with a flagged FP8 group (bench_data flag_rows)
   bool wide_activations = false;    ///< every 128-K group of A wide (bench_data widen_groups)
+  bool weights_static = false;      ///< ours with GemmOptions::weights_static
 };
 
 constexpr int64_t kRotateBytes = int64_t(256) << 20;
@@ -110,7 +113,8 @@ bench::Row run_shape(const bench::Shape& s, bool cuda, const BenchArgs& a) {
     std::vector<uint16_t> C(size_t(s.M * s.N));
     if (cuda) {
       mxfp4::cuda::BenchResult r = mxfp4::cuda::bench_gemm(A.data(), s.M, s.K, B.view(), std::max(a.replays, 10),
-                                                           kRotateBytes, nullptr, !a.no_baselines);
+                                                           kRotateBytes, nullptr, !a.no_baselines,
+                                                           a.weights_static);
       if (r.C.size() != C.size()) throw mxfp4::Error("bench_gemm returned a C of the wrong size");
       C = std::move(r.C);
       row.ours_us = r.ours_us;
@@ -156,6 +160,7 @@ int run_bench(const BenchArgs& a) {
   meta.seed = a.seed;
   meta.flagged_weight_rows = a.flagged_weight_rows;
   meta.wide_activations = a.wide_activations;
+  meta.weights_static = a.weights_static;
   meta.replays = cuda ? std::max(a.replays, 10) : 0;
   meta.rotate_bytes = cuda ? kRotateBytes : 0;
 
@@ -168,7 +173,7 @@ int run_bench(const BenchArgs& a) {
       !a.name.empty() ? a.name
                       : file_stem(backend, meta.device) +
                             (a.flagged_weight_rows > 0 ? "-flagged" + std::to_string(a.flagged_weight_rows) : "") +
-                            (a.wide_activations ? "-wide" : "");
+                            (a.wide_activations ? "-wide" : "") + (a.weights_static ? "-static" : "");
   const std::string json_path = a.out_dir + "/" + stem + ".json", md_path = a.out_dir + "/" + stem + ".md";
 
   std::printf("mxfp4 %s bench on %s (%s), %zu shapes from %s\n", backend.c_str(), meta.device.c_str(),
@@ -209,7 +214,7 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--out-dir", a->out_dir, "folder for <name>.json and <name>.md")->capture_default_str();
   sub->add_option("--name", a->name,
                   "file name stem (default: cpu, h200, or the GPU name; -flaggedR appended with --flagged-weight-rows R, "
-                  "-wide with --wide-activations)");
+                  "-wide with --wide-activations, -static with --weights-static)");
   sub->add_option("--replays", a->replays, "CUDA graph replays per measurement (at least 10 are used)")
       ->capture_default_str();
   sub->add_option("--seed", a->seed, "seed of the random inputs")->capture_default_str();
@@ -224,6 +229,9 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--wide-activations", a->wide_activations,
                 "scale the first block of every 128-K slice of A by 2^8, so that every group of A is wide on path fp8 "
                 "(per-block promotion), to time that case; results go to <stem>-wide");
+  sub->add_flag("--weights-static", a->weights_static,
+                "time ours with GemmOptions::weights_static (the weights are read before the PDL wait: path gemv "
+                "copies them into shared memory while the previous call finishes); results go to <stem>-static");
   return {sub, [a] { return run_bench(*a); }};
 }
 
