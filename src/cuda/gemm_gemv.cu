@@ -67,6 +67,7 @@ struct GemvArgs {
 // copying their weights, while this call runs (docs/perf-notes.md, session 37).
 constexpr size_t kGemvStaticBudget = 100 * 1024;
 constexpr int kChunkBytes = 512 + 32;  // one slab's 64-wide K chunk: codes and scale word
+constexpr int kMaxStaticStages = 8;    // mbarriers of the copied chunks (one per K-loop batch)
 
 /// u32 index in the shared A buffer of the B-fragment word `word` (0..3: K16 step 2u register
 /// 0 and 1, then step 2u + 1 register 0 and 1) of lane (g, t) for the 32-wide K block u, with
@@ -155,9 +156,11 @@ __device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const ui
 }
 
 /// kTiles token tiles of 8 (M <= 8: 1; 9 <= M <= 16: 2). kStatic (GemmOptions::weights_static):
-/// before griddepcontrol.wait thread 0 bulk-copies the first p.static_chunks K chunks of each
-/// of the CTA's slabs into shared memory (codes [slab][chunk][512], then scales
-/// [slab][chunk][32], then their mbarrier), and the K loop reads those chunks from there.
+/// before griddepcontrol.wait every thread cp.async's its share of the first p.static_chunks K
+/// chunks of each of the CTA's slabs into shared memory (codes [slab][chunk][512], then scales
+/// [slab][chunk][32], then one mbarrier per stage), in stages of one K-loop batch of every warp
+/// (kBatch * kws chunks), and the K loop reads those chunks from there, each batch as soon as
+/// its stage has landed.
 template <int kTiles, bool kStatic>
 __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   extern __shared__ __align__(16) uint32_t smem[];
@@ -167,7 +170,7 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   float* red = reinterpret_cast<float*>(smem + p.rows * p.geo.k_padded / 2);  // [warps][16 rows][8 kTiles tokens]
   uint8_t* wcodes = reinterpret_cast<uint8_t*>(red + warps * 128 * kTiles);      // kStatic
   uint8_t* wscales = wcodes + p.slabs_per_cta * p.static_chunks * 512;
-  uint64_t* wbar = reinterpret_cast<uint64_t*>(wscales + p.slabs_per_cta * p.static_chunks * 32);
+  uint64_t* wbar = reinterpret_cast<uint64_t*>(wscales + p.slabs_per_cta * p.static_chunks * 32);  // [stage]
   // Warp w multiplies slab first + w % S over its K chunks kw, kw + kws, ... (kw = w / S). Slabs
   // past the weights (in the grid's last CTA) have no chunks: their warps only take part in
   // A's quantization.
@@ -181,22 +184,42 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
 
   // The grid is ceil(slabs / S) CTAs, so every CTA has at least one slab.
   const int64_t cta_slabs = min(int64_t(p.slabs_per_cta), all_slabs - first_slab);
-  if (kStatic && threadIdx.x == 0) {
+  // kStatic: stage b holds chunks [b * sstep, (b + 1) * sstep) of every slab, batch b of every
+  // warp's K loop (chunks kw + b * sstep + u * kws).
+  const int sstep = kBatch * kws, stages = kStatic ? (p.static_chunks + sstep - 1) / sstep : 0;
+  if constexpr (kStatic) {
     // The caller promised that no kernel still running writes the weights, so they may be read
-    // before the wait: one bulk copy per slab for the codes and one for the scales (16 KB copies
-    // stream best: docs/perf-notes.md session 5), then an L2 prefetch of what does not fit.
-    mbarrier_init(wbar, 1);
-    fence_mbarrier_init();
-    const uint32_t cb = uint32_t(p.static_chunks) * 512, sb = uint32_t(p.static_chunks) * 32;
-    mbarrier_arrive_expect_tx(wbar, uint32_t(cta_slabs) * (cb + sb));
-    for (int i = 0; i < int(cta_slabs); ++i) {
-      const int64_t sl = first_slab + i;
-      bulk_copy_g2s(wcodes + i * cb, p.packed + sl * p.geo.k_chunks * 512, cb, wbar);
-      bulk_copy_g2s(wscales + i * sb, p.packed + p.geo.code_bytes + sl * p.geo.k_chunks * 32, sb, wbar);
-      const int64_t rest = p.geo.k_chunks - p.static_chunks;
-      if (rest > 0) {
-        prefetch_l2(p.packed + (sl * p.geo.k_chunks + p.static_chunks) * 512, uint32_t(rest * 512));
-        prefetch_l2(p.packed + p.geo.code_bytes + (sl * p.geo.k_chunks + p.static_chunks) * 32, uint32_t(rest * 32));
+    // before the wait: 16-byte cp.async from every thread (1-D bulk copies cost ~120-200 ns each
+    // to issue: docs/perf-notes.md session 6), each thread arriving on the stage's mbarrier once
+    // its copies have landed; then an L2 prefetch of the chunks that do not fit.
+    if (threadIdx.x == 0) {
+      for (int b = 0; b < stages; ++b) mbarrier_init(&wbar[b], blockDim.x);
+      fence_mbarrier_init();
+    }
+    __syncthreads();  // the barriers exist before any thread arrives on them
+    const int nsl = int(cta_slabs);
+    for (int b = 0; b < stages; ++b) {
+      const int c0 = b * sstep, n = min(sstep, p.static_chunks - c0);
+      const int code_pieces = nsl * n * 32, pieces = code_pieces + nsl * n * 2;
+      for (int q = int(threadIdx.x); q < pieces; q += int(blockDim.x)) {
+        if (q < code_pieces) {  // slab i, chunk c, 16-byte piece o of its 512 bytes
+          const int i = q / (n * 32), c = c0 + q % (n * 32) / 32, o = q % 32;
+          cp_async16(wcodes + (i * p.static_chunks + c) * 512 + o * 16,
+                     p.packed + ((first_slab + i) * p.geo.k_chunks + c) * 512 + o * 16);
+        } else {  // slab i, chunk c, piece o of its 32 scale bytes
+          const int r = q - code_pieces, i = r / (n * 2), c = c0 + r % (n * 2) / 2, o = r % 2;
+          cp_async16(wscales + (i * p.static_chunks + c) * 32 + o * 16,
+                     p.packed + p.geo.code_bytes + ((first_slab + i) * p.geo.k_chunks + c) * 32 + o * 16);
+        }
+      }
+      cp_async_mbarrier_arrive_noinc(&wbar[b]);
+    }
+    const int64_t rest = p.geo.k_chunks - p.static_chunks;
+    if (threadIdx.x == 0 && rest > 0) {
+      for (int i = 0; i < nsl; ++i) {
+        const int64_t at = (first_slab + i) * p.geo.k_chunks + p.static_chunks;
+        prefetch_l2(p.packed + at * 512, uint32_t(rest * 512));
+        prefetch_l2(p.packed + p.geo.code_bytes + at * 32, uint32_t(rest * 32));
       }
     }
   } else if (kExpGemv < 1 && threadIdx.x == 0) {  // this CTA's weights: < 4 MiB (A's copy in shared memory caps K)
@@ -204,9 +227,6 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
     prefetch_l2(p.packed + first_slab * p.geo.k_chunks * 512, uint32_t(chunks * 512));
     prefetch_l2(p.packed + p.geo.code_bytes + first_slab * p.geo.k_chunks * 32, uint32_t(chunks * 32));
   }
-  // The trigger comes right after the wait (docs/perf-notes.md): before it (session 16),
-  // 4x2880x512 and 1x2880x2880 ran 50% slower in the benchmark's graphs; without it (the next
-  // kernel launching as this grid exits, session 23) 15-25% slower on the three gemv shapes.
   // This warp's chunks kc = kw + kws * i of its slab in batches of kBatch; two named register sets so
   // that nothing is indexed at run time.
   uint4 wc0[kBatch], wc1[kBatch];
@@ -216,7 +236,7 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int kc = first + u * kws;
-      if (kStatic && kc < kcs && kc < p.static_chunks) {  // the chunk is in shared memory
+      if (kStatic && kc < kcs && kc < p.static_chunks) {  // in shared memory: its stage has landed
         const int at = ls * p.static_chunks + kc;
         wc[u] = *reinterpret_cast<const uint4*>(wcodes + at * 512 + lane * 16);
         sc[u] = *reinterpret_cast<const uint32_t*>(wscales + at * 32 + 4 * g);
@@ -232,6 +252,9 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   // a warp whose chunks all fit in batch 0 issues them before A's loads; 2: every warp. =1 ran
   // 4x2880x512 0.2 us faster than =2, which executes the same instructions there: a code-layout
   // effect under study, not an improvement to land as it is (=1 costs the M = 1 shapes).
+  // The trigger comes right after the wait (docs/perf-notes.md): before it (session 16),
+  // 4x2880x512 and 1x2880x2880 ran 50% slower in the benchmark's graphs; without it (the next
+  // kernel launching as this grid exits, session 23) 15-25% slower on the three gemv shapes.
   grid_dependency_wait();  // the previous kernel may write A, B or C
   grid_dependents_launch();
 
@@ -247,10 +270,6 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
     load_batch(wc0, sc0, kw);
   }
   __syncthreads();
-  if constexpr (kStatic) {
-    mbarrier_wait(wbar, 0u);  // the copies of every slab have landed
-    load_batch(wc0, sc0, kw);
-  }
 
   float acc[2][4] = {};
   // Chunk kc of this warp's slab: code words wc, scale word sc (`fused`: chunk_scales_fuse(sc),
@@ -282,7 +301,16 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
     }
   };
   const int step = kBatch * kws;
-  for (int first = kw; first < kcs; first += 2 * step) {
+  int first0 = kw;  // the first batch of the double-buffered loop below, loaded into set 0
+  if constexpr (kStatic) {  // batches in shared memory, each once its stage has landed
+    for (; first0 < kcs && first0 < stages * step; first0 += step) {
+      mbarrier_wait(&wbar[(first0 - kw) / step], 0u);
+      load_batch(wc0, sc0, first0);
+      multiply_batch(wc0, sc0, first0);
+    }
+    if (first0 < kcs) load_batch(wc0, sc0, first0);  // the rest from global memory
+  }
+  for (int first = first0; first < kcs; first += 2 * step) {
     if (first + step < kcs) load_batch(wc1, sc1, first + step);
     multiply_batch(wc0, sc0, first);
     if (first + step >= kcs) break;
@@ -330,11 +358,12 @@ void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Packe
   GemvArgs args{A,    M, K, lda, gemv_tile_rows(M), cfg.block_n / 16, B.data, PackedGeometry::of(B.N, B.K),
                 B.N,  C, c_f32, ldc, rule, /*static_chunks=*/0};
   size_t smem = gemv_smem_bytes(M, K, cfg.warps);
-  if (weights_static) {  // as many leading chunks as fit in kGemvStaticBudget, beside the mbarrier
-    const size_t per_chunk = size_t(args.slabs_per_cta) * kChunkBytes;
-    const size_t room = smem + 16 < kGemvStaticBudget ? kGemvStaticBudget - smem - 16 : 0;
-    args.static_chunks = int(std::min<int64_t>(args.geo.k_chunks, int64_t(room / per_chunk)));
-    if (args.static_chunks > 0) smem += size_t(args.static_chunks) * per_chunk + 16;
+  if (weights_static) {  // as many leading chunks as fit in kGemvStaticBudget beside the mbarriers
+    const size_t per_chunk = size_t(args.slabs_per_cta) * kChunkBytes, bars = kMaxStaticStages * 8;
+    const int64_t step = int64_t(kBatch) * (cfg.warps / args.slabs_per_cta);  // chunks per stage
+    const size_t room = smem + bars < kGemvStaticBudget ? kGemvStaticBudget - smem - bars : 0;
+    args.static_chunks = int(std::min({args.geo.k_chunks, int64_t(room / per_chunk), kMaxStaticStages * step}));
+    if (args.static_chunks > 0) smem += size_t(args.static_chunks) * per_chunk + bars;
   }
   const bool two = gemv_token_tiles(M) == 2, copy = args.static_chunks > 0;
   auto* kernel = two ? (copy ? gemv_kernel<2, true> : gemv_kernel<2, false>)

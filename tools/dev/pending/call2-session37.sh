@@ -4,7 +4,7 @@
 # the default bench, the --weights-static bench, two repetitions of the gemv shapes per mode.
 set -u
 R=$OUT; export OUT=/tmp/o; mkdir -p $OUT/logs
-tools/dev/device-steps.sh '--filter "GpuGemm.GemvWeightsStatic*:$FAST" --sanitizers racecheck,synccheck,memcheck --sanitizer-filter "GpuGemm.GemvWeightsStatic*"' > $OUT/logs/steps.log 2>&1
+tools/dev/device-steps.sh '--filter "GpuGemm.GemvWeightsStatic*:$FAST" --sanitizers racecheck,synccheck,memcheck --sanitizer-filter "GpuGemm.GemvWeightsStatic*"' > /tmp/steps.log 2>&1; mkdir -p $OUT/logs; cp /tmp/steps.log $OUT/logs/
 mkdir -p /tmp/all && tar xzf $OUT/all.tgz -C /tmp/all 2>/dev/null; grep -E "rc=|PASSED|FAILED|summary|geomean" -A2 /tmp/all/logs/device-check.log | tail -30
 build-device/mxfp4 bench --weights-static --out-dir /tmp/static > $OUT/logs/bench-static.log 2>&1; echo "static bench rc=$?"
 cp /tmp/static/*.md $OUT/logs/ 2>/dev/null; grep -E "^\| (geomean|1 |4 2880)" /tmp/static/*.md
