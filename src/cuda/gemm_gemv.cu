@@ -58,8 +58,10 @@ struct GemvArgs {
   bool c_f32;
   int64_t ldc;
   ScaleRule rule;
-  int static_chunks;  // GemmOptions::weights_static: leading K chunks of every slab copied to
-                      // shared memory before griddepcontrol.wait (kernel <kTiles, true> only)
+  // GemmOptions::weights_static (kernel <kTiles, true> only): chunks [static_first,
+  // static_first + static_chunks) of every slab are bulk-copied into shared memory before
+  // griddepcontrol.wait (the two register sets' chunks below static_first load before it too).
+  int static_first, static_chunks;
 };
 
 // GemmOptions::weights_static: the shared memory a CTA may use in all (A, the reduction and
@@ -67,7 +69,6 @@ struct GemvArgs {
 // copying their weights, while this call runs (docs/perf-notes.md, session 37).
 constexpr size_t kGemvStaticBudget = 100 * 1024;
 constexpr int kChunkBytes = 512 + 32;  // one slab's 64-wide K chunk: codes and scale word
-constexpr int kMaxStaticStages = 8;    // mbarriers of the copied chunks (one per K-loop batch)
 
 /// u32 index in the shared A buffer of the B-fragment word `word` (0..3: K16 step 2u register
 /// 0 and 1, then step 2u + 1 register 0 and 1) of lane (g, t) for the 32-wide K block u, with
@@ -156,13 +157,16 @@ __device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const ui
 }
 
 /// kTiles token tiles of 8 (M <= 8: 1; 9 <= M <= 16: 2). kStatic (GemmOptions::weights_static):
-/// before griddepcontrol.wait every thread cp.async's its share of the first p.static_chunks K
-/// chunks of each of the CTA's slabs into shared memory (codes [slab][chunk][512], then scales
-/// [slab][chunk][32], then one mbarrier per stage), in stages of one K-loop batch of every warp
-/// (kBatch * kws chunks), and the K loop reads those chunks from there, each batch as soon as
-/// its stage has landed.
+/// before griddepcontrol.wait each warp loads its first two batches (both register sets,
+/// chunks < p.static_first = 2 * kBatch * kws) and thread 0 bulk-copies the next
+/// p.static_chunks chunks of each of the CTA's slabs into shared memory (codes
+/// [slab][chunk][512], then scales [slab][chunk][32], then their mbarrier); the K loop reads
+/// those from there and any later chunks from global memory (L2-prefetched).
+/// kStatic with one token tile: at most 64 registers (two tiles would spill), so that two CTAs
+/// of 512 threads fit on an SM: the next call's
+/// CTAs, which copy their weights before their wait, are resident while this call runs.
 template <int kTiles, bool kStatic>
-__global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
+__global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kernel(const GemvArgs p) {
   extern __shared__ __align__(16) uint32_t smem[];
   const int warps = int(blockDim.x / 32), warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
   const int g = lane / 4, t = lane % 4;
@@ -170,7 +174,7 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   float* red = reinterpret_cast<float*>(smem + p.rows * p.geo.k_padded / 2);  // [warps][16 rows][8 kTiles tokens]
   uint8_t* wcodes = reinterpret_cast<uint8_t*>(red + warps * 128 * kTiles);      // kStatic
   uint8_t* wscales = wcodes + p.slabs_per_cta * p.static_chunks * 512;
-  uint64_t* wbar = reinterpret_cast<uint64_t*>(wscales + p.slabs_per_cta * p.static_chunks * 32);  // [stage]
+  uint64_t* wbar = reinterpret_cast<uint64_t*>(wscales + p.slabs_per_cta * p.static_chunks * 32);
   // Warp w multiplies slab first + w % S over its K chunks kw, kw + kws, ... (kw = w / S). Slabs
   // past the weights (in the grid's last CTA) have no chunks: their warps only take part in
   // A's quantization.
@@ -184,40 +188,27 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
 
   // The grid is ceil(slabs / S) CTAs, so every CTA has at least one slab.
   const int64_t cta_slabs = min(int64_t(p.slabs_per_cta), all_slabs - first_slab);
-  // kStatic: stage b holds chunks [b * sstep, (b + 1) * sstep) of every slab, batch b of every
-  // warp's K loop (chunks kw + b * sstep + u * kws).
-  const int sstep = kBatch * kws, stages = kStatic ? (p.static_chunks + sstep - 1) / sstep : 0;
-  if constexpr (kStatic) {
+  if (kStatic && threadIdx.x == 0) {
     // The caller promised that no kernel still running writes the weights, so they may be read
-    // before the wait: 16-byte cp.async from every thread (1-D bulk copies cost ~120-200 ns each
-    // to issue: docs/perf-notes.md session 6), each thread arriving on the stage's mbarrier once
-    // its copies have landed; then an L2 prefetch of the chunks that do not fit.
-    if (threadIdx.x == 0) {
-      for (int b = 0; b < stages; ++b) mbarrier_init(&wbar[b], blockDim.x);
+    // before the wait: one bulk copy per slab for the codes and one for the scales (16 KB copies
+    // stream best, and a bulk copy costs ~120-200 ns to issue: docs/perf-notes.md sessions 5-6;
+    // 16-byte cp.async from every thread here delayed A's loads after the wait: session 37),
+    // then an L2 prefetch of the chunks past them.
+    const int64_t sf = p.static_first, end = sf + p.static_chunks;
+    if (p.static_chunks > 0) {
+      mbarrier_init(wbar, 1);
       fence_mbarrier_init();
-    }
-    __syncthreads();  // the barriers exist before any thread arrives on them
-    const int nsl = int(cta_slabs);
-    for (int b = 0; b < stages; ++b) {
-      const int c0 = b * sstep, n = min(sstep, p.static_chunks - c0);
-      const int code_pieces = nsl * n * 32, pieces = code_pieces + nsl * n * 2;
-      for (int q = int(threadIdx.x); q < pieces; q += int(blockDim.x)) {
-        if (q < code_pieces) {  // slab i, chunk c, 16-byte piece o of its 512 bytes
-          const int i = q / (n * 32), c = c0 + q % (n * 32) / 32, o = q % 32;
-          cp_async16(wcodes + (i * p.static_chunks + c) * 512 + o * 16,
-                     p.packed + ((first_slab + i) * p.geo.k_chunks + c) * 512 + o * 16);
-        } else {  // slab i, chunk c, piece o of its 32 scale bytes
-          const int r = q - code_pieces, i = r / (n * 2), c = c0 + r % (n * 2) / 2, o = r % 2;
-          cp_async16(wscales + (i * p.static_chunks + c) * 32 + o * 16,
-                     p.packed + p.geo.code_bytes + ((first_slab + i) * p.geo.k_chunks + c) * 32 + o * 16);
-        }
+      const uint32_t cb = uint32_t(p.static_chunks) * 512, sb = uint32_t(p.static_chunks) * 32;
+      mbarrier_arrive_expect_tx(wbar, uint32_t(cta_slabs) * (cb + sb));
+      for (int i = 0; i < int(cta_slabs); ++i) {
+        const int64_t at = (first_slab + i) * p.geo.k_chunks + sf;
+        bulk_copy_g2s(wcodes + i * cb, p.packed + at * 512, cb, wbar);
+        bulk_copy_g2s(wscales + i * sb, p.packed + p.geo.code_bytes + at * 32, sb, wbar);
       }
-      cp_async_mbarrier_arrive_noinc(&wbar[b]);
     }
-    const int64_t rest = p.geo.k_chunks - p.static_chunks;
-    if (threadIdx.x == 0 && rest > 0) {
-      for (int i = 0; i < nsl; ++i) {
-        const int64_t at = (first_slab + i) * p.geo.k_chunks + p.static_chunks;
+    if (end < p.geo.k_chunks) {
+      for (int i = 0; i < int(cta_slabs); ++i) {
+        const int64_t at = (first_slab + i) * p.geo.k_chunks + end, rest = p.geo.k_chunks - end;
         prefetch_l2(p.packed + at * 512, uint32_t(rest * 512));
         prefetch_l2(p.packed + p.geo.code_bytes + at * 32, uint32_t(rest * 32));
       }
@@ -233,11 +224,14 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   uint32_t sc0[kBatch], sc1[kBatch];
   const int ls = warp % p.slabs_per_cta;  // kStatic: the slab's place in shared memory
   auto load_batch = [&](uint4 (&wc)[kBatch], uint32_t (&sc)[kBatch], int first) {
+    // kStatic: batches 2.. (first >= 2 * step = p.static_first) may read the copies: wait for
+    // them (uniform per warp; a completed phase returns at once).
+    if (kStatic && first >= p.static_first && p.static_chunks > 0) mbarrier_wait(wbar, 0u);
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int kc = first + u * kws;
-      if (kStatic && kc < kcs && kc < p.static_chunks) {  // in shared memory: its stage has landed
-        const int at = ls * p.static_chunks + kc;
+      if (kStatic && kc < kcs && kc >= p.static_first && kc < p.static_first + p.static_chunks) {  // copied
+        const int at = ls * p.static_chunks + kc - p.static_first;
         wc[u] = *reinterpret_cast<const uint4*>(wcodes + at * 512 + lane * 16);
         sc[u] = *reinterpret_cast<const uint32_t*>(wscales + at * 32 + 4 * g);
       } else if (kc < kcs) {
@@ -255,6 +249,11 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
   // The trigger comes right after the wait (docs/perf-notes.md): before it (session 16),
   // 4x2880x512 and 1x2880x2880 ran 50% slower in the benchmark's graphs; without it (the next
   // kernel launching as this grid exits, session 23) 15-25% slower on the three gemv shapes.
+  const int step = kBatch * kws;
+  if constexpr (kStatic) {  // chunks below p.static_first, from global memory (L2 or HBM)
+    load_batch(wc0, sc0, kw);
+    if (kw + step < kcs) load_batch(wc1, sc1, kw + step);
+  }
   grid_dependency_wait();  // the previous kernel may write A, B or C
   grid_dependents_launch();
 
@@ -300,18 +299,8 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
       if (kc < kcs) multiply_chunk(wc[u], sc[u], fused, kc);  // uniform per warp
     }
   };
-  const int step = kBatch * kws;
-  int first0 = kw;  // the first batch of the double-buffered loop below, loaded into set 0
-  if constexpr (kStatic) {  // batches in shared memory, each once its stage has landed
-    for (; first0 < kcs && first0 < stages * step; first0 += step) {
-      mbarrier_wait(&wbar[(first0 - kw) / step], 0u);
-      load_batch(wc0, sc0, first0);
-      multiply_batch(wc0, sc0, first0);
-    }
-    if (first0 < kcs) load_batch(wc0, sc0, first0);  // the rest from global memory
-  }
-  for (int first = first0; first < kcs; first += 2 * step) {
-    if (first + step < kcs) load_batch(wc1, sc1, first + step);
+  for (int first = kw; first < kcs; first += 2 * step) {
+    if (first + step < kcs && (!kStatic || first != kw)) load_batch(wc1, sc1, first + step);
     multiply_batch(wc0, sc0, first);
     if (first + step >= kcs) break;
     if (first + 2 * step < kcs) load_batch(wc0, sc0, first + 2 * step);
@@ -356,16 +345,16 @@ __global__ void __launch_bounds__(512) gemv_kernel(const GemvArgs p) {
 void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, bool weights_static, cudaStream_t stream) {
   GemvArgs args{A,    M, K, lda, gemv_tile_rows(M), cfg.block_n / 16, B.data, PackedGeometry::of(B.N, B.K),
-                B.N,  C, c_f32, ldc, rule, /*static_chunks=*/0};
+                B.N,  C, c_f32, ldc, rule, /*static_first=*/0, /*static_chunks=*/0};
   size_t smem = gemv_smem_bytes(M, K, cfg.warps);
-  if (weights_static) {  // as many leading chunks as fit in kGemvStaticBudget beside the mbarriers
-    const size_t per_chunk = size_t(args.slabs_per_cta) * kChunkBytes, bars = kMaxStaticStages * 8;
-    const int64_t step = int64_t(kBatch) * (cfg.warps / args.slabs_per_cta);  // chunks per stage
-    const size_t room = smem + bars < kGemvStaticBudget ? kGemvStaticBudget - smem - bars : 0;
-    args.static_chunks = int(std::min({args.geo.k_chunks, int64_t(room / per_chunk), kMaxStaticStages * step}));
-    if (args.static_chunks > 0) smem += size_t(args.static_chunks) * per_chunk + bars;
+  if (weights_static) {  // past the register sets, as many chunks as fit in kGemvStaticBudget
+    const size_t per_chunk = size_t(args.slabs_per_cta) * kChunkBytes;
+    args.static_first = 2 * kBatch * (cfg.warps / args.slabs_per_cta);
+    const size_t room = smem + 16 < kGemvStaticBudget ? kGemvStaticBudget - smem - 16 : 0;
+    args.static_chunks = int(std::clamp<int64_t>(args.geo.k_chunks - args.static_first, 0, int64_t(room / per_chunk)));
+    if (args.static_chunks > 0) smem += size_t(args.static_chunks) * per_chunk + 16;
   }
-  const bool two = gemv_token_tiles(M) == 2, copy = args.static_chunks > 0;
+  const bool two = gemv_token_tiles(M) == 2, copy = weights_static;
   auto* kernel = two ? (copy ? gemv_kernel<2, true> : gemv_kernel<2, false>)
                      : (copy ? gemv_kernel<1, true> : gemv_kernel<1, false>);
   // The largest need of any accepted shape (gemm_config_problem_for_shape; the copied weights

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 37 call 3: GemmOptions::weights_static (path gemv's weights copied to shared memory
+# Session 37 call 3-4: GemmOptions::weights_static (path gemv's weights copied to shared memory
 # before the PDL wait): build, GPU tests (the new one, the fast set), sanitizers on the new test,
 # the default bench, the --weights-static bench, two repetitions of the gemv shapes per mode.
 set -u
