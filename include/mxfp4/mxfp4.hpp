@@ -261,8 +261,10 @@ struct GemmOptions {
   /// the stream (e.g. prepack() into the same buffer with no other kernel or host
   /// synchronisation in between). Weights loaded once and then only read, as in inference
   /// serving, qualify. With it the call's first kernel may read B before its programmatic-
-  /// dependent-launch wait (docs/dispatch.md "Stream order"): path gemv copies its weights
-  /// into shared memory while the previous kernel finishes. Results are bitwise the same
+  /// dependent-launch wait (docs/dispatch.md "Stream order"): path gemv (M <= 16) loads its
+  /// weights into registers and shared memory while the previous kernel finishes (session 37,
+  /// H100: 1x7168x2048 6.8 -> 5.6 us, 1x2880x2880 4.8 -> 4.65, 4x2880x512 2.78 -> 2.60;
+  /// docs/perf-notes.md). Results are bitwise the same
   /// either way; other paths ignore it (their first kernel does not read B). Default false:
   /// every kernel waits for the stream's previous kernel before reading B.
   bool weights_static = false;

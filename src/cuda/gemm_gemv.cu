@@ -45,16 +45,6 @@ constexpr int kExpGemv = MXFP4_EXP_GEMV;
 #ifndef MXFP4_EXP_GEMV_WFIRST
 #define MXFP4_EXP_GEMV_WFIRST 0
 #endif
-// Measurements only (session 37), GemmOptions::weights_static: -DMXFP4_EXP_GEMV_STATIC_NOCOPY=1
-// copies nothing into shared memory (the register sets before the wait, L2 prefetch of the
-// rest); -DMXFP4_EXP_GEMV_STATIC_SPREAD=1 issues the bulk copies from the lanes of the last
-// warp, one copy each, instead of all from thread 0.
-#ifndef MXFP4_EXP_GEMV_STATIC_NOCOPY
-#define MXFP4_EXP_GEMV_STATIC_NOCOPY 0
-#endif
-#ifndef MXFP4_EXP_GEMV_STATIC_SPREAD
-#define MXFP4_EXP_GEMV_STATIC_SPREAD 0
-#endif
 
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
@@ -198,24 +188,6 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
 
   // The grid is ceil(slabs / S) CTAs, so every CTA has at least one slab.
   const int64_t cta_slabs = min(int64_t(p.slabs_per_cta), all_slabs - first_slab);
-  if (kStatic && MXFP4_EXP_GEMV_STATIC_SPREAD && p.static_chunks > 0 && warp == warps - 1) {
-    const uint32_t cb = uint32_t(p.static_chunks) * 512, sb = uint32_t(p.static_chunks) * 32;
-    if (lane == 0) {
-      mbarrier_init(wbar, 1);
-      fence_mbarrier_init();
-      mbarrier_arrive_expect_tx(wbar, uint32_t(cta_slabs) * (cb + sb));
-    }
-    __syncwarp();
-    if (lane < 2 * int(cta_slabs)) {
-      const int i = lane / 2;
-      const int64_t at = (first_slab + i) * p.geo.k_chunks + p.static_first;
-      if (lane % 2 == 0) {
-        bulk_copy_g2s(wcodes + i * cb, p.packed + at * 512, cb, wbar);
-      } else {
-        bulk_copy_g2s(wscales + i * sb, p.packed + p.geo.code_bytes + at * 32, sb, wbar);
-      }
-    }
-  }
   if (kStatic && threadIdx.x == 0) {
     // The caller promised that no kernel still running writes the weights, so they may be read
     // before the wait: one bulk copy per slab for the codes and one for the scales (16 KB copies
@@ -223,7 +195,7 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
     // 16-byte cp.async from every thread here delayed A's loads after the wait: session 37),
     // then an L2 prefetch of the chunks past them.
     const int64_t sf = p.static_first, end = sf + p.static_chunks;
-    if (p.static_chunks > 0 && !MXFP4_EXP_GEMV_STATIC_SPREAD) {
+    if (p.static_chunks > 0) {
       mbarrier_init(wbar, 1);
       fence_mbarrier_init();
       const uint32_t cb = uint32_t(p.static_chunks) * 512, sb = uint32_t(p.static_chunks) * 32;
@@ -380,7 +352,6 @@ void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Packe
     args.static_first = 2 * kBatch * (cfg.warps / args.slabs_per_cta);
     const size_t room = smem + 16 < kGemvStaticBudget ? kGemvStaticBudget - smem - 16 : 0;
     args.static_chunks = int(std::clamp<int64_t>(args.geo.k_chunks - args.static_first, 0, int64_t(room / per_chunk)));
-    if (MXFP4_EXP_GEMV_STATIC_NOCOPY) args.static_chunks = 0;
     if (args.static_chunks > 0) smem += size_t(args.static_chunks) * per_chunk + 16;
   }
   const bool two = gemv_token_tiles(M) == 2, copy = weights_static;

@@ -40,8 +40,9 @@ void gemm_tiled(int64_t M, const PackedWeights& B, void* C, bool c_f32, int64_t 
 /// launch (common.cuh launch_pdl_smem). Needs
 /// gemv_smem_bytes(M, K, cfg.warps) <= kGemvSmemLimit (dispatch/path_name.hpp; checked by
 /// the caller). C is bf16, or fp32 when c_f32 is set. `weights_static` (GemmOptions::weights_static):
-/// the weights are read before griddepcontrol.wait, bulk-copied into shared memory (as many
-/// leading K chunks as fit in 100 KiB beside A), instead of only prefetched into L2.
+/// the weights are read before griddepcontrol.wait (each warp's first two batches into
+/// registers, the next chunks by bulk copies into shared memory, as many as fit in 100 KiB
+/// beside A) instead of only prefetched into L2.
 void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, bool weights_static, cudaStream_t stream);
 
