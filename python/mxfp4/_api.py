@@ -397,7 +397,8 @@ def unpack(packed: PackedTensor):
 # ---------------------------------------------------------------------------------------
 
 
-def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: str = "plain", out_dtype=None):
+def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: str = "plain", out_dtype=None,
+         weights_static: bool = False):
     """``C = quantize(a) @ B^T`` in bf16, or in float32 with ``out_dtype`` (spec §3).
 
     Args:
@@ -414,6 +415,13 @@ def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: st
             ``torch.float32`` or ``"float32"``) for the fp32 accumulation result without the
             final rounding to bf16, for partial products that are summed afterwards (the K
             shards of a row-parallel layer, docs/tensor-parallel.md).
+        weights_static: with a :class:`PackedTensor` B, the caller's promise that no kernel
+            that may still run when the call starts writes B's packed data (weights loaded
+            once and then only read, as in serving; not a prepack into the same buffer right
+            before the call on its stream). The CUDA decode kernel (path gemv, M <= 16) then
+            reads B while the stream's previous kernel finishes (C++ GemmOptions::weights_static,
+            docs/dispatch.md "Stream order"). The result is bitwise the same; ignored for a
+            (codes, scales) B, which is packed into a temporary on every call.
 
     Returns:
         ``C [..., N]``, same framework and device as ``a``. bf16 (numpy: ml_dtypes.bfloat16,
@@ -433,8 +441,9 @@ def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: st
     """
     if isinstance(b, PackedTensor):
         if _is_torch(a):
-            return torch.ops.mxfp4.gemm(a, b.data, b.N, b.K, b.version, rule, _torch_out_dtype(out_dtype), b.fp8)
-        return _gemm_impl(a, b.data, b.N, b.K, b.version, rule, out_dtype, b.fp8)
+            return torch.ops.mxfp4.gemm(a, b.data, b.N, b.K, b.version, rule, _torch_out_dtype(out_dtype), b.fp8,
+                                        bool(weights_static))
+        return _gemm_impl(a, b.data, b.N, b.K, b.version, rule, out_dtype, b.fp8, weights_static)
     if isinstance(b, (tuple, list)) and len(b) == 2:
         codes, scales = b
         if _is_torch(a):

@@ -391,7 +391,7 @@ def _workspace_bytes(M, N, K, device, has_fp8):
     return int(_C.gemm_workspace_bytes(M, N, K, cfg))
 
 
-def _gemm_impl(a, data, N, K, version, rule, out_dtype=None, fp8=None):
+def _gemm_impl(a, data, N, K, version, rule, out_dtype=None, fp8=None, weights_static=False):
     rl = _rule(rule)
     kind = _gemm_out_kind(out_dtype)
     a_in = _array(a, "a")
@@ -412,7 +412,7 @@ def _gemm_impl(a, data, N, K, version, rule, out_dtype=None, fp8=None):
             nbytes = _workspace_bytes(M, N, K, av.device.index, fp8 is not None)
             if nbytes > 0:
                 ws = torch.empty((nbytes,), dtype=torch.uint8, device=av.device)
-        _C.gemm(a2, data, N, K, version, out.reshape(M, N), rl, None, ws, _stream(av), fp8)
+        _C.gemm(a2, data, N, K, version, out.reshape(M, N), rl, None, ws, _stream(av), fp8, bool(weights_static))
     if kind == "bf16" and not _is_torch(out):
         out = _np_bf16_result(out, a_in)
     return out

@@ -197,11 +197,12 @@ def _unpack_fake(packed, N, K, version=PACKED_LAYOUT_VERSION):
 
 @torch.library.custom_op("mxfp4::gemm", mutates_args=())
 def gemm(a: Tensor, packed: Tensor, N: int, K: int, version: int = PACKED_LAYOUT_VERSION,
-         rule: str = "aiter", out_dtype: Optional[torch.dtype] = None, fp8: Optional[Tensor] = None) -> Tensor:
+         rule: str = "aiter", out_dtype: Optional[torch.dtype] = None, fp8: Optional[Tensor] = None,
+         weights_static: bool = False) -> Tensor:
     """torch.ops.mxfp4.gemm: bf16 a [..., K] x packed B [N, K] -> [..., N] in bf16 (default) or
     float32 (``out_dtype=torch.float32``: the unrounded fp32 result); ``fp8``: B's FP8 image
-    (prepack_fp8) or None; see mxfp4.gemm."""
-    return _core._gemm_impl(a, packed, N, K, version, rule, out_dtype, fp8)
+    (prepack_fp8) or None; ``weights_static``: see mxfp4.gemm."""
+    return _core._gemm_impl(a, packed, N, K, version, rule, out_dtype, fp8, weights_static)
 
 
 def _gemm_out(a, N, out_dtype):
@@ -214,7 +215,8 @@ def _gemm_out(a, N, out_dtype):
 
 
 @gemm.register_fake
-def _gemm_fake(a, packed, N, K, version=PACKED_LAYOUT_VERSION, rule="aiter", out_dtype=None, fp8=None):
+def _gemm_fake(a, packed, N, K, version=PACKED_LAYOUT_VERSION, rule="aiter", out_dtype=None, fp8=None,
+               weights_static=False):
     _check_names(rule=rule)
     _same_device(a, packed=packed, fp8=fp8)
     return _gemm_out(a, N, out_dtype)

@@ -44,6 +44,12 @@ class MXFP4Linear(nn.Module):
     It is not part of the state dict (it is derived from ``weight_packed``); after writing
     ``weight_packed`` in place, call :meth:`refresh_fp8`. CPU results are identical with and without it.
 
+    ``weights_static`` (attribute, default False; not saved): set it once the weights are
+    loaded and will only be read, as in serving; forward then passes ``weights_static=True``
+    to :func:`mxfp4.gemm`, whose CUDA decode kernel reads the weights while the previous
+    kernel finishes (same results). Keep it False while anything may write ``weight_packed``
+    right before a forward on the same stream (e.g. ``load_state_dict`` then forward).
+
     Build one with :meth:`from_linear` (quantizes a ``nn.Linear``'s weight with our
     quantizer), :meth:`from_mxfp4` (codes + scales, plain or AITER layouts) or
     :meth:`from_packed`; the constructor makes zero weights (for ``load_state_dict``).
@@ -69,6 +75,7 @@ class MXFP4Linear(nn.Module):
         self.out_features = int(out_features)
         self.rule = rule
         self.fp8 = bool(fp8)
+        self.weights_static = False  # see the class; set after loading, not saved
         nbytes = _api.packed_bytes(self.out_features, self.in_features)  # ValueError for bad sizes
         self.register_buffer("weight_packed", torch.zeros(nbytes, dtype=torch.uint8, device=device))
         self.register_buffer("weight_fp8", None, persistent=False)
@@ -180,7 +187,7 @@ class MXFP4Linear(nn.Module):
         """``x [..., in_features]`` -> ``[..., out_features]`` in x's dtype (see the class)."""
         xb = x if x.dtype == torch.bfloat16 else x.to(torch.bfloat16)
         y = torch.ops.mxfp4.gemm(xb, self.weight_packed, self.out_features, self.in_features, PACKED_LAYOUT_VERSION,
-                                 self.rule, None, self.weight_fp8)
+                                 self.rule, None, self.weight_fp8, self.weights_static)
         if y.dtype != x.dtype:
             y = y.to(x.dtype)
         if self.bias is not None:

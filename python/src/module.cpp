@@ -202,7 +202,7 @@ GemmIO gemm_io(const In& a, const Out& c, int64_t N) {
 
 void gemm_packed(const In& a, const In& packed, int64_t N, int64_t K, int version, const Out& out, ScaleRule rule,
                  std::optional<mxfp4::GemmConfig> config, std::optional<Out> workspace, uintptr_t stream,
-                 std::optional<In> fp8) {
+                 std::optional<In> fp8, bool weights_static) {
   Devices devs;
   devs.add("a", a);
   devs.add("packed", packed);
@@ -218,6 +218,7 @@ void gemm_packed(const In& a, const In& packed, int64_t N, int64_t K, int versio
   if (fp8) p.fp8 = static_cast<const uint8_t*>(bytes("fp8", *fp8, fp8_size(N, K), "fp8_weights_bytes" + rk("N", N, K)));
   mxfp4::GemmOptions opt;
   opt.rule = rule;
+  opt.weights_static = weights_static;
   if (config) opt.config = &*config;
   if (workspace) {
     opt.workspace = bytes("workspace", *workspace, -1, "");
@@ -451,8 +452,9 @@ NB_MODULE(_C, m) {
   m.def("unpack", &unpack, "packed"_a, "N"_a, "K"_a, "version"_a, "codes"_a, "scales"_a, "stream"_a = 0);
   m.def("gemm", &gemm_packed, "a"_a, "packed"_a, "N"_a, "K"_a, "version"_a, "out"_a, "rule"_a,
         "config"_a = nb::none(), "workspace"_a = nb::none(), "stream"_a = 0, "fp8"_a = nb::none(),
+        "weights_static"_a = false,
         "out [M, N] (bf16, or float32 for the unrounded fp32 result) = quantize(a [M, K] bf16) * B^T, B prepacked; "
-        "fp8: B's FP8 image (prepack_fp8) for the CUDA FP8 path.");
+        "fp8: B's FP8 image (prepack_fp8) for the CUDA FP8 path; weights_static: GemmOptions::weights_static.");
   m.def("gemm_mx", &gemm_mx, "a"_a, "codes"_a, "scales"_a, "N"_a, "code_layout"_a, "scale_layout"_a, "out"_a,
         "rule"_a, "stream"_a = 0, "out (bf16 or float32) = quantize(a) * B^T with B as codes/scales (CPU backend).");
   m.def("gemm_quantized", &gemm_quantized, "a_codes"_a, "a_scales"_a, "M"_a, "b_codes"_a, "b_scales"_a, "N"_a, "K"_a,

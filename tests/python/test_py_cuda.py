@@ -186,3 +186,17 @@ def test_linear_state_dict_across_devices(cuda, gen):
     r, absum = ref.gemm_reference(_np_bf16(x.to(torch.bfloat16)), codes.numpy(), scales.numpy())
     ref.check_bound(y.cpu().numpy(), r, absum)
     assert "cuda" in repr(g) and "path(M=1): path=" in repr(g)
+
+
+@pytest.mark.parametrize("M,N,K", [(1, 7168, 2048), (1, 2880, 2880), (4, 2880, 512), (13, 264, 1664)])
+def test_gemm_weights_static_bitwise_equal_on_cuda(cuda, gen, M, N, K):
+    # GemmOptions::weights_static through mxfp4.gemm and MXFP4Linear: path gemv reads B before
+    # its PDL wait; the bits stay those of the default call (and of the CPU backend).
+    p = mxfp4.prepack_dense(torch.randn(N, K, generator=gen).to(cuda))
+    a = torch.randn(M, K, generator=gen).to(torch.bfloat16).to(cuda)
+    want = mxfp4.gemm(a, p)
+    got = [mxfp4.gemm(a, p, weights_static=True) for _ in range(10)]
+    for g in got:
+        assert torch.equal(g, want)
+    cpu = mxfp4.gemm(a.cpu(), mxfp4.PackedTensor(p.data.cpu(), N, K, p.version))
+    assert torch.equal(want.cpu().view(torch.int16), cpu.view(torch.int16))

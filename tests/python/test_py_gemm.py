@@ -154,3 +154,15 @@ def test_explain():
     assert repr(cfg).startswith("GemmConfig(")
     with pytest.raises(ValueError, match="device"):
         mxfp4.explain(1, 256, 512, device="tpu")
+
+
+@pytest.mark.parametrize("M,K", [(1, 64), (4, 512), (13, 96)])
+def test_weights_static_gives_the_same_bits(rng, M, K):
+    # The option only changes when the CUDA decode kernel reads B; on every backend the bits
+    # are those of the default call, and a (codes, scales) B ignores it.
+    codes, scales = _weights(rng, 40, K)
+    a = _act(rng, M, K)
+    packed = mxfp4.prepack(codes, scales)
+    c = mxfp4.gemm(a, packed)
+    assert np.array_equal(mxfp4.gemm(a, packed, weights_static=True).view(np.uint16), c.view(np.uint16))
+    assert np.array_equal(mxfp4.gemm(a, (codes, scales), weights_static=True).view(np.uint16), c.view(np.uint16))

@@ -244,3 +244,20 @@ def test_linear_compile_fullgraph_cpu(gen):
     cq = torch.compile(q, fullgraph=True, backend="aot_eager")
     x = torch.randn(6, 128, generator=gen)
     assert torch.equal(cq(x), q(x))
+
+
+def test_weights_static_op_and_module(gen):
+    # torch.ops.mxfp4.gemm's weights_static argument and MXFP4Linear.weights_static: same bits.
+    N, K = 48, 256
+    lin = torch.nn.Linear(K, N, bias=False)
+    with torch.no_grad():
+        lin.weight.copy_(torch.randn(N, K, generator=gen))
+    m = MXFP4Linear.from_linear(lin)
+    assert m.weights_static is False
+    x = torch.randn(3, K, generator=gen).to(torch.bfloat16)
+    y = m(x)
+    m.weights_static = True
+    assert torch.equal(m(x), y)
+    p = m.packed()
+    assert torch.equal(torch.ops.mxfp4.gemm(x, p.data, N, K, p.version, "aiter", None, None, True), y)
+    assert torch.equal(mxfp4.gemm(x, p, weights_static=True), y)
