@@ -256,17 +256,21 @@ struct GemmOptions {
   void* workspace = nullptr;          ///< device scratch of paths splitk, tiled and fp8
                                       ///< (gemm_workspace_bytes; nullptr: cached)
   size_t workspace_bytes = 0;
-  /// The caller's promise that B (PackedWeights::data) is not written by any kernel that may
-  /// still be running when the call starts, in particular not by the kernel right before it on
-  /// the stream (e.g. prepack() into the same buffer with no other kernel or host
-  /// synchronisation in between). Weights loaded once and then only read, as in inference
-  /// serving, qualify. With it the call's first kernel may read B before its programmatic-
-  /// dependent-launch wait (docs/dispatch.md "Stream order"): path gemv (M <= 16) loads its
-  /// weights into registers and shared memory while the previous kernel finishes (session 37,
-  /// H100: 1x7168x2048 6.8 -> 5.6 us, 1x2880x2880 4.8 -> 4.65, 4x2880x512 2.78 -> 2.60;
-  /// docs/perf-notes.md). Results are bitwise the same
-  /// either way; other paths ignore it (their first kernel does not read B). Default false:
-  /// every kernel waits for the stream's previous kernel before reading B.
+  /// The caller's promise that B (PackedWeights::data) is not written while the call may run:
+  /// every write of B (prepack() into it, a copy, a user kernel) completed before a host
+  /// synchronisation (cudaStreamSynchronize, cudaDeviceSynchronize, a completed event) that
+  /// precedes the call, or the call is captured in a graph whose nodes never write B. Weights
+  /// loaded at start-up and then only read, as in inference serving, qualify. Stream order
+  /// alone does not: a kernel launched with programmatic dependent launch may let the stream's
+  /// next kernel start before it has finished (docs/dispatch.md "Stream order"), so a writer
+  /// of B anywhere earlier on the stream, or on another stream joined by an event inside a
+  /// captured graph, is not enough. With the promise the call's first kernel may read B before
+  /// its programmatic-dependent-launch wait: path gemv (M <= 16) loads its weights into
+  /// registers and shared memory while the previous kernel finishes (session 37, H100:
+  /// 1x7168x2048 6.8 -> 5.6 us, 1x2880x2880 4.8-5.0 -> 4.65-4.75, 4x2880x512 2.75 -> 2.6;
+  /// docs/perf-notes.md). Results are bitwise the same either way; the other paths ignore it
+  /// (they read B only after a wait). Default false: every kernel waits for the stream's
+  /// previous kernel before reading B.
   bool weights_static = false;
 };
 

@@ -415,10 +415,11 @@ def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: st
             ``torch.float32`` or ``"float32"``) for the fp32 accumulation result without the
             final rounding to bf16, for partial products that are summed afterwards (the K
             shards of a row-parallel layer, docs/tensor-parallel.md).
-        weights_static: with a :class:`PackedTensor` B, the caller's promise that no kernel
-            that may still run when the call starts writes B's packed data (weights loaded
-            once and then only read, as in serving; not a prepack into the same buffer right
-            before the call on its stream). The CUDA decode kernel (path gemv, M <= 16) then
+        weights_static: with a :class:`PackedTensor` B, the caller's promise that B's packed
+            data is not written while the call may run: every write of it completed before a
+            host synchronisation that precedes the call (weights loaded at start-up and then
+            only read, as in serving); stream order alone is not enough (C++
+            GemmOptions::weights_static has the details). The CUDA decode kernel (path gemv, M <= 16) then
             reads B while the stream's previous kernel finishes (C++ GemmOptions::weights_static,
             docs/dispatch.md "Stream order"). The result is bitwise the same; ignored for a
             (codes, scales) B, which is packed into a temporary on every call.

@@ -17,9 +17,10 @@ Ops (all functional, no input is mutated; ``str`` arguments as in the Python API
   (the FP8 image, uint8 [fp8_weights_bytes(N, K)]; docs/fp8-path.md)
 * ``unpack(Tensor packed, int N, int K, int version=PACKED_LAYOUT_VERSION) -> (Tensor codes, Tensor scales)``
 * ``gemm(Tensor a, Tensor packed, int N, int K, int version=PACKED_LAYOUT_VERSION, str rule="aiter",
-  ScalarType? out_dtype=None, Tensor? fp8=None) -> Tensor``  (bf16, or float32 with
-  ``out_dtype=torch.float32``; ``fp8``: the weights' FP8 image, which lets the CUDA GEMM take
-  path fp8 for M > 64, or M > 32 with N x K >= 10 Mi weights: explain() tells)
+  ScalarType? out_dtype=None, Tensor? fp8=None, bool weights_static=False) -> Tensor``  (bf16,
+  or float32 with ``out_dtype=torch.float32``; ``fp8``: the weights' FP8 image, which lets the
+  CUDA GEMM take path fp8 for M > 64, or M > 32 with N x K >= 10 Mi weights: explain() tells;
+  ``weights_static``: see mxfp4.gemm)
 * ``gemm_mx(Tensor a, Tensor codes, Tensor scales, str code_layout="plain",
   str scale_layout="plain", str rule="aiter", ScalarType? out_dtype=None) -> Tensor``
 * ``shuffle_scales(Tensor scales) -> Tensor``, ``unshuffle_scales(Tensor shuffled, int rows,

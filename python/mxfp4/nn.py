@@ -45,10 +45,11 @@ class MXFP4Linear(nn.Module):
     ``weight_packed`` in place, call :meth:`refresh_fp8`. CPU results are identical with and without it.
 
     ``weights_static`` (attribute, default False; not saved): set it once the weights are
-    loaded and will only be read, as in serving; forward then passes ``weights_static=True``
-    to :func:`mxfp4.gemm`, whose CUDA decode kernel reads the weights while the previous
-    kernel finishes (same results). Keep it False while anything may write ``weight_packed``
-    right before a forward on the same stream (e.g. ``load_state_dict`` then forward).
+    loaded, the device synchronised, and the weights will only be read, as in serving;
+    forward then passes ``weights_static=True`` to :func:`mxfp4.gemm`, whose CUDA decode
+    kernel reads the weights while the previous kernel finishes (same results). Keep it False
+    while anything may write ``weight_packed`` without a host synchronisation before the
+    forward (e.g. ``load_state_dict`` then forward).
 
     Build one with :meth:`from_linear` (quantizes a ``nn.Linear``'s weight with our
     quantizer), :meth:`from_mxfp4` (codes + scales, plain or AITER layouts) or

@@ -28,6 +28,10 @@ FP8 image (opt-in, ``fp8=True`` on the constructors and ``from_*``): each rank's
 :class:`mxfp4.nn.MXFP4Linear`; docs/fp8-path.md), so the CUDA GEMM takes path fp8 for more
 than 64 tokens (more than 32 with N x K >= 10 Mi weights: explain() tells). A full PackedTensor
 that carries an image gives shards with images too.
+
+``weights_static``: both modules pass their ``local`` MXFP4Linear's ``weights_static``
+attribute to the GEMM (set ``layer.local.weights_static = True`` once the shard is loaded and
+synchronised; see :class:`mxfp4.nn.MXFP4Linear`).
 """
 
 from __future__ import annotations
@@ -326,7 +330,7 @@ class RowParallelMXFP4Linear(_ParallelLinear):
             xl = x[..., self.shard_start:self.shard_stop]
         xb = xl if xl.dtype == torch.bfloat16 else xl.to(torch.bfloat16)
         part = torch.ops.mxfp4.gemm(xb, self.local.weight_packed, self.out_features, k_local, PACKED_LAYOUT_VERSION,
-                                    self.rule, torch.float32, self.local.weight_fp8)
+                                    self.rule, torch.float32, self.local.weight_fp8, self.local.weights_static)
         if self.world_size > 1:
             self._require_group()
             if self.deterministic:

@@ -9,7 +9,10 @@
 //     straight into registers, kBatch chunks in flight per warp (two register sets: batch
 //     b + 1 is loaded while batch b is multiplied);
 //   - it is launched with PDL: before griddepcontrol.wait a CTA only asks for an L2 prefetch
-//     of its weights (no load that returns data: docs/dispatch.md, "Stream order");
+//     of its weights (no load that returns data: docs/dispatch.md, "Stream order"), unless
+//     the caller set GemmOptions::weights_static (kernel <kTiles, true>: the first two
+//     batches of every warp load into registers and the next chunks are bulk-copied into
+//     shared memory before the wait);
 //   - every CTA quantizes all of A (M <= 16 rows; spec §2, bit-identical to
 //     fmt::quantize_block through quantize_kernels.cuh) into shared memory as the bf16 B
 //     fragments of mma.sync.m16n8k16, token 8j + g of n8 tile j in lane group g (tokens >= M
@@ -254,7 +257,7 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
     load_batch(wc0, sc0, kw);
     if (kw + step < kcs) load_batch(wc1, sc1, kw + step);
   }
-  grid_dependency_wait();  // the previous kernel may write A, B or C
+  grid_dependency_wait();  // the previous kernel may write A, C (and B unless kStatic)
   grid_dependents_launch();
 
   const bool wfirst = MXFP4_EXP_GEMV_WFIRST == 2 || (MXFP4_EXP_GEMV_WFIRST == 1 && kcs <= kw + kBatch * kws);

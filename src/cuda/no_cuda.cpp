@@ -24,7 +24,7 @@ void unpack(const PackedWeights&, uint8_t*, uint8_t*, void*) { missing(); }
 void prepack_fp8(const PackedWeights&, uint8_t*, void*) { missing(); }
 GemmConfig config_for(int64_t, int64_t, int64_t, bool) { missing(); }
 void gemm(const uint16_t*, int64_t, int64_t, int64_t, const PackedWeights&, void*, bool, int64_t, const GemmConfig&,
-          ScaleRule, void*, size_t, void*) {
+          ScaleRule, void*, size_t, void*, bool) {
   missing();
 }
 }  // namespace mxfp4::cuda

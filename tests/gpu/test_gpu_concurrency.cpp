@@ -8,6 +8,7 @@
 #if defined(MXFP4_WITH_CUDA)
 #include <algorithm>
 #include <optional>
+#include <tuple>
 #include <thread>
 
 #include "gpu/gpu_cases.hpp"
@@ -284,6 +285,9 @@ TEST(GpuConcurrency, KernelsWritingInputsRightBeforeTheGemmAreWaitedFor) {
 // call 3 that wrote C1 under call 2 would change C2. Every path for call 1 with the default
 // call 2 and 3, and the default call 1 with every path for call 2; eagerly and as a replayed
 // CUDA graph. Each result must equal the same calls with a stream synchronisation between them.
+// At M <= 16 (path gemv's range) every pair runs again with GemmOptions::weights_static: the
+// weights were written and synchronised before, so the promise holds, and path gemv reads B
+// before its wait while A (the previous call's C) must still be read after it.
 TEST(GpuConcurrency, DependentCallsOnOneStreamSeeEachOthersResults) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t N1 = 512, N2 = 768, K2 = N1;
@@ -304,15 +308,20 @@ TEST(GpuConcurrency, DependentCallsOnOneStreamSeeEachOthersResults) {
     if (K1 >= 4096) first.emplace_back(forced_cfg(GemmPath::splitk, 8, 4, 2));
     for (const GemmConfig& c : path_configs(M, K1)) first.emplace_back(c);
     for (const GemmConfig& c : path_configs(M, K2)) second.emplace_back(c);
-    std::vector<std::pair<std::optional<GemmConfig>, std::optional<GemmConfig>>> pairs;
-    for (const auto& c : first) pairs.emplace_back(c, std::nullopt);
-    for (size_t i = 1; i < second.size(); ++i) pairs.emplace_back(std::nullopt, second[i]);
-    for (const auto& [c1, c2] : pairs) {
+    std::vector<std::tuple<std::optional<GemmConfig>, std::optional<GemmConfig>, bool>> runs;
+    for (const bool ws : {false, true}) {
+      if (ws && M > 16) continue;
+      for (const auto& c : first) runs.emplace_back(c, std::nullopt, ws);
+      for (size_t i = 1; i < second.size(); ++i) runs.emplace_back(std::nullopt, second[i], ws);
+    }
+    for (const auto& [c1, c2, ws] : runs) {
       const std::string what = "M=" + std::to_string(M) + " K1=" + std::to_string(K1) + " call 1 " +
-                               cfg_name(c1 ? &*c1 : nullptr) + ", call 2 " + cfg_name(c2 ? &*c2 : nullptr);
+                               cfg_name(c1 ? &*c1 : nullptr) + ", call 2 " + cfg_name(c2 ? &*c2 : nullptr) +
+                               (ws ? ", weights_static" : "");
       GemmOptions o1, o2;
       o1.config = c1 ? &*c1 : nullptr;
       o2.config = c2 ? &*c2 : nullptr;
+      o1.weights_static = o2.weights_static = ws;
       DeviceBuf C1(size_t(M * N1 * 2), 0xFF), C2(size_t(M * N2 * 2), 0xFF);
       auto call1 = [&](const DeviceBuf& a) { gemm(a.get<uint16_t>(), M, K1, K1, p1.pw, C1.get<uint16_t>(), N1, o1, cuda_exec(s)); };
       auto call2 = [&] { gemm(C1.get<uint16_t>(), M, K2, N1, p2.pw, C2.get<uint16_t>(), N2, o2, cuda_exec(s)); };

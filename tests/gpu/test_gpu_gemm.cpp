@@ -131,20 +131,27 @@ TEST(GpuGemm, WorkloadShapesEveryPathWithinContract) {
   }
 }
 
-// GemmOptions::weights_static (path gemv copies its weights into shared memory before its PDL
-// wait): the same bits as without it, within the contract, nothing written outside C. K = 32
-// .. 2880 fit whole; K = 16384 at M = 1 fits only a prefix of each slab's chunks (the rest
-// loads from global memory as without the option); N tails leave the last CTA's slabs short.
+// GemmOptions::weights_static (path gemv loads its first two batches of K chunks into
+// registers and bulk-copies the next ones into shared memory before its PDL wait): the same
+// bits as without it, within the contract, nothing written outside C. Per configuration
+// (kws = warps per slab 1, 2, 4, 8, 16) the chunks fall in the register sets only (short K),
+// in registers and shared memory (e.g. 8x2880, 13x1664 at 4 warps per slab), in all three
+// places with a prefix copied (1x16384: the rest loads from global memory after the wait), or
+// in registers and global memory with no room to copy (16x4096: A's fragments alone take 128
+// KiB); N tails leave the last CTA's slabs short; M > 8 runs the two-tile kernel.
 TEST(GpuGemm, GemvWeightsStaticMatchesDefaultBitwise) {
   MXFP4_REQUIRE_GPU();
   struct Case {
     int64_t M, K;
   };
-  for (const Case& c : {Case{1, 32}, Case{3, 96}, Case{8, 2880}, Case{13, 1664}, Case{16, 512}, Case{1, 16384}}) {
+  for (const Case& c :
+       {Case{1, 32}, Case{3, 96}, Case{8, 2880}, Case{13, 1664}, Case{16, 512}, Case{1, 16384}, Case{16, 4096}}) {
     for (int64_t N : {16, 40, 264}) {
       const Problem p = random_problem(c.M, N, c.K, uint64_t(c.M * 7001 + c.K * 13 + N));
-      const std::vector<GemmConfig> cfgs = gemv_configs(c.M, c.K);
-      ASSERT_FALSE(cfgs.empty()) << c.M << "x" << c.K;
+      std::vector<GemmConfig> cfgs = gemv_configs(c.M, c.K);
+      for (const GemmConfig& extra : {GemmConfig{GemmPath::gemv, 32, 8, 1, 4}, GemmConfig{GemmPath::gemv, 16, 8, 1, 8}})
+        if (gemm_config_problem_for_shape(extra, c.M, c.K).empty()) cfgs.push_back(extra);  // kws 2 and 8
+      ASSERT_GE(cfgs.size(), 2u) << c.M << "x" << c.K;
       for (const GemmConfig& cfg : cfgs) {
         const int64_t ldc = N + 3;
         const auto base = p.run(&cfg, ldc, 2);
@@ -157,7 +164,7 @@ TEST(GpuGemm, GemvWeightsStaticMatchesDefaultBitwise) {
           for (int64_t col = (r < c.M ? N : 0); col < ldc; ++col)
             ASSERT_EQ(fast[r * ldc + col], 0xFFFF) << "wrote outside C at (" << r << ", " << col << ") " << what;
       }
-      // The dispatcher's choice with the option (other paths ignore it).
+      // The dispatcher's choice with the option (path gemv or another path, which ignores it).
       p.check(p.run(nullptr, N, 0, nullptr, true), N, all_rows(c.M), "weights_static default config");
     }
   }

@@ -188,10 +188,14 @@ def test_linear_state_dict_across_devices(cuda, gen):
     assert "cuda" in repr(g) and "path(M=1): path=" in repr(g)
 
 
-@pytest.mark.parametrize("M,N,K", [(1, 7168, 2048), (1, 2880, 2880), (4, 2880, 512), (13, 264, 1664)])
+@pytest.mark.parametrize("M,N,K", [(1, 7168, 2048), (1, 2880, 2880), (4, 2880, 512), (12, 7168, 1024),
+                                   (8, 7168, 3584)])
 def test_gemm_weights_static_bitwise_equal_on_cuda(cuda, gen, M, N, K):
-    # GemmOptions::weights_static through mxfp4.gemm and MXFP4Linear: path gemv reads B before
-    # its PDL wait; the bits stay those of the default call (and of the CPU backend).
+    # GemmOptions::weights_static through mxfp4.gemm: path gemv (the dispatcher's choice for
+    # these shapes; 12x7168x1024 runs the two-tile kernel, 8x7168x3584 copies only a prefix of
+    # its chunks) reads B before its PDL wait; the bits stay those of the default call and of
+    # the CPU backend.
+    assert str(mxfp4.explain(M, N, K, cuda)).startswith("path=gemv")
     p = mxfp4.prepack_dense(torch.randn(N, K, generator=gen).to(cuda))
     a = torch.randn(M, K, generator=gen).to(torch.bfloat16).to(cuda)
     want = mxfp4.gemm(a, p)

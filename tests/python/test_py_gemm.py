@@ -158,8 +158,9 @@ def test_explain():
 
 @pytest.mark.parametrize("M,K", [(1, 64), (4, 512), (13, 96)])
 def test_weights_static_gives_the_same_bits(rng, M, K):
-    # The option only changes when the CUDA decode kernel reads B; on every backend the bits
-    # are those of the default call, and a (codes, scales) B ignores it.
+    # A plumbing check (the CPU backend ignores the option; test_py_cuda.py checks the CUDA
+    # kernel): the keyword is accepted and the bits are those of the default call, also for a
+    # (codes, scales) B, which ignores it.
     codes, scales = _weights(rng, 40, K)
     a = _act(rng, M, K)
     packed = mxfp4.prepack(codes, scales)

@@ -230,8 +230,8 @@ Command add_bench(CLI::App& app) {
                 "scale the first block of every 128-K slice of A by 2^8, so that every group of A is wide on path fp8 "
                 "(per-block promotion), to time that case; results go to <stem>-wide");
   sub->add_flag("--weights-static", a->weights_static,
-                "time ours with GemmOptions::weights_static (the weights are read before the PDL wait: path gemv "
-                "copies them into shared memory while the previous call finishes); results go to <stem>-static");
+                "GPU: time ours with GemmOptions::weights_static (the weights are read before the PDL wait: path gemv "
+                "loads them while the previous call finishes; the CPU backend ignores it); results go to <stem>-static");
   return {sub, [a] { return run_bench(*a); }};
 }
 
