@@ -166,8 +166,8 @@ __device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const ui
 /// [slab][chunk][512], then scales [slab][chunk][32], then their mbarrier); the K loop reads
 /// those from there and any later chunks from global memory (L2-prefetched).
 /// kStatic with one token tile: at most 64 registers (two tiles would spill), so that two CTAs
-/// of 512 threads fit on an SM: the next call's
-/// CTAs, which copy their weights before their wait, are resident while this call runs.
+/// of 512 threads fit on an SM: the next call's CTAs, which copy their weights before their
+/// wait, are resident while this call runs.
 template <int kTiles, bool kStatic>
 __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kernel(const GemvArgs p) {
   extern __shared__ __align__(16) uint32_t smem[];
@@ -196,7 +196,7 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
     // before the wait: one bulk copy per slab for the codes and one for the scales (16 KB copies
     // stream best, and a bulk copy costs ~120-200 ns to issue: docs/perf-notes.md sessions 5-6;
     // 16-byte cp.async from every thread here delayed A's loads after the wait: session 37),
-    // then an L2 prefetch of the chunks past them.
+    // all issued before the L2 prefetch of the chunks past them.
     const int64_t sf = p.static_first, end = sf + p.static_chunks;
     if (p.static_chunks > 0) {
       mbarrier_init(wbar, 1);
@@ -245,22 +245,22 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
       }
     }
   };
-  // -DMXFP4_EXP_GEMV_WFIRST=1 (a measurement only, docs/perf-notes.md session 36 and plan item u):
-  // a warp whose chunks all fit in batch 0 issues them before A's loads; 2: every warp. =1 ran
-  // 4x2880x512 0.2 us faster than =2, which executes the same instructions there: a code-layout
-  // effect under study, not an improvement to land as it is (=1 costs the M = 1 shapes).
-  // The trigger comes right after the wait (docs/perf-notes.md): before it (session 16),
-  // 4x2880x512 and 1x2880x2880 ran 50% slower in the benchmark's graphs; without it (the next
-  // kernel launching as this grid exits, session 23) 15-25% slower on the three gemv shapes.
   const int step = kBatch * kws;
   if constexpr (kStatic) {  // chunks below p.static_first, from global memory (L2 or HBM)
     load_batch(wc0, sc0, kw);
     if (kw + step < kcs) load_batch(wc1, sc1, kw + step);
   }
+  // The trigger comes right after the wait (docs/perf-notes.md): before it (session 16),
+  // 4x2880x512 and 1x2880x2880 ran 50% slower in the benchmark's graphs; without it (the next
+  // kernel launching as this grid exits, session 23) 15-25% slower on the three gemv shapes.
   grid_dependency_wait();  // the previous kernel may write A, C (and B unless kStatic)
   grid_dependents_launch();
 
-  const bool wfirst = MXFP4_EXP_GEMV_WFIRST == 2 || (MXFP4_EXP_GEMV_WFIRST == 1 && kcs <= kw + kBatch * kws);
+  // -DMXFP4_EXP_GEMV_WFIRST=1 (a measurement only, docs/perf-notes.md session 36 and plan item u):
+  // a warp whose chunks all fit in batch 0 issues them before A's loads; 2: every warp. =1 ran
+  // 4x2880x512 0.2 us faster than =2, which executes the same instructions there: a code-layout
+  // effect under study, not an improvement to land as it is (=1 costs the M = 1 shapes).
+  const bool wfirst = MXFP4_EXP_GEMV_WFIRST == 2 || (MXFP4_EXP_GEMV_WFIRST == 1 && kcs <= kw + step);
   if (kStatic) {
     quantize_a_to_shared(p, sa, warp, warps, lane, [] {});
   } else if (kExpGemv < 2 && wfirst) {
@@ -357,9 +357,8 @@ void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Packe
     args.static_chunks = int(std::clamp<int64_t>(args.geo.k_chunks - args.static_first, 0, int64_t(room / per_chunk)));
     if (args.static_chunks > 0) smem += size_t(args.static_chunks) * per_chunk + 16;
   }
-  const bool two = gemv_token_tiles(M) == 2, copy = weights_static;
-  auto* kernel = two ? (copy ? gemv_kernel<2, true> : gemv_kernel<2, false>)
-                     : (copy ? gemv_kernel<1, true> : gemv_kernel<1, false>);
+  auto* kernel = gemv_token_tiles(M) == 2 ? (weights_static ? gemv_kernel<2, true> : gemv_kernel<2, false>)
+                                          : (weights_static ? gemv_kernel<1, true> : gemv_kernel<1, false>);
   // The largest need of any accepted shape (gemm_config_problem_for_shape; the copied weights
   // stay within kGemvStaticBudget <= it), the same for every call, so concurrent host threads
   // never lower it under another's launch. Not a stream operation, so also legal during graph
