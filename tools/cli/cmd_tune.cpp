@@ -92,13 +92,17 @@ Command add_tune(CLI::App& app) {
   auto replays = std::make_shared<int>(10);
   auto verbose = std::make_shared<bool>(false);
   auto paths = std::make_shared<std::vector<std::string>>();
+  auto weights_static = std::make_shared<bool>(false);
   sub->add_option("--shapes", *shapes, "workload file of 'M N K' lines");
   sub->add_option("--paths", *paths, "only these paths' candidates, comma-separated (default: all)")
       ->delimiter(',')
       ->check(CLI::IsMember({"fused", "splitk", "tiled", "fp8", "gemv"}));
   sub->add_option("--replays", *replays, "graph replays per configuration (median)")->check(CLI::Range(3, 1000));
   sub->add_flag("--verbose", *verbose, "print every candidate's time, not only the winner");
-  return {sub, [shapes, replays, verbose, paths]() -> int {
+  sub->add_flag("--weights-static", *weights_static,
+                "time every candidate with GemmOptions::weights_static; nothing is stored (the tune cache "
+                "and the dispatcher have no input for the option)");
+  return {sub, [shapes, replays, verbose, paths, weights_static]() -> int {
             if (!mxfp4::built_with_cuda() || mxfp4::cuda_device_count() == 0)
               throw CliError("tune needs the CUDA backend and a GPU", 2);
             const mxfp4::DeviceInfo dev = mxfp4::cuda_device_info(0);
@@ -133,7 +137,7 @@ Command add_tune(CLI::App& app) {
               }
               for (const mxfp4::GemmConfig& c : run) {
                 const auto r = mxfp4::cuda::bench_gemm(a.data(), s.M, s.K, b.view(), *replays, int64_t(256) << 20, &c,
-                                                       false);
+                                                       false, *weights_static);
                 const bool correct = check_gemm(ref, r.C).correct;
                 if (*verbose)
                   std::printf("  %6lld %6lld %6lld %9.2f us  %s%s\n", (long long)s.M, (long long)s.N, (long long)s.K,
@@ -145,14 +149,17 @@ Command add_tune(CLI::App& app) {
               if (best == std::numeric_limits<double>::infinity())
                 throw CliError("no correct configuration for " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
                                std::to_string(s.K));
-              mxfp4::tune_cache::store(gpu, s.M, s.N, s.K, best_cfg);
+              if (!*weights_static) mxfp4::tune_cache::store(gpu, s.M, s.N, s.K, best_cfg);
               std::printf("%6lld %6lld %6lld %9.2f us  %s\n", (long long)s.M, (long long)s.N, (long long)s.K, best,
                           mxfp4::describe(best_cfg).c_str());
               if (chosen_us > 0)
                 std::printf("        dispatcher's choice %9.2f us (%.2fx the winner)  %s\n", chosen_us, chosen_us / best,
                             chosen_name.c_str());
             }
-            std::printf("tune cache: %s\n", mxfp4::tune_cache::path().c_str());
+            if (*weights_static)
+              std::printf("--weights-static: nothing stored in the tune cache\n");
+            else
+              std::printf("tune cache: %s\n", mxfp4::tune_cache::path().c_str());
             return 0;
           }};
 }

@@ -32,8 +32,8 @@ EDITS = [
      "  __shared__ unsigned long long gv[16][10];  // stamps in shared memory: no registers held\n"
      "  if (lane == 0 && warp < 16) gv[warp][0] = gv_time(), gv[warp][4] = 0;\n"
      "  uint32_t* sa = smem;"),
-    ("  grid_dependency_wait();  // the previous kernel may write A, B or C\n  grid_dependents_launch();\n",
-     "  grid_dependency_wait();  // the previous kernel may write A, B or C\n  grid_dependents_launch();\n"
+    ("  grid_dependency_wait();  // the previous kernel may write A, C (and B unless kStatic)\n  grid_dependents_launch();\n",
+     "  grid_dependency_wait();  // the previous kernel may write A, C (and B unless kStatic)\n  grid_dependents_launch();\n"
      "  if (lane == 0 && warp < 16) gv[warp][1] = gv_time();\n"),
     ("    load_batch(wc0, sc0, kw);\n  }\n  __syncthreads();\n",
      "    load_batch(wc0, sc0, kw);\n  }\n  if (lane == 0 && warp < 16) gv[warp][2] = gv_time();\n  __syncthreads();\n"

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <vector>
@@ -65,6 +66,8 @@ struct Setup {
   double run_graph(int replays, void (*clear)()) {
     mxfp4::GemmOptions opt;
     opt.config = &cfg;
+    const char* ws = std::getenv("WEIGHTS_STATIC");  // 1: GemmOptions::weights_static (path gemv)
+    opt.weights_static = ws != nullptr && ws[0] == '1';
     auto call = [&](int i) {
       mxfp4::PackedWeights w{dp + (i % copies) * pb, N, K, mxfp4::kPackedLayoutVersion};
       mxfp4::gemm(da, M, K, K, w, dC, N, opt, ex);
