@@ -11,7 +11,7 @@ cp /tmp/static/* $OUT/logs/ 2>/dev/null; grep -E "^\| (geomean|1 |4 2880)" /tmp/
 timeout 200 build-device/mxfp4 tune --weights-static --verbose --paths gemv,splitk,fused \
   --shapes tools/dev/shapes-gemv-static.txt > $OUT/logs/tune-static.log 2>&1; echo "tune static rc=$?"
 grep -v "^  " $OUT/logs/tune-static.log
-timeout 200 build-device/mxfp4 tune --verbose --paths gemv,splitk,fused --shapes tools/dev/shapes-gemv-static.txt \
+MXFP4_TUNE_CACHE=/tmp/tune-s38.json timeout 200 build-device/mxfp4 tune --verbose --paths gemv,splitk,fused --shapes tools/dev/shapes-gemv-static.txt \
   > $OUT/logs/tune-default.log 2>&1; echo "tune default rc=$?"
 grep -v "^  " $OUT/logs/tune-default.log
 timeout 240 tools/dev/timeline/gemv_run.sh tools/dev/timeline/cases-gemv.txt > $OUT/logs/timeline-gemv-default.log 2>&1
