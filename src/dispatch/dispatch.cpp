@@ -309,7 +309,7 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
   const int64_t chunks = ceil_div(K, 64), slabs = ceil_div(N, 16);
   if (M > 16 || chunks > 112) return std::nullopt;
   const int64_t rounds = gemv_tile_rows(M) * chunks;  // A's quantization per CTA
-  if (rounds > (M > 8 ? 256 : 448)) return std::nullopt;
+  if (rounds > 256) return std::nullopt;
   const int64_t min_ctas = std::max<int64_t>(2 * int64_t(dev.sm_count) / 3, 1);
   int per_cta = 4;
   while (per_cta > 1 && ceil_div(slabs, per_cta) < min_ctas) per_cta /= 2;
