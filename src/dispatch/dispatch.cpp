@@ -286,8 +286,7 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 }
 /// Path gemv (src/cuda/gemm_gemv.cu) for M <= 16 while the quantization of A that every CTA
 /// repeats stays small: K chunks <= 112 (K <= 7168, the longest measured); per CTA, rows x K
-/// chunks <= 448 for one token tile (M <= 8) and <= 256 for two (9 <= M <= 16), rows = the
-/// token rows it quantizes (gemv_tile_rows: 1, 2, 4, 8 or 16); over the grid CTAs x rows x K
+/// chunks <= 256, rows = the token rows it quantizes (gemv_tile_rows: 1, 2, 4, 8 or 16); over the grid CTAs x rows x K
 /// chunks <= 2^16; and where its shared memory fits. Slabs of 16 rows per CTA S (block_n =
 /// 16 S): the largest of 4, 2, 1 that leaves at least 2/3 of the SMs a CTA; 16 warps, or 8 for
 /// S = 1 with fewer than 64 K chunks. Session 16 tunes (bench/results/logs/
@@ -305,6 +304,14 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 ///     16x2112x1536 (384; 6.90 vs 5.83) and 9x2880x2880 (720; 11.63 vs 8.11).
 /// Fewer CTAs than 2/3 of the SMs lost every time (1x2112x7168 at S 2: 9.17). Longer K than
 /// 7168 was not measured.
+/// Session 38 (H100 tunes, bench/results/logs/tune-gemv-*-session38-h100.log; the small-M
+/// kernel had gained ~1.5 us since session 16): with one token tile the limit went 448 -> 256.
+/// Of the shapes between, the small-M kernel's choice won 4x2112x7168 (9.01 against gemv's
+/// 9.69), 3x2880x7168 (10.75 / 11.89), 8x2880x2880 (7.04 / 8.01), 6x7168x2880 (10.18 /
+/// 10.36) and 8x7168x3584 (11.55 / 12.30), and lost 4x4096x5120 (10.96 / 9.55), 8x4096x3072
+/// (8.54 / 8.35) and 4x7168x7168 (17.52 / 17.32): geomean 2.6% faster. Two token tiles stay at
+/// 256: there the small-M kernel's choice lost 16x4096x1024 (7.97 against gemv's 6.00) and won
+/// 12x7168x1024 (6.52 / 6.88). Not measured on an H200; `mxfp4 tune` overrides per GPU.
 std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t chunks = ceil_div(K, 64), slabs = ceil_div(N, 16);
   if (M > 16 || chunks > 112) return std::nullopt;
