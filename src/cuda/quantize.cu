@@ -148,8 +148,9 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
   // before this grid is complete, so the weights are final. It waits for this grid's
   // completion before it reads the fragments. (Triggering before the wait, which would be
   // unsafe, measured no faster in session 11: the GEMM's launch is already hidden.)
+  if constexpr (MXFP4_EXP_EARLY_TRIGGER) grid_dependents_launch();
   grid_dependency_wait();
-  grid_dependents_launch();
+  if constexpr (!MXFP4_EXP_EARLY_TRIGGER) grid_dependents_launch();
   // The GEMM's split-K tile counters (path splitk's reduction through the workspace) start
   // each call at zero: the GEMM that used them last has completed (the wait above), and this
   // call's GEMM reads them only after its own wait for this grid's completion, so the zeroing
