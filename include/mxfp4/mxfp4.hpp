@@ -264,13 +264,14 @@ struct GemmOptions {
   /// alone does not: a kernel launched with programmatic dependent launch may let the stream's
   /// next kernel start before it has finished (docs/dispatch.md "Stream order"), so a writer
   /// of B anywhere earlier on the stream, or on another stream joined by an event inside a
-  /// captured graph, is not enough. With the promise the call's first kernel may read B before
-  /// its programmatic-dependent-launch wait: path gemv (M <= 16) loads its weights into
+  /// captured graph, is not enough. With the promise B may be read before the call's first
+  /// programmatic-dependent-launch wait: path gemv (M <= 16) loads its weights into
   /// registers and shared memory while the previous kernel finishes (session 37, H100:
-  /// 1x7168x2048 6.8 -> 5.6 us, 1x2880x2880 4.8-5.0 -> 4.65-4.75, 4x2880x512 2.75 -> 2.6;
-  /// docs/perf-notes.md). Results are bitwise the same either way; the other paths ignore it
-  /// (they read B only after a wait). Default false: every kernel waits for the stream's
-  /// previous kernel before reading B.
+  /// 1x7168x2048 6.8 -> 5.6 us, 1x2880x2880 4.8-5.0 -> 4.65-4.75, 4x2880x512 2.75 -> 2.6), and
+  /// path splitk's quantizer lets the GEMM launch, and stream its weights, before the
+  /// quantizer's own wait (session 38, H100: 16x3072x1536 5.9 -> 4.9 us, 32x4096x512 5.4 ->
+  /// 5.0; docs/perf-notes.md). Results are bitwise the same either way; the other paths ignore
+  /// it. Default false: every kernel waits for the stream's previous kernel before reading B.
   bool weights_static = false;
 };
 

@@ -47,7 +47,7 @@ class MXFP4Linear(nn.Module):
     ``weights_static`` (attribute, default False; not saved): set it once the weights are
     loaded, the device synchronised, and the weights will only be read, as in serving;
     forward then passes ``weights_static=True`` to :func:`mxfp4.gemm`, whose CUDA decode
-    kernel reads the weights while the previous kernel finishes (same results). Keep it False
+    kernels read the weights while the previous kernel finishes (same results). Keep it False
     while anything may write ``weight_packed`` without a host synchronisation before the
     forward (e.g. ``load_state_dict`` then forward).
 

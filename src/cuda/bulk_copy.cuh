@@ -168,14 +168,6 @@ __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepco
 /// Programmatic dependent launch: lets the next kernel of the stream start its prologue.
 __device__ __forceinline__ void grid_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;"); }
 
-// -DMXFP4_EXP_EARLY_TRIGGER=1 (a measurement only, docs/perf-notes.md session 38): the first
-// kernel of a path splitk or fp8 call (A's quantizer or A's FP8 image) lets the call's GEMM
-// launch before its own griddepcontrol.wait, so that the GEMM's weight loads before its wait
-// may overlap the previous call. Correct only while B is not written (GemmOptions::weights_static).
-#ifndef MXFP4_EXP_EARLY_TRIGGER
-#define MXFP4_EXP_EARLY_TRIGGER 0
-#endif
-
 #endif  // __CUDACC__
 
 }  // namespace mxfp4::cuda

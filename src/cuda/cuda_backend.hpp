@@ -43,7 +43,8 @@ GemmConfig config_for(int64_t M, int64_t N, int64_t K, bool fp8_image = true);
 /// C = quantize(A) * B^T on the GPU with configuration `cfg` (path fp8 for weights without an
 /// FP8 image runs the tiled kernel); C is bf16 (c_f32 false) or the
 /// fp32 accumulator without the final rounding (c_f32 true; row-parallel partial sums).
-/// `weights_static`: GemmOptions::weights_static (path gemv reads B before its PDL wait).
+/// `weights_static`: GemmOptions::weights_static (path gemv reads B before its PDL wait; path
+/// splitk's quantizer lets the GEMM, which streams B before its wait, launch before its own).
 void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
           int64_t ldc, const GemmConfig& cfg, ScaleRule rule, void* workspace, size_t workspace_bytes, void* stream,
           bool weights_static = false);

@@ -307,9 +307,8 @@ __global__ void __launch_bounds__(kChunkThreads) fp8_image_chunk_kernel(Source s
                                                                         uint8_t* __restrict__ out) {
   constexpr int kPer = fp8::kChainSlices / kGroups;
   static_assert(fp8::kChainSlices % kGroups == 0, "slices split evenly over the thread groups");
-  if constexpr (MXFP4_EXP_EARLY_TRIGGER) grid_dependents_launch();
   grid_dependency_wait();  // PDL: as in fp8_image_serial_kernel
-  if constexpr (!MXFP4_EXP_EARLY_TRIGGER) grid_dependents_launch();
+  grid_dependents_launch();
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const int64_t t = blockIdx.x, j0 = int64_t(blockIdx.y) * fp8::kChainSlices;
   const int sg = int(threadIdx.x) / (kImageRows * 16), rr = int(threadIdx.x) / 16 % kImageRows, i = int(threadIdx.x) % 16;
@@ -389,9 +388,8 @@ __global__ void __launch_bounds__(kSerialThreads) fp8_image_serial_kernel(Source
   // Launched with PDL (launch_pdl): wait for the stream's previous kernel, which may write the
   // source or still read `out`; then the GEMM (PDL) may start and request B, which is final by
   // then. It waits for this grid before reading A's image.
-  if constexpr (MXFP4_EXP_EARLY_TRIGGER) grid_dependents_launch();
   grid_dependency_wait();
-  if constexpr (!MXFP4_EXP_EARLY_TRIGGER) grid_dependents_launch();
+  grid_dependents_launch();
   const fp8::ImageGeometry g = fp8::ImageGeometry::of(rows, K);
   const int64_t t = blockIdx.x, j0 = int64_t(blockIdx.y) * W, c = j0 - j0 % fp8::kChainSlices;
   const int rr = int(threadIdx.x) / kLanes, i = int(threadIdx.x) % kLanes, warp = int(threadIdx.x) / 32;

@@ -147,7 +147,8 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
     const bool wgmma_order = cfg.path == GemmPath::splitk && splitk_uses_wgmma(M);
     if (!(kExpNoQuantizer && cfg.path == GemmPath::splitk))
       quantize_fragments(A, M, K, lda, static_cast<uint32_t*>(ws), rule, s,
-                         wgmma_order ? FragOrder::wgmma : FragOrder::mma, counters, n_counters);
+                         wgmma_order ? FragOrder::wgmma : FragOrder::mma, counters, n_counters,
+                         /*trigger_first=*/weights_static && cfg.path == GemmPath::splitk);
     frags = static_cast<const uint32_t*>(ws);
   }
   if (cfg.path == GemmPath::tiled) {

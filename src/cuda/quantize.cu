@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
                                                                       int64_t K, int64_t lda, int64_t m_padded,
                                                                       int64_t k_padded, uint32_t* __restrict__ frags,
                                                                       ScaleRule rule, int* __restrict__ counters,
-                                                                      int64_t n_counters) {
+                                                                      int64_t n_counters, bool trigger_first) {
   static_assert(kThreads == 256, "8 warps (one token tile) x 32 lanes (8 K blocks)");
   __shared__ uint4 tile16[16 * 16];  // the CTA's 16 chunks as 16-byte pieces, swizzled (tile_piece)
   // Launched with programmatic dependent launch (launch_pdl): wait for the stream's previous
@@ -147,10 +147,15 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
   // the GEMM launched after this kernel (PDL too) may start its weight loads: everything
   // before this grid is complete, so the weights are final. It waits for this grid's
   // completion before it reads the fragments. (Triggering before the wait, which would be
-  // unsafe, measured no faster in session 11: the GEMM's launch is already hidden.)
-  if constexpr (MXFP4_EXP_EARLY_TRIGGER) grid_dependents_launch();
+  // unsafe in general, measured no faster in session 11, when the GEMM did not yet let this
+  // kernel launch early.) `trigger_first` (GemmOptions::weights_static, path splitk): the
+  // caller promised that nothing running writes B, so the GEMM may launch, and stream its
+  // weights, before this kernel's wait: it still waits for this grid before it reads the
+  // fragments or touches C and the workspace (session 38: 16x3072x1536 5.93 -> 4.94 us on an
+  // H100, docs/perf-notes.md).
+  if (trigger_first) grid_dependents_launch();
   grid_dependency_wait();
-  if constexpr (!MXFP4_EXP_EARLY_TRIGGER) grid_dependents_launch();
+  if (!trigger_first) grid_dependents_launch();
   // The GEMM's split-K tile counters (path splitk's reduction through the workspace) start
   // each call at zero: the GEMM that used them last has completed (the wait above), and this
   // call's GEMM reads them only after its own wait for this grid's completion, so the zeroing
@@ -222,13 +227,13 @@ void dequantize(const MxMatrix& q, void* out, DType out_dtype, int64_t out_strid
 }
 
 void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
-                        cudaStream_t stream, FragOrder order, int* counters, int64_t n_counters) {
+                        cudaStream_t stream, FragOrder order, int* counters, int64_t n_counters, bool trigger_first) {
   const int64_t m_padded = round_up(M, 8), k_padded = round_up(K, 64);
   const dim3 grid(unsigned(ceil_div(k_padded / 32, 8)), unsigned(std::min<int64_t>(m_padded / 8, 65535)));
   auto kernel = order == FragOrder::wgmma ? quantize_fragments_kernel<FragOrder::wgmma>
                                           : quantize_fragments_kernel<FragOrder::mma>;
   launch_pdl(kernel, grid, dim3(kThreads), stream, "quantize_fragments_kernel", A, M, K, lda,
-             m_padded, k_padded, frags, rule, counters, n_counters);
+             m_padded, k_padded, frags, rule, counters, n_counters, trigger_first);
 }
 
 }  // namespace mxfp4::cuda

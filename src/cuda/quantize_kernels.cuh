@@ -199,9 +199,12 @@ __device__ __forceinline__ void quantize_quarter_to_fragment_words(const uint16_
 /// kernel waits for the stream's previous kernel before it reads A or writes `frags`, then
 /// lets the next kernel start. It also zeroes `n_counters` ints at `counters` (path splitk's
 /// split-K tile counters, which the GEMM reads only after its wait for this kernel; may be
-/// null when n_counters is 0). Throws CudaError when the launch fails. Defined in quantize.cu.
+/// null when n_counters is 0). `trigger_first`: the next kernel may launch before this
+/// kernel's wait, which is legal only when that kernel reads nothing but B before its own wait
+/// and B is not written while the call may run (GemmOptions::weights_static; path splitk's
+/// GEMM). Throws CudaError when the launch fails. Defined in quantize.cu.
 void quantize_fragments(const uint16_t* A, int64_t M, int64_t K, int64_t lda, uint32_t* frags, ScaleRule rule,
                         cudaStream_t stream, FragOrder order = FragOrder::mma, int* counters = nullptr,
-                        int64_t n_counters = 0);
+                        int64_t n_counters = 0, bool trigger_first = false);
 
 }  // namespace mxfp4::cuda

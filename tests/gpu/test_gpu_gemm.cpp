@@ -170,6 +170,39 @@ TEST(GpuGemm, GemvWeightsStaticMatchesDefaultBitwise) {
   }
 }
 
+// GemmOptions::weights_static on path splitk (its quantizer lets the GEMM launch before the
+// quantizer's own wait): the same bits as without it (three calls, each into a fresh poisoned C
+// with canaries), within the contract; split-K through clusters and through the workspace
+// (split 8, K >= 4096, M <= 16), M from 1 to 64 (both fragment orders). Back-to-back calls
+// with the option: GpuConcurrency.DependentCallsOnOneStreamSeeEachOthersResults.
+TEST(GpuGemm, SplitkWeightsStaticMatchesDefaultBitwise) {
+  MXFP4_REQUIRE_GPU();
+  struct Case {
+    int64_t M, N, K;
+  };
+  for (const Case& c : {Case{1, 264, 512}, Case{16, 2112, 4096}, Case{8, 520, 7168}, Case{33, 264, 1664},
+                        Case{64, 1040, 2048}}) {
+    const Problem p = random_problem(c.M, c.N, c.K, uint64_t(c.M * 9001 + c.K * 17 + c.N));
+    std::vector<GemmConfig> cfgs;
+    for (const GemmConfig& cfg : path_configs(c.M, c.K))
+      if (cfg.path == GemmPath::splitk) cfgs.push_back(cfg);
+    ASSERT_EQ(cfgs.size(), 3u);
+    const GemmConfig chosen = explain_gemm(c.M, c.N, c.K, cuda_exec());
+    if (chosen.path == GemmPath::splitk) cfgs.push_back(chosen);  // e.g. the workspace reduction
+    for (const GemmConfig& cfg : cfgs) {
+      const int64_t ldc = c.N + 3;
+      const auto base = p.run(&cfg, ldc, 2);
+      const std::string what = "splitk weights_static " + std::to_string(c.M) + "x" + std::to_string(c.N) + "x" +
+                               std::to_string(c.K) + " " + describe(cfg);
+      for (int rep = 0; rep < 3; ++rep) {
+        const auto fast = p.run(&cfg, ldc, 2, nullptr, /*weights_static=*/true);
+        ASSERT_EQ(fast, base) << what << " rep " << rep;  // canaries included: both poisoned alike
+        if (rep == 0) p.check(fast, ldc, all_rows(c.M), what);
+      }
+    }
+  }
+}
+
 TEST(GpuGemm, OddShapesEveryPath) {
   MXFP4_REQUIRE_GPU();
   for (int64_t M : {1, 3, 17, 100, 1000}) {

@@ -143,7 +143,7 @@ void write_markdown(const std::string& path, const Meta& meta, const std::vector
     f << ", " << meta.flagged_weight_rows << " weight rows per shape (N if fewer) with a flagged FP8 group";
   if (meta.wide_activations) f << ", activations with a wide path-fp8 group in every 128-K slice";
   if (meta.weights_static)
-    f << ", ours with GemmOptions::weights_static (B read before the PDL wait"
+    f << ", ours with GemmOptions::weights_static (B read before the previous kernel has finished"
       << (meta.backend == "cpu" ? "; the CPU backend ignores it)" : ")");
   if (meta.backend == "cuda")
     f << ", median of " << meta.replays << " CUDA-graph replays, weights rotated over " << (meta.rotate_bytes >> 20)
