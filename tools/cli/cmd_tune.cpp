@@ -1,6 +1,9 @@
 // mxfp4 tune: times candidate GEMM configurations of each workload shape on the GPU (the
 // benchmark's method: CUDA graph, weights rotated past L2, median) and stores the fastest
 // correct one in the tune cache (src/dispatch/tune_cache.hpp), keyed by GPU name and shape.
+// --weights-static times every candidate with GemmOptions::weights_static and stores nothing
+// (the cache and the dispatcher have no input for the option; session 38 found no shape whose
+// best path changes with it).
 #include <algorithm>
 #include <cstdio>
 #include <limits>
