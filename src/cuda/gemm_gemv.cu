@@ -48,13 +48,6 @@ constexpr int kExpGemv = MXFP4_EXP_GEMV;
 #ifndef MXFP4_EXP_GEMV_WFIRST
 #define MXFP4_EXP_GEMV_WFIRST 0
 #endif
-// -DMXFP4_EXP_GEMV_COPY_AFTER=1 (a measurement, docs/perf-notes.md session 38): every call runs
-// the copying kernel <kTiles, true>, with its register loads and bulk copies issued after
-// griddepcontrol.wait and the L2 prefetch of all the CTA's weights before it, as the default
-// kernel does: legal without weights_static (with it, this build reads B after the wait too).
-#ifndef MXFP4_EXP_GEMV_COPY_AFTER
-#define MXFP4_EXP_GEMV_COPY_AFTER 0
-#endif
 
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
@@ -198,23 +191,7 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
 
   // The grid is ceil(slabs / S) CTAs, so every CTA has at least one slab.
   const int64_t cta_slabs = min(int64_t(p.slabs_per_cta), all_slabs - first_slab);
-  // The copies (kStatic), issued before the wait or, with after_wait, after it.
-  constexpr bool after_wait = MXFP4_EXP_GEMV_COPY_AFTER;  // the variant build: every kStatic call
-  auto issue_copies = [&] {
-    const int64_t sf = p.static_first;
-    if (p.static_chunks > 0) {
-      mbarrier_init(wbar, 1);
-      fence_mbarrier_init();
-      const uint32_t cb = uint32_t(p.static_chunks) * 512, sb = uint32_t(p.static_chunks) * 32;
-      mbarrier_arrive_expect_tx(wbar, uint32_t(cta_slabs) * (cb + sb));
-      for (int i = 0; i < int(cta_slabs); ++i) {
-        const int64_t at = (first_slab + i) * p.geo.k_chunks + sf;
-        bulk_copy_g2s(wcodes + i * cb, p.packed + at * 512, cb, wbar);
-        bulk_copy_g2s(wscales + i * sb, p.packed + p.geo.code_bytes + at * 32, sb, wbar);
-      }
-    }
-  };
-  if (kStatic && !after_wait && threadIdx.x == 0) {
+  if (kStatic && threadIdx.x == 0) {
     // The caller promised that no kernel still running writes the weights, so they may be read
     // before the wait: one bulk copy per slab for the codes and one for the scales (16 KB copies
     // stream best, and a bulk copy costs ~120-200 ns to issue: docs/perf-notes.md sessions 5-6;
@@ -239,7 +216,7 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
         prefetch_l2(p.packed + p.geo.code_bytes + at * 32, uint32_t(rest * 32));
       }
     }
-  } else if ((!kStatic || after_wait) && kExpGemv < 1 && threadIdx.x == 0) {  // this CTA's weights: < 4 MiB (A's copy in shared memory caps K)
+  } else if (kExpGemv < 1 && threadIdx.x == 0) {  // this CTA's weights: < 4 MiB (A's copy in shared memory caps K)
     const int64_t chunks = cta_slabs * p.geo.k_chunks;
     prefetch_l2(p.packed + first_slab * p.geo.k_chunks * 512, uint32_t(chunks * 512));
     prefetch_l2(p.packed + p.geo.code_bytes + first_slab * p.geo.k_chunks * 32, uint32_t(chunks * 32));
@@ -269,11 +246,10 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
     }
   };
   const int step = kBatch * kws;
-  auto load_both_sets = [&] {  // kStatic: chunks below p.static_first, from global memory (L2 or HBM)
+  if constexpr (kStatic) {  // chunks below p.static_first, from global memory (L2 or HBM)
     load_batch(wc0, sc0, kw);
     if (kw + step < kcs) load_batch(wc1, sc1, kw + step);
-  };
-  if (kStatic && !after_wait) load_both_sets();
+  }
   // The trigger comes right after the wait (docs/perf-notes.md): before it (session 16),
   // 4x2880x512 and 1x2880x2880 ran 50% slower in the benchmark's graphs; without it (the next
   // kernel launching as this grid exits, session 23) 15-25% slower on the three gemv shapes.
@@ -285,11 +261,7 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
   // 4x2880x512 0.2 us faster than =2, which executes the same instructions there: a code-layout
   // effect under study, not an improvement to land as it is (=1 costs the M = 1 shapes).
   const bool wfirst = MXFP4_EXP_GEMV_WFIRST == 2 || (MXFP4_EXP_GEMV_WFIRST == 1 && kcs <= kw + step);
-  if (kStatic && after_wait) {  // set 0 under A's quantization (as the default kernel), set 1 after it
-    if (threadIdx.x == 0) issue_copies();
-    quantize_a_to_shared(p, sa, warp, warps, lane, [&] { load_batch(wc0, sc0, kw); });
-    if (kw + step < kcs) load_batch(wc1, sc1, kw + step);
-  } else if (kStatic) {
+  if (kStatic) {
     quantize_a_to_shared(p, sa, warp, warps, lane, [] {});
   } else if (kExpGemv < 2 && wfirst) {
     load_batch(wc0, sc0, kw);
@@ -378,7 +350,6 @@ void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Packe
   GemvArgs args{A,    M, K, lda, gemv_tile_rows(M), cfg.block_n / 16, B.data, PackedGeometry::of(B.N, B.K),
                 B.N,  C, c_f32, ldc, rule, /*static_first=*/0, /*static_chunks=*/0};
   size_t smem = gemv_smem_bytes(M, K, cfg.warps);
-  if (MXFP4_EXP_GEMV_COPY_AFTER) weights_static = true;  // the copying kernel, its copies after the wait
   if (weights_static) {  // past the register sets, as many chunks as fit in kGemvStaticBudget
     const size_t per_chunk = size_t(args.slabs_per_cta) * kChunkBytes;
     args.static_first = 2 * kBatch * (cfg.warps / args.slabs_per_cta);
