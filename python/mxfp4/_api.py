@@ -418,9 +418,9 @@ def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: st
         weights_static: with a :class:`PackedTensor` B, the caller's promise that B's packed
             data is not written while the call may run: every write of it completed before a
             host synchronisation that precedes the call (weights loaded at start-up and then
-            only read, as in serving); stream order alone is not enough. The CUDA decode
-            kernels (paths gemv and splitk, M <= 64) then read B while the stream's previous
-            kernel finishes (C++ GemmOptions::weights_static, docs/dispatch.md "Stream order"). The
+            only read, as in serving); stream order alone is not enough. The CUDA paths gemv
+            and splitk (the small-M paths: docs/dispatch.md) then read B while the stream's
+            previous kernel finishes (C++ GemmOptions::weights_static, docs/dispatch.md "Stream order"). The
             result is bitwise the same; ignored for a (codes, scales) B, which is packed into a
             temporary on every call.
 

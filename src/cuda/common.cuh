@@ -34,7 +34,9 @@ inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 /// before it reads global memory that an earlier operation of the stream may write, or writes
 /// memory that an earlier kernel may still read (a workspace, C), and should signal its own
 /// dependents (grid_dependents_launch) only after that wait, so that a dependent that reads
-/// inputs before its wait still sees every earlier operation complete. The chain assumes that
+/// inputs before its wait still sees every earlier operation complete (the one exception:
+/// quantize_fragments with `trigger_first`, under GemmOptions::weights_static, whose dependent
+/// reads nothing but the promised-static weights before its own wait). The chain assumes that
 /// the stream's previous kernel was not itself launched with PDL without waiting for its own
 /// predecessor (docs/dispatch.md). `smem_bytes` of dynamic shared memory per CTA. Throws CudaError
 /// naming `name` when the launch fails.

@@ -242,7 +242,8 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   // the stream's previous kernel, which may write A, the weights or C, is finishing, so every
   // thread waits for it before touching global memory. Path "splitk"'s primary is
   // quantize_fragments, which lets it start only after its own wait, so the weights are final
-  // and stream at once; A's fragments and C wait below.
+  // and stream at once (with GemmOptions::weights_static it lets it start before: the caller
+  // promised the weights are final); A's fragments, the workspace and C wait below.
   if constexpr (!PREQUANT) grid_dependency_wait();
   __syncthreads();  // barriers initialised before any copy names them or anyone waits on them
   if (push) cluster_arrive_relaxed();  // ... and before another rank pushes (cluster_wait in the epilogue)

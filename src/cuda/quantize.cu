@@ -151,8 +151,8 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
   // kernel launch early.) `trigger_first` (GemmOptions::weights_static, path splitk): the
   // caller promised that nothing running writes B, so the GEMM may launch, and stream its
   // weights, before this kernel's wait: it still waits for this grid before it reads the
-  // fragments or touches C and the workspace (session 38: 16x3072x1536 5.93 -> 4.94 us on an
-  // H100, docs/perf-notes.md).
+  // fragments or touches C and the workspace (session 38, H100: 16x3072x1536 5.96 -> 5.03 us,
+  // 16x2112x7168 9.20 -> 9.42; docs/perf-notes.md).
   if (trigger_first) grid_dependents_launch();
   grid_dependency_wait();
   if (!trigger_first) grid_dependents_launch();

@@ -170,37 +170,60 @@ TEST(GpuGemm, GemvWeightsStaticMatchesDefaultBitwise) {
   }
 }
 
-// GemmOptions::weights_static on path splitk (its quantizer lets the GEMM launch before the
-// quantizer's own wait): the same bits as without it (three calls, each into a fresh poisoned C
-// with canaries), within the contract; split-K through clusters and through the workspace
-// (split 8, K >= 4096, M <= 16), M from 1 to 64 (both fragment orders). Back-to-back calls
-// with the option: GpuConcurrency.DependentCallsOnOneStreamSeeEachOthersResults.
+// GemmOptions::weights_static on path splitk: its quantizer lets the GEMM launch before the
+// quantizer's own wait, so the GEMM must still read A's fragments, the split-K counters and
+// partials only after its wait. Each call with the option follows, on the same stream and
+// without a synchronisation, a call with another A' into another C' through the same
+// workspace, which is poisoned (0xFF) on the stream before that pair: a GEMM that read the
+// fragments, counters or partials before its wait would see A''s or the poison. C and C' must
+// equal the synchronised default calls bitwise (canaries included) and C is checked against
+// the contract; split-K through clusters and through the workspace (split 8, K >= 4096, M <=
+// 16), M from 1 to 64 (both fragment orders).
 TEST(GpuGemm, SplitkWeightsStaticMatchesDefaultBitwise) {
   MXFP4_REQUIRE_GPU();
   struct Case {
     int64_t M, N, K;
   };
-  for (const Case& c : {Case{1, 264, 512}, Case{16, 2112, 4096}, Case{8, 520, 7168}, Case{33, 264, 1664},
+  cudaStream_t s;
+  cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  int through_workspace = 0;
+  for (const Case& c : {Case{1, 264, 512}, Case{16, 2112, 4096}, Case{8, 520, 7168}, Case{24, 264, 1664},
                         Case{64, 1040, 2048}}) {
     const Problem p = random_problem(c.M, c.N, c.K, uint64_t(c.M * 9001 + c.K * 17 + c.N));
+    const Problem q(c.M, randn_bf16(size_t(c.M * c.K), uint64_t(c.M * 31 + c.K)), p.b);  // A', same weights
     std::vector<GemmConfig> cfgs;
     for (const GemmConfig& cfg : path_configs(c.M, c.K))
       if (cfg.path == GemmPath::splitk) cfgs.push_back(cfg);
-    ASSERT_EQ(cfgs.size(), 3u);
     const GemmConfig chosen = explain_gemm(c.M, c.N, c.K, cuda_exec());
-    if (chosen.path == GemmPath::splitk) cfgs.push_back(chosen);  // e.g. the workspace reduction
+    if (chosen.path == GemmPath::splitk) cfgs.push_back(chosen);
+    ASSERT_GE(cfgs.size(), 3u);
     for (const GemmConfig& cfg : cfgs) {
       const int64_t ldc = c.N + 3;
-      const auto base = p.run(&cfg, ldc, 2);
-      const std::string what = "splitk weights_static " + std::to_string(c.M) + "x" + std::to_string(c.N) + "x" +
-                               std::to_string(c.K) + " " + describe(cfg);
+      const std::string what = "splitk weights_static " + describe(cfg, c.M, c.N, c.K) + " M=" + std::to_string(c.M);
+      if (describe(cfg, c.M, c.N, c.K).find("reduce=workspace") != std::string::npos) ++through_workspace;
+      const auto want = p.run(&cfg, ldc, 2), want_q = q.run(&cfg, ldc, 2);
+      const size_t ws_bytes = gemm_workspace_bytes(c.M, c.N, c.K, cfg);
+      DeviceBuf ws(ws_bytes);
+      GemmOptions opt;
+      opt.config = &cfg;
+      opt.workspace = ws.get();
+      opt.workspace_bytes = ws_bytes;
+      opt.weights_static = true;
       for (int rep = 0; rep < 3; ++rep) {
-        const auto fast = p.run(&cfg, ldc, 2, nullptr, /*weights_static=*/true);
-        ASSERT_EQ(fast, base) << what << " rep " << rep;  // canaries included: both poisoned alike
-        if (rep == 0) p.check(fast, ldc, all_rows(c.M), what);
+        DeviceBuf C(size_t((c.M + 2) * ldc * 2), 0xFF), Cq(size_t((c.M + 2) * ldc * 2), 0xFF);
+        cuda_ok(cudaMemsetAsync(ws.get(), 0xFF, ws_bytes, s), "cudaMemsetAsync");
+        gemm(q.da->get<uint16_t>(), c.M, c.K, c.K, q.pw, Cq.get<uint16_t>(), ldc, opt, cuda_exec(s));
+        gemm(p.da->get<uint16_t>(), c.M, c.K, c.K, p.pw, C.get<uint16_t>(), ldc, opt, cuda_exec(s));
+        cuda_ok(cudaStreamSynchronize(s), "sync");
+        const auto got = C.download<uint16_t>();
+        ASSERT_EQ(Cq.download<uint16_t>(), want_q) << what << " rep " << rep << " (the call before)";
+        ASSERT_EQ(got, want) << what << " rep " << rep;
+        if (rep == 0) p.check(got, ldc, all_rows(c.M), what);
       }
     }
   }
+  EXPECT_GT(through_workspace, 0) << "no case reduced split-K through the workspace";
+  cuda_ok(cudaStreamDestroy(s), "stream");
 }
 
 TEST(GpuGemm, OddShapesEveryPath) {

@@ -230,8 +230,9 @@ Command add_bench(CLI::App& app) {
                 "scale the first block of every 128-K slice of A by 2^8, so that every group of A is wide on path fp8 "
                 "(per-block promotion), to time that case; results go to <stem>-wide");
   sub->add_flag("--weights-static", a->weights_static,
-                "GPU: time ours with GemmOptions::weights_static (the weights are read before the PDL wait: path gemv "
-                "loads them while the previous call finishes; the CPU backend ignores it); results go to <stem>-static");
+                "GPU: time ours with GemmOptions::weights_static (the weights are read while the previous call "
+                "finishes: path gemv loads them before its PDL wait, path splitk's GEMM launches before its "
+                "quantizer's wait; the CPU backend ignores it); results go to <stem>-static");
   return {sub, [a] { return run_bench(*a); }};
 }
 

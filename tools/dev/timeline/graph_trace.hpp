@@ -66,7 +66,7 @@ struct Setup {
   double run_graph(int replays, void (*clear)()) {
     mxfp4::GemmOptions opt;
     opt.config = &cfg;
-    const char* ws = std::getenv("WEIGHTS_STATIC");  // 1: GemmOptions::weights_static (path gemv)
+    const char* ws = std::getenv("WEIGHTS_STATIC");  // 1: GemmOptions::weights_static
     opt.weights_static = ws != nullptr && ws[0] == '1';
     auto call = [&](int i) {
       mxfp4::PackedWeights w{dp + (i % copies) * pb, N, K, mxfp4::kPackedLayoutVersion};
