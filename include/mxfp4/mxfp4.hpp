@@ -270,8 +270,9 @@ struct GemmOptions {
   /// 1x7168x2048 6.8 -> 5.6 us, 1x2880x2880 4.8-5.0 -> 4.65-4.75, 4x2880x512 2.75 -> 2.6), and
   /// path splitk's quantizer lets the GEMM launch, and stream its weights, before the
   /// quantizer's own wait (session 38, H100: 16x3072x1536 5.96 -> 5.03 us, 32x4096x512 5.37 ->
-  /// 5.04, but 16x2112x7168 9.20 -> 9.42; docs/perf-notes.md). Results are bitwise the same either way; the other paths ignore
-  /// it. Default false: every kernel waits for the stream's previous kernel before reading B.
+  /// 5.04, but 16x2112x7168 9.20 -> 9.42; docs/perf-notes.md). Results are bitwise the same
+  /// either way; the other paths ignore it. Default false: every kernel waits for the stream's
+  /// previous kernel before reading B.
   bool weights_static = false;
 };
 

@@ -420,9 +420,9 @@ def gemm(a, b, rule: str = "aiter", code_layout: str = "plain", scale_layout: st
             host synchronisation that precedes the call (weights loaded at start-up and then
             only read, as in serving); stream order alone is not enough. The CUDA paths gemv
             and splitk (the small-M paths: docs/dispatch.md) then read B while the stream's
-            previous kernel finishes (C++ GemmOptions::weights_static, docs/dispatch.md "Stream order"). The
-            result is bitwise the same; ignored for a (codes, scales) B, which is packed into a
-            temporary on every call.
+            previous kernel finishes (C++ GemmOptions::weights_static, docs/dispatch.md
+            "Stream order"). The result is bitwise the same; ignored for a (codes, scales) B,
+            which is packed into a temporary on every call.
 
     Returns:
         ``C [..., N]``, same framework and device as ``a``. bf16 (numpy: ml_dtypes.bfloat16,

@@ -286,8 +286,8 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 }
 /// Path gemv (src/cuda/gemm_gemv.cu) for M <= 16 while the quantization of A that every CTA
 /// repeats stays small: K chunks <= 112 (K <= 7168, the longest measured); per CTA, rows x K
-/// chunks <= 256, rows = the token rows it quantizes (gemv_tile_rows: 1, 2, 4, 8 or 16); over the grid CTAs x rows x K
-/// chunks <= 2^16; and where its shared memory fits. Slabs of 16 rows per CTA S (block_n =
+/// chunks <= 256, rows = the token rows it quantizes (gemv_tile_rows: 1, 2, 4, 8 or 16); over
+/// the grid CTAs x rows x K chunks <= 2^16; and where its shared memory fits. Slabs of 16 rows per CTA S (block_n =
 /// 16 S): the largest of 4, 2, 1 that leaves at least 2/3 of the SMs a CTA; 16 warps, or 8 for
 /// S = 1 with fewer than 64 K chunks. Session 16 tunes (bench/results/logs/
 /// tune-gemv-slabs-session16-h200.log, then with the bf16x2 quantizer

@@ -199,8 +199,9 @@ TEST(GpuGemm, SplitkWeightsStaticMatchesDefaultBitwise) {
     ASSERT_GE(cfgs.size(), 3u);
     for (const GemmConfig& cfg : cfgs) {
       const int64_t ldc = c.N + 3;
-      const std::string what = "splitk weights_static " + describe(cfg, c.M, c.N, c.K) + " M=" + std::to_string(c.M);
-      if (describe(cfg, c.M, c.N, c.K).find("reduce=workspace") != std::string::npos) ++through_workspace;
+      const std::string name = describe(cfg, c.M, c.N, c.K);
+      const std::string what = "splitk weights_static " + name + " M=" + std::to_string(c.M);
+      if (name.find("reduce=workspace") != std::string::npos) ++through_workspace;
       const auto want = p.run(&cfg, ldc, 2), want_q = q.run(&cfg, ldc, 2);
       const size_t ws_bytes = gemm_workspace_bytes(c.M, c.N, c.K, cfg);
       DeviceBuf ws(ws_bytes);
