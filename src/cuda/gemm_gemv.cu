@@ -48,14 +48,6 @@ constexpr int kExpGemv = MXFP4_EXP_GEMV;
 #ifndef MXFP4_EXP_GEMV_WFIRST
 #define MXFP4_EXP_GEMV_WFIRST 0
 #endif
-// -DMXFP4_EXP_STATIC_TRIGGER=1|2|3 (a measurement only, session 39): the static kernel
-// (GemmOptions::weights_static) lets the next kernel launch after A is in shared memory (1),
-// after the warp's first batch is multiplied (2) or after its K loop (3) instead of right
-// after the wait, so that the next call's weight loads do not crowd this call's A loads.
-#ifndef MXFP4_EXP_STATIC_TRIGGER
-#define MXFP4_EXP_STATIC_TRIGGER 0
-#endif
-constexpr int kExpStaticTrigger = MXFP4_EXP_STATIC_TRIGGER;
 
 struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
@@ -262,7 +254,7 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
   // 4x2880x512 and 1x2880x2880 ran 50% slower in the benchmark's graphs; without it (the next
   // kernel launching as this grid exits, session 23) 15-25% slower on the three gemv shapes.
   grid_dependency_wait();  // the previous kernel may write A, C (and B unless kStatic)
-  if (!kStatic || kExpStaticTrigger == 0) grid_dependents_launch();
+  grid_dependents_launch();
 
   // -DMXFP4_EXP_GEMV_WFIRST=1 (a measurement only, docs/perf-notes.md session 36 and plan item u):
   // a warp whose chunks all fit in batch 0 issues them before A's loads; 2: every warp. =1 ran
@@ -280,7 +272,6 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
     load_batch(wc0, sc0, kw);
   }
   __syncthreads();
-  if (kStatic && kExpStaticTrigger == 1) grid_dependents_launch();
 
   float acc[2][4] = {};
   // Chunk kc of this warp's slab: code words wc, scale word sc (`fused`: chunk_scales_fuse(sc),
@@ -314,13 +305,11 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
   for (int first = kw; first < kcs; first += 2 * step) {
     if (first + step < kcs && (!kStatic || first != kw)) load_batch(wc1, sc1, first + step);
     multiply_batch(wc0, sc0, first);
-    if (kStatic && kExpStaticTrigger == 2 && first == kw) grid_dependents_launch();
     if (first + step >= kcs) break;
     if (first + 2 * step < kcs) load_batch(wc0, sc0, first + 2 * step);
     multiply_batch(wc1, sc1, first + step);
   }
 
-  if (kStatic && ((kExpStaticTrigger == 2 && kcs <= kw) || kExpStaticTrigger == 3)) grid_dependents_launch();
   // D fragment: d0, d1 = row g, tokens 2t, 2t + 1; d2, d3 = row g + 8 (token tile j: tokens
   // + 8j). Each slab's warps in order: warp kw * S + s holds the kw-th partial tile of slab s.
   constexpr int kTile = 128 * kTiles, kCols = 8 * kTiles;  // floats per partial tile, tokens per row

@@ -10,10 +10,6 @@
 #include "cuda/bulk_copy.cuh"
 #include "cuda/quantize_kernels.cuh"
 
-#ifndef MXFP4_EXP_STATIC_TRIGGER
-#define MXFP4_EXP_STATIC_TRIGGER 0
-#endif
-
 namespace mxfp4::cuda {
 namespace {
 
@@ -157,12 +153,9 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
   // weights, before this kernel's wait: it still waits for this grid before it reads the
   // fragments or touches C and the workspace (session 38, H100: 16x3072x1536 5.96 -> 5.03 us,
   // 16x2112x7168 9.20 -> 9.42; docs/perf-notes.md).
-  // -DMXFP4_EXP_STATIC_TRIGGER=1|2 (a measurement only, session 39): with trigger_first, the
-  // trigger after the first token tile's quantization (its A loads returned); 3: after the wait.
-  constexpr int kTrig = MXFP4_EXP_STATIC_TRIGGER;
-  if (trigger_first && kTrig == 0) grid_dependents_launch();
+  if (trigger_first) grid_dependents_launch();
   grid_dependency_wait();
-  if (!trigger_first || kTrig == 3) grid_dependents_launch();
+  if (!trigger_first) grid_dependents_launch();
   // The GEMM's split-K tile counters (path splitk's reduction through the workspace) start
   // each call at zero: the GEMM that used them last has completed (the wait above), and this
   // call's GEMM reads them only after its own wait for this grid's completion, so the zeroing
@@ -187,7 +180,6 @@ __global__ void __launch_bounds__(kThreads) quantize_fragments_kernel(const uint
     // A warp in a padding row (r >= M) writes zeros, the quantizer's result for them, without
     // running it (at M = 1, 7 of the 8 rows). The row is the warp's, so the test is uniform.
     if (r < M) quantize_quarter_to_fragment_words(A, M, K, lda, r, c, q, rule, words);  // all lanes of the warp
-    if ((kTrig == 1 || kTrig == 2) && trigger_first && j == blockIdx.y) grid_dependents_launch();
     tile16[tile_piece<O>(lane, warp)] = tile_piece_words<O>(words, q);
     __syncthreads();
     if (int(threadIdx.x) < steps * 16) {

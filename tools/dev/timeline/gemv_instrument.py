@@ -32,16 +32,15 @@ EDITS = [
      "  __shared__ unsigned long long gv[16][10];  // stamps in shared memory: no registers held\n"
      "  if (lane == 0 && warp < 16) gv[warp][0] = gv_time(), gv[warp][4] = 0;\n"
      "  uint32_t* sa = smem;"),
-    ("  grid_dependency_wait();  // the previous kernel may write A, C (and B unless kStatic)\n"
-     "  if (!kStatic || kExpStaticTrigger == 0) grid_dependents_launch();\n",
-     "  grid_dependency_wait();  // the previous kernel may write A, C (and B unless kStatic)\n"
-     "  if (!kStatic || kExpStaticTrigger == 0) grid_dependents_launch();\n"
+    ("  grid_dependency_wait();  // the previous kernel may write A, C (and B unless kStatic)\n  grid_dependents_launch();\n",
+     "  grid_dependency_wait();  // the previous kernel may write A, C (and B unless kStatic)\n  grid_dependents_launch();\n"
      "  if (lane == 0 && warp < 16) gv[warp][1] = gv_time();\n"),
     ("    load_batch(wc0, sc0, kw);\n  }\n  __syncthreads();\n",
      "    load_batch(wc0, sc0, kw);\n  }\n  if (lane == 0 && warp < 16) gv[warp][2] = gv_time();\n  __syncthreads();\n"
      "  if (lane == 0 && warp < 16) gv[warp][3] = gv_time();\n"),
-    ("    multiply_batch(wc0, sc0, first);\n",
-     "    multiply_batch(wc0, sc0, first);\n    if (first == kw && lane == 0 && warp < 16) gv[warp][4] = gv_time();\n"),
+    ("    multiply_batch(wc0, sc0, first);\n    if (first + step >= kcs) break;\n",
+     "    multiply_batch(wc0, sc0, first);\n    if (first == kw && lane == 0 && warp < 16) gv[warp][4] = gv_time();\n"
+     "    if (first + step >= kcs) break;\n"),
     ("  // D fragment: d0, d1",
      "  if (lane == 0 && warp < 16) {\n    gv[warp][5] = gv_time();\n    if (gv[warp][4] == 0) gv[warp][4] = gv[warp][5];\n  }\n"
      "  // D fragment: d0, d1"),

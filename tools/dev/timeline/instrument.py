@@ -105,11 +105,10 @@ QUANT = [
      "__device__ __forceinline__ unsigned long long qtime() {\n"
      "  unsigned long long t;\n  asm volatile(\"mov.u64 %0, %globaltimer;\" : \"=l\"(t));\n  return t;\n}\n"
      "template <FragOrder O>\n__global__ void __launch_bounds__(kThreads) quantize_fragments_kernel("),
-    ("  if (trigger_first && kTrig == 0) grid_dependents_launch();\n  grid_dependency_wait();\n"
-     "  if (!trigger_first || kTrig == 3) grid_dependents_launch();\n  // The GEMM's split-K tile counters",
-     "  if (trigger_first && kTrig == 0) grid_dependents_launch();\n  const unsigned long long q0 = qtime();\n"
-     "  grid_dependency_wait();\n"
-     "  const unsigned long long q1 = qtime();\n  if (!trigger_first || kTrig == 3) grid_dependents_launch();\n"
+    ("  if (trigger_first) grid_dependents_launch();\n  grid_dependency_wait();\n"
+     "  if (!trigger_first) grid_dependents_launch();\n  // The GEMM's split-K tile counters",
+     "  if (trigger_first) grid_dependents_launch();\n  const unsigned long long q0 = qtime();\n  grid_dependency_wait();\n"
+     "  const unsigned long long q1 = qtime();\n  if (!trigger_first) grid_dependents_launch();\n"
      "  // The GEMM's split-K tile counters"),
     ("    __syncthreads();  // the tile is rewritten by the next token tile\n  }\n}\n",
      "    __syncthreads();  // the tile is rewritten by the next token tile\n  }\n"
