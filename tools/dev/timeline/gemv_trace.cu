@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: gemv_trace M N K [block_n warps]\n");
     return 2;
   }
-  constexpr int kSlots = 64, kCtas = 256, kWarps = 16, kStamps = 9;  // gemv_instrument.py's g_gv_trace
+  constexpr int kSlots = 64, kCtas = 256, kWarps = 16, kStamps = 12;  // gemv_instrument.py's g_gv_trace
   trace::Setup s(atoi(argv[1]), atoi(argv[2]), atoi(argv[3]));
   if (argc > 5) s.cfg.path = GemmPath::gemv, s.cfg.block_n = atoi(argv[4]), s.cfg.warps = atoi(argv[5]), s.cfg.split_k = 1;
   printf("%s, %d calls per graph over %d weight copies\n", describe(s.cfg).c_str(), s.calls, s.copies);
@@ -38,8 +38,9 @@ int main(int argc, char** argv) {
   mxfp4::cuda::debug_gemv_trace_read(t.data());
   const int ctas = int((s.N + s.cfg.block_n - 1) / s.cfg.block_n), warps = std::min(s.cfg.warps, kWarps);
   if (ctas > kCtas) printf("(only the first %d of %d CTAs are traced)\n", kCtas, ctas);
-  const trace::Stamps st{{0, 1, 2, 3, 4, 5, 6, 7},
-                         {"start", "waited", "quantA", "synced", "batch0", "loopend", "reddone", "end"},
+  const trace::Stamps st{{0, 1, 2, 3, 4, 9, 10, 11, 5, 6, 7},
+                         {"start", "waited", "quantA", "synced", "batch0", "batch1", "batch2", "copied", "loopend",
+                          "reddone", "end"},
                          0, 7, 1};
   trace::analyse(long(replays) * s.calls, kSlots, std::min(ctas, kCtas) * warps, st,
                  [&](long c, int u, int k) {
