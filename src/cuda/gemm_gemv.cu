@@ -140,53 +140,6 @@ __device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t
 /// (FUSED: every scale byte of the warp's chunk <= 128), times A's B fragments `b0[j]` (block
 /// 2kc) and `b1[j]` (block 2kc + 1) of token tile j. One tile: acc[step % 2] (two chains);
 /// two tiles: acc[j] (one chain per tile, one decode for both MMAs).
-// -DMXFP4_EXP_GEMV_FP8=1 (a measurement only, session 39; wrong results): the K loop's
-// instruction count with an e4m3 decode (bit moves, no multiply) and one m16n8k32 e4m3 MMA per
-// 32-element block, each block's sum scaled into the accumulators by its weight and token
-// factors (FMUL + FFMA). The activations are the bf16 fragments' bits read as e4m3 and the token
-// factor is a constant: what a real design would load once per block is not counted.
-#ifndef MXFP4_EXP_GEMV_FP8
-#define MXFP4_EXP_GEMV_FP8 0
-#endif
-#ifndef MXFP4_EXP_GEMV_NOSCALE
-#define MXFP4_EXP_GEMV_NOSCALE 0
-#endif
-/// e4m3 bytes e2m1 * 2^-6 of the codes in nibbles 0, 2, 4, 6 (hi: 1, 3, 5, 7) of `w`.
-__device__ __forceinline__ uint32_t exp_e4m3_even(uint32_t w) {
-  return ((w << 2) & 0x1C1C1C1Cu) | ((w & 0x08080808u) << 4);
-}
-__device__ __forceinline__ uint32_t exp_e4m3_odd(uint32_t w) {
-  return ((w >> 2) & 0x1C1C1C1Cu) | (w & 0x80808080u);
-}
-template <int kTiles>
-__device__ __forceinline__ void chunk_mma_fp8(const uint4& wc, uint32_t sc, const uint4 (&b0)[kTiles],
-                                              const uint4 (&b1)[kTiles], float (&acc)[2][4]) {
-  const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
-#pragma unroll
-  for (int blk = 0; blk < 2; ++blk) {
-    const uint32_t w0 = words[2 * blk], w1 = words[2 * blk + 1];
-    const uint32_t a0 = exp_e4m3_even(w0), a1 = exp_e4m3_odd(w0), a2 = exp_e4m3_even(w1), a3 = exp_e4m3_odd(w1);
-    const float fw0 = __uint_as_float(chunk_scale_byte(sc, blk, 0) << 23);
-    const float fw1 = __uint_as_float(chunk_scale_byte(sc, blk, 1) << 23);
-#pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
-      const uint4& b = blk == 0 ? b0[j] : b1[j];
-      float d[4] = {0.f, 0.f, 0.f, 0.f};
-      asm volatile(
-          "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-          "{%0,%1,%2,%3};\n"
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b.x), "r"(b.z));
-      float(&c)[4] = acc[kTiles == 1 ? blk : j];
-      const float fa0 = 1.5f, fa1 = 0.75f;  // the tokens' factors (a real design: one LDS.64 per block)
-      c[0] = fmaf(d[0] * fw0, fa0, c[0]);
-      c[1] = fmaf(d[1] * fw0, fa1, c[1]);
-      c[2] = fmaf(d[2] * fw1, fa0, c[2]);
-      c[3] = fmaf(d[3] * fw1, fa1, c[3]);
-    }
-  }
-}
-
 template <bool FUSED, int kTiles>
 __device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const uint4 (&b0)[kTiles],
                                           const uint4 (&b1)[kTiles], float (&acc)[2][4]) {
@@ -196,11 +149,7 @@ __device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const ui
 #pragma unroll
   for (int step = 0; step < 4; ++step) {
     uint32_t a[4];
-#if MXFP4_EXP_GEMV_NOSCALE  // a measurement only (session 39; wrong results): the decode without its scale multiplies
-    packed::decode_word_scaled_down(words[step], a);
-#else
     decode_weight_fragment(words[step], f, FUSED, step, a);
-#endif
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
       const uint4& b = step < 2 ? b0[j] : b1[j];
@@ -337,9 +286,7 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
         b1[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc + 1, g + 8 * j, t, 0, p.rows)]);
       }
     }
-    if (MXFP4_EXP_GEMV_FP8) {
-      chunk_mma_fp8<kTiles>(wc, sc, b0, b1, acc);
-    } else if (kExpGemv >= 3) {
+    if (kExpGemv >= 3) {
       acc[0][0] += __uint_as_float((wc.x ^ wc.y ^ wc.z ^ wc.w ^ sc ^ b0[0].x ^ b1[0].y) & 0x3F000000u);
     } else if (fused) {
       chunk_mma<true, kTiles>(wc, sc, b0, b1, acc);
