@@ -312,6 +312,16 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 /// (8.54 / 8.35) and 4x7168x7168 (17.52 / 17.32): geomean 2.6% faster. Two token tiles stay at
 /// 256: there the small-M kernel's choice lost 16x4096x1024 (7.97 against gemv's 6.00) and won
 /// 12x7168x1024 (6.52 / 6.88). Not measured on an H200; `mxfp4 tune` overrides per GPU.
+/// Session 39 (H100, bench/results/logs/tune-gemv-m1-call7-session39-h100.log): at M <= 2 the
+/// K loop is bound by its decode and MMAs (docs/perf-notes.md), so fewer slabs per CTA win
+/// where S leaves SMs idle: for one or two token rows S steps down further until every SM
+/// has a CTA, to 2 below 64 K chunks and to 1 above. Measured against the 2/3 rule:
+/// 1x7168x2048 6.08 against 6.90 (S 2 against 4), 1x8192x2048 6.29 / 7.22, 2x7168x2048 6.44 /
+/// 7.15, 1x4096x4096 6.50 / 7.47 (S 1 against 2), 2x4096x4096 7.27 / 7.56; unchanged and best
+/// at 1x2112x7168, 1x14336x2048, 1x3584x2048 (S 1 would take 4.29 against 4.07: the floor of
+/// 2 below 64 chunks), 1x5120x5120 and 1x2880x2880; 1x4096x1024 3.33 (best 3.21). Not
+/// measured on an H200 (session 16 had 1x7168x2048 at 6.24 with S 4 and 6.37 with S 2 there,
+/// with the code of then).
 std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t chunks = ceil_div(K, 64), slabs = ceil_div(N, 16);
   if (M > 16 || chunks > 112) return std::nullopt;
@@ -320,6 +330,9 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
   const int64_t min_ctas = std::max<int64_t>(2 * int64_t(dev.sm_count) / 3, 1);
   int per_cta = 4;
   while (per_cta > 1 && ceil_div(slabs, per_cta) < min_ctas) per_cta /= 2;
+  if (gemv_tile_rows(M) <= 2) {  // every SM a CTA where it can (session 39), S = 1 only for K >= 4096
+    while (per_cta > (chunks < 64 ? 2 : 1) && ceil_div(slabs, per_cta) < int64_t(dev.sm_count)) per_cta /= 2;
+  }
   if (ceil_div(slabs, per_cta) * rounds > (int64_t(1) << 16)) return std::nullopt;  // N <= 2^40: no overflow
   const GemmConfig c{GemmPath::gemv, 16 * per_cta, 8, 1, per_cta > 1 || chunks >= 64 ? 16 : 8};
   if (!gemm_config_problem_for_shape(c, M, K).empty()) return std::nullopt;

@@ -31,7 +31,12 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   // >= 88 CTAs on 132 SMs.
   for (int64_t M : {1, 2, 3, 4, 8})  // 180 slabs: S = 2, 90 CTAs
     EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16") << M;
-  EXPECT_EQ(describe(choose_gemm_config(1, 7168, 2048, dev)), "path=gemv block_n=64 block_m=8 split_k=1 warps=16");
+  // M <= 2: S steps down until every SM has a CTA (session 39), to 2 below 64 K chunks, to 1 above.
+  EXPECT_EQ(describe(choose_gemm_config(1, 7168, 2048, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16");
+  EXPECT_EQ(describe(choose_gemm_config(1, 4096, 4096, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=16");
+  EXPECT_EQ(describe(choose_gemm_config(1, 3584, 2048, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16");
+  EXPECT_EQ(describe(choose_gemm_config(1, 14336, 2048, dev)), "path=gemv block_n=64 block_m=8 split_k=1 warps=16");
+  EXPECT_EQ(choose_gemm_config(4, 7168, 2048, dev).block_n, 64);  // four rows: the 2/3 rule alone
   EXPECT_EQ(choose_gemm_config(1, 2880, 2880, dev).block_n, 32);
   EXPECT_EQ(choose_gemm_config(1, 2816, 2880, dev).block_n, 32);  // 176 slabs: 88 CTAs
   EXPECT_EQ(choose_gemm_config(1, 2784, 2880, dev).block_n, 16);  // 174 slabs: 87 CTAs at S = 2
@@ -39,7 +44,7 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   EXPECT_EQ(choose_gemm_config(1, 2112, 4096, dev).warps, 16);  // S = 1, 64 K chunks
   EXPECT_EQ(describe(choose_gemm_config(1, 2112, 7168, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=16");
   EXPECT_NE(choose_gemm_config(1, 2112, 7232, dev).path, GemmPath::gemv);   // 113 K chunks
-  EXPECT_EQ(choose_gemm_config(2, 7168, 2048, dev).block_n, 64);            // 112 x 2 x 32 = 7168
+  EXPECT_EQ(choose_gemm_config(2, 7168, 2048, dev).block_n, 32);            // 224 x 2 x 32 = 14336
   EXPECT_EQ(choose_gemm_config(8, 7168, 2048, dev).block_n, 64);            // 112 x 8 x 32 = 28672
   EXPECT_EQ(choose_gemm_config(8, 4096, 1024, dev).block_n, 32);            // 128 x 8 x 16
   EXPECT_EQ(describe(choose_gemm_config(2, 2112, 7168, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=16");  // 224
