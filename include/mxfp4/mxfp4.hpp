@@ -267,7 +267,9 @@ struct GemmOptions {
   /// captured graph, is not enough. With the promise B may be read before the call's first
   /// programmatic-dependent-launch wait: path gemv (M <= 16) loads its weights into
   /// registers and shared memory while the previous kernel finishes (session 37, H100:
-  /// 1x7168x2048 6.8 -> 5.6 us, 1x2880x2880 4.8-5.0 -> 4.65-4.75, 4x2880x512 2.75 -> 2.6), and
+  /// 1x7168x2048 6.8 -> 5.6 us with 64-row CTAs, 1x2880x2880 4.8-5.0 -> 4.65-4.75, 4x2880x512
+  /// 2.75 -> 2.6; since session 39 the dispatcher gives 1x7168x2048 32-row CTAs, 6.0 us with
+  /// or without the promise), and
   /// path splitk's quantizer lets the GEMM launch, and stream its weights, before the
   /// quantizer's own wait (session 38, H100: 16x3072x1536 5.96 -> 5.03 us, 32x4096x512 5.37 ->
   /// 5.04, but 16x2112x7168 9.20 -> 9.42; docs/perf-notes.md). Results are bitwise the same
