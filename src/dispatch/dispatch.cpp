@@ -325,12 +325,12 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t chunks = ceil_div(K, 64), slabs = ceil_div(N, 16);
   if (M > 16 || chunks > 112) return std::nullopt;
-  const int64_t rounds = gemv_tile_rows(M) * chunks;  // A's quantization per CTA
+  const int64_t rows = gemv_tile_rows(M), rounds = rows * chunks;  // A's quantization per CTA
   if (rounds > 256) return std::nullopt;
   const int64_t min_ctas = std::max<int64_t>(2 * int64_t(dev.sm_count) / 3, 1);
   int per_cta = 4;
   while (per_cta > 1 && ceil_div(slabs, per_cta) < min_ctas) per_cta /= 2;
-  if (gemv_tile_rows(M) <= 2) {  // every SM a CTA where it can (session 39), S = 1 only for K >= 4096
+  if (rows <= 2) {  // every SM a CTA where it can (session 39), S = 1 only for K >= 4096
     while (per_cta > (chunks < 64 ? 2 : 1) && ceil_div(slabs, per_cta) < int64_t(dev.sm_count)) per_cta /= 2;
   }
   if (ceil_div(slabs, per_cta) * rounds > (int64_t(1) << 16)) return std::nullopt;  // N <= 2^40: no overflow

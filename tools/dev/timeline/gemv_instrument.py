@@ -47,10 +47,9 @@ EDITS = [
      "    if (first + step >= kcs) break;\n"),
     ("    multiply_batch(wc1, sc1, first + step);\n",
      "    multiply_batch(wc1, sc1, first + step);\n    if (first == kw && lane == 0 && warp < 16) gv[warp][9] = gv_time();\n"),
-    ("    if (kStatic && first >= p.static_first && p.static_chunks > 0) mbarrier_wait(wbar, 0u);\n",
-     "    if (kStatic && first >= p.static_first && p.static_chunks > 0) mbarrier_wait(wbar, 0u);\n"
-     "    if (kStatic && first >= p.static_first && p.static_chunks > 0 && lane == 0 && warp < 16 && gv[warp][11] == 0)\n"
-     "      gv[warp][11] = gv_time();\n"),
+    (" mbarrier_wait(wbar, 0u);\n",
+     " {\n      mbarrier_wait(wbar, 0u);\n"
+     "      if (lane == 0 && warp < 16 && gv[warp][11] == 0) gv[warp][11] = gv_time();\n    }\n"),
     ("  // D fragment: d0, d1",
      "  if (lane == 0 && warp < 16) {\n    gv[warp][5] = gv_time();\n    for (int i : {4, 9, 10, 11}) if (gv[warp][i] == 0) gv[warp][i] = gv[warp][5];\n  }\n"
      "  // D fragment: d0, d1"),
