@@ -93,6 +93,13 @@ __device__ __forceinline__ uint32_t load_stream4(const uint8_t* p) {
   asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
 }
+/// 16 bytes of shared memory at the 32-bit shared-window address `at` (one register for the
+/// whole K loop: a generic pointer made the compiler rebuild the window base every chunk).
+__device__ __forceinline__ uint4 load_shared16(uint32_t at) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(at));
+  return v;
+}
 
 /// Quantizes A's rows 0 .. rows-1 (rows >= M and columns >= K as zeros) into `sa`. A round is
 /// 8 consecutive 32-element blocks of one row, 4 lanes per block (one quarter each); each warp
@@ -238,8 +245,8 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
         wc[u] = *reinterpret_cast<const uint4*>(wcodes + at * 512 + lane * 16);
         sc[u] = *reinterpret_cast<const uint32_t*>(wscales + at * 32 + 4 * g);
       } else if (kc < kcs) {
-        wc[u] = load_stream16(codes + kc * 512);
-        sc[u] = load_stream4(scales + kc * 32);
+        wc[u] = load_stream16(codes + uint32_t(kc) * 512u);  // unsigned: no sign extension per address
+        sc[u] = load_stream4(scales + uint32_t(kc) * 32u);
       } else {
         sc[u] = 0x7F7F7F7Fu;  // a neutral word for the warp's vote on scale bytes
       }
@@ -274,16 +281,28 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
   __syncthreads();
 
   float acc[2][4] = {};
+  // A's B fragments of lane (g, t): token row g (+ 8j in tile j) at a_lane + 2 kc a_block
+  // (block 2kc) and + a_block (block 2kc + 1), in bytes of the shared window. Lanes with
+  // g >= p.rows (one tile, M < 8) read row 0 instead of zeros: their token columns of the MMA
+  // are never stored (m >= p.M below), and no lane branches.
+  const uint32_t a_block = uint32_t(p.rows) * 64u;  // one 32-wide K block of every token row
+  const uint32_t a_lane = smem_addr(sa) + uint32_t(((g < p.rows ? g : 0) * 16 + 4 * t) * 4);
   // Chunk kc of this warp's slab: code words wc, scale word sc (`fused`: chunk_scales_fuse(sc),
   // taken by every lane before the caller's uniform branch on kc), times A's fragments.
   auto multiply_chunk = [&](const uint4& wc, uint32_t sc, bool fused, int kc) {
     uint4 b0[kTiles], b1[kTiles];
+    const uint32_t at = a_lane + uint32_t(kc) * 2u * a_block;
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
-      b0[j] = b1[j] = make_uint4(0, 0, 0, 0);
-      if (g + 8 * j < p.rows) {
-        b0[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc, g + 8 * j, t, 0, p.rows)]);
-        b1[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc + 1, g + 8 * j, t, 0, p.rows)]);
+      if constexpr (kStatic) {  // the form below spills under this kernel's 64-register cap
+        b0[j] = b1[j] = make_uint4(0, 0, 0, 0);
+        if (g + 8 * j < p.rows) {
+          b0[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc, g + 8 * j, t, 0, p.rows)]);
+          b1[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc + 1, g + 8 * j, t, 0, p.rows)]);
+        }
+      } else {
+        b0[j] = load_shared16(at + 512u * j);
+        b1[j] = load_shared16(at + a_block + 512u * j);
       }
     }
     if (kExpGemv >= 3) {
