@@ -286,7 +286,8 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 }
 /// Path gemv (src/cuda/gemm_gemv.cu) for M <= 16 while the quantization of A that every CTA
 /// repeats stays small: K chunks <= 112 (K <= 7168, the longest measured); per CTA, rows x K
-/// chunks <= 256, rows = the token rows it quantizes (gemv_tile_rows: 1, 2, 4, 8 or 16); over
+/// chunks <= 256, rows = the token rows it quantizes (gemv_tile_rows: 1, 2, 4, 8 or 16), or
+/// <= 448 with one token tile (rows <= 8) where N has >= 256 slabs of 16 rows (session 40); over
 /// the grid CTAs x rows x K chunks <= 2^16; and where its shared memory fits. Slabs of 16 rows per CTA S (block_n =
 /// 16 S): the largest of 4, 2, 1 that leaves at least 2/3 of the SMs a CTA; 16 warps, or 8 for
 /// S = 1 with fewer than 64 K chunks. Session 16 tunes (bench/results/logs/
@@ -322,11 +323,18 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 /// 2 below 64 chunks), 1x5120x5120 and 1x2880x2880; 1x4096x1024 3.33 (best 3.21). Not
 /// measured on an H200 (session 16 had 1x7168x2048 at 6.24 with S 4 and 6.37 with S 2 there,
 /// with the code of then).
+/// Session 40 (H100, bench/results/logs/tune-gemv-limit-call2-session40-h100.log; gemv's K
+/// loop had lost ~20 instructions per chunk, 6-7% off its calls): between 256 and 448 per CTA,
+/// gemv against the small-M kernel's best won where N has >= 256 slabs: 4x7168x7168 15.91 /
+/// 17.38, 4x4096x5120 9.00 / 11.00, 6x7168x2880 9.79 / 10.11, 8x4096x3072 8.11 / 8.43,
+/// 8x7168x3584 11.46 / 11.46; and lost where it has fewer (S 1 or 2 leaves CTAs of all K on
+/// fewer SMs): 4x2112x7168 9.08 / 8.98, 3x2880x7168 10.93 / 10.80, 8x2880x2880 7.72 / 6.94.
+/// Measured on 132-SM GPUs only; `mxfp4 tune` overrides per GPU.
 std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t chunks = ceil_div(K, 64), slabs = ceil_div(N, 16);
   if (M > 16 || chunks > 112) return std::nullopt;
   const int64_t rows = gemv_tile_rows(M), rounds = rows * chunks;  // A's quantization per CTA
-  if (rounds > 256) return std::nullopt;
+  if (rounds > (rows <= 8 && slabs >= 256 ? 448 : 256)) return std::nullopt;  // session 40
   const int64_t min_ctas = std::max<int64_t>(2 * int64_t(dev.sm_count) / 3, 1);
   int per_cta = 4;
   while (per_cta > 1 && ceil_div(slabs, per_cta) < min_ctas) per_cta /= 2;

@@ -27,7 +27,8 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   const DeviceInfo dev = h200();
   // Path gemv (one launch, S slabs of 16 rows per CTA) for M <= 16 while the quantization of A
   // that every CTA repeats stays small: K chunks <= 112, token rows x K chunks <= 256 per CTA
-  // (448 until session 38 for M <= 8), CTAs x rows x K chunks <= 2^16; S the largest of 4, 2, 1 that leaves
+  // (448 until session 38 for M <= 8, and again since session 40 for M <= 8 where N has >= 256
+  // slabs), CTAs x rows x K chunks <= 2^16; S the largest of 4, 2, 1 that leaves
   // >= 88 CTAs on 132 SMs.
   for (int64_t M : {1, 2, 3, 4, 8})  // 180 slabs: S = 2, 90 CTAs
     EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16") << M;
@@ -49,7 +50,15 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   EXPECT_EQ(choose_gemm_config(8, 4096, 1024, dev).block_n, 32);            // 128 x 8 x 16
   EXPECT_EQ(describe(choose_gemm_config(2, 2112, 7168, dev)), "path=gemv block_n=16 block_m=8 split_k=1 warps=16");  // 224
   EXPECT_EQ(describe(choose_gemm_config(4, 2112, 7168, dev)), "path=splitk block_n=64 block_m=8 split_k=8 warps=8");  // 448
-  EXPECT_NE(choose_gemm_config(5, 2880, 2880, dev).path, GemmPath::gemv);   // 8 rows x 45 = 360
+  EXPECT_NE(choose_gemm_config(5, 2880, 2880, dev).path, GemmPath::gemv);   // 8 rows x 45 = 360, 180 slabs
+  EXPECT_NE(choose_gemm_config(8, 2880, 2880, dev).path, GemmPath::gemv);
+  // 256 < rows x K chunks <= 448 with >= 256 slabs (session 40)
+  EXPECT_EQ(describe(choose_gemm_config(4, 4096, 5120, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16");  // 320
+  EXPECT_NE(choose_gemm_config(4, 4080, 5120, dev).path, GemmPath::gemv);   // 255 slabs
+  EXPECT_EQ(describe(choose_gemm_config(4, 7168, 7168, dev)), "path=gemv block_n=64 block_m=8 split_k=1 warps=16");  // 448
+  EXPECT_EQ(choose_gemm_config(6, 7168, 2880, dev).path, GemmPath::gemv);   // 8 x 45 = 360
+  EXPECT_EQ(choose_gemm_config(8, 7168, 3584, dev).path, GemmPath::gemv);   // 8 x 56 = 448
+  EXPECT_NE(choose_gemm_config(8, 7168, 3648, dev).path, GemmPath::gemv);   // 8 x 57 = 456
   EXPECT_EQ(choose_gemm_config(8, 4096, 2048, dev).path, GemmPath::gemv);   // 8 x 32 = 256
   EXPECT_NE(choose_gemm_config(8, 2112, 7168, dev).path, GemmPath::gemv);
   EXPECT_NE(choose_gemm_config(8, 8192, 4096, dev).path, GemmPath::gemv);   // 8 x 64 = 512 per CTA
