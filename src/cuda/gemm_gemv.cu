@@ -1,4 +1,4 @@
-// Path "gemv" (docs/dispatch.md): the decode GEMM for M <= 64 tokens, one launch.
+// Path "gemv" (docs/dispatch.md): the decode GEMM for M <= 16 tokens, one launch.
 //
 // At small M the other small-M paths spend most of a call on fixed latencies (a quantizer
 // launch, a stage ring, a split-K reduction across CTAs) while the work is a stream of weight
@@ -13,15 +13,15 @@
 //     the caller set GemmOptions::weights_static (kernel <kTiles, true>: the first two
 //     batches of every warp load into registers and the next chunks are bulk-copied into
 //     shared memory before the wait);
-//   - every CTA quantizes all of A (M <= 64 rows; spec §2, bit-identical to
+//   - every CTA quantizes all of A (M <= 16 rows; spec §2, bit-identical to
 //     fmt::quantize_block through quantize_kernels.cuh) into shared memory as the bf16 B
 //     fragments of mma.sync.m16n8k16, token 8j + g of n8 tile j in lane group g (tokens >= M
 //     hold zeros, rows past the rounded-up M are not stored at all);
 //   - the K loop is the tensor-core step of the other bf16 paths: decode a code word into the
 //     A fragment e2m1 * 2^s (exact, common.cuh decode_weight_fragment) and one m16n8k16 MMA
 //     per K16 step and token tile into fp32 accumulators (one tile: two chains, even and odd
-//     K16 steps; 2, 4 or 8 tiles, M > 8: one chain per tile, the chunk's decode shared);
-//   - the W / S warps' partial 16 x 8 (x tiles) tiles of a slab are summed through shared
+//     K16 steps; two tiles, M > 8: one chain per tile);
+//   - the W / S warps' partial 16 x 8 (x 2 tiles) tiles of a slab are summed through shared
 //     memory in warp order, so the result does not depend on timing (deterministic).
 // Semantics at the edges are those of the other bf16 paths (docs/hardening.md section 3).
 #include <algorithm>
@@ -150,7 +150,6 @@ __device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t
 template <bool FUSED, int kTiles>
 __device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const uint4 (&b0)[kTiles],
                                           const uint4 (&b1)[kTiles], float (&acc)[2][4]) {
-  static_assert(kTiles <= 2, "four or eight tiles: chunk_mma_wide");
   uint32_t f[2][2];
   chunk_scale_factors<FUSED>(sc, f);
   const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
@@ -167,30 +166,7 @@ __device__ __forceinline__ void chunk_mma(const uint4& wc, uint32_t sc, const ui
   }
 }
 
-/// chunk_mma for four or eight token tiles (17 <= M <= 64): the chunk's 4 K16 steps decoded
-/// once into 16 registers, then per tile j its two 16-byte A fragment loads (shared-window
-/// address `at` + 512 j for block 2kc, + a_block for block 2kc + 1) and 4 MMAs into acc[j], so
-/// that only one tile's fragments are live at a time.
-template <bool FUSED, int kTiles>
-__device__ __forceinline__ void chunk_mma_wide(const uint4& wc, uint32_t sc, uint32_t at, uint32_t a_block,
-                                               float (&acc)[kTiles][4]) {
-  uint32_t f[2][2];
-  chunk_scale_factors<FUSED>(sc, f);
-  const uint32_t words[4] = {wc.x, wc.y, wc.z, wc.w};
-  uint32_t a[4][4];
-#pragma unroll
-  for (int step = 0; step < 4; ++step) decode_weight_fragment(words[step], f, FUSED, step, a[step]);
-#pragma unroll
-  for (int j = 0; j < kTiles; ++j) {
-    const uint4 b0 = load_shared16(at + 512u * j), b1 = load_shared16(at + a_block + 512u * j);
-    mma_bf16_16816(acc[j], a[0], b0.x, b0.y);
-    mma_bf16_16816(acc[j], a[1], b0.z, b0.w);
-    mma_bf16_16816(acc[j], a[2], b1.x, b1.y);
-    mma_bf16_16816(acc[j], a[3], b1.z, b1.w);
-  }
-}
-
-/// kTiles token tiles of 8 (M <= 8: 1; 9 <= M <= 16: 2; 17 <= M <= 32: 4; 33 <= M <= 64: 8). kStatic (GemmOptions::weights_static):
+/// kTiles token tiles of 8 (M <= 8: 1; 9 <= M <= 16: 2). kStatic (GemmOptions::weights_static):
 /// before griddepcontrol.wait each warp loads its first two batches (both register sets,
 /// chunks < p.static_first = 2 * kBatch * kws) and thread 0 bulk-copies the next
 /// p.static_chunks chunks of each of the CTA's slabs into shared memory (codes
@@ -310,7 +286,7 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
   }
   __syncthreads();
 
-  float acc[kTiles == 1 ? 2 : kTiles][4] = {};  // one tile: two chains (even, odd K16 steps); else one per tile
+  float acc[2][4] = {};
   // A's B fragments of lane (g, t): token row g (+ 8j in tile j) at a_lane + 2 kc a_block
   // (block 2kc) and + a_block (block 2kc + 1), in bytes of the shared window. Lanes with
   // g >= p.rows (one tile, M < 8) read row 0 instead of zeros: their token columns of the MMA
@@ -320,27 +296,19 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
   // Chunk kc of this warp's slab: code words wc, scale word sc (`fused`: chunk_scales_fuse(sc),
   // taken by every lane before the caller's uniform branch on kc), times A's fragments.
   auto multiply_chunk = [&](const uint4& wc, uint32_t sc, bool fused, int kc) {
+    uint4 b0[kTiles], b1[kTiles];
     const uint32_t at = a_lane + uint32_t(kc) * 2u * a_block;
-    if constexpr (kTiles >= 4) {
-      if (fused) {
-        chunk_mma_wide<true, kTiles>(wc, sc, at, a_block, acc);
-      } else {
-        chunk_mma_wide<false, kTiles>(wc, sc, at, a_block, acc);
-      }
-    } else {
-      uint4 b0[kTiles], b1[kTiles];
 #pragma unroll
-      for (int j = 0; j < kTiles; ++j) {
-        b0[j] = load_shared16(at + 512u * j);
-        b1[j] = load_shared16(at + a_block + 512u * j);
-      }
-      if (kExpGemv >= 3) {
-        acc[0][0] += __uint_as_float((wc.x ^ wc.y ^ wc.z ^ wc.w ^ sc ^ b0[0].x ^ b1[0].y) & 0x3F000000u);
-      } else if (fused) {
-        chunk_mma<true, kTiles>(wc, sc, b0, b1, acc);
-      } else {
-        chunk_mma<false, kTiles>(wc, sc, b0, b1, acc);
-      }
+    for (int j = 0; j < kTiles; ++j) {
+      b0[j] = load_shared16(at + 512u * j);
+      b1[j] = load_shared16(at + a_block + 512u * j);
+    }
+    if (kExpGemv >= 3) {
+      acc[0][0] += __uint_as_float((wc.x ^ wc.y ^ wc.z ^ wc.w ^ sc ^ b0[0].x ^ b1[0].y) & 0x3F000000u);
+    } else if (fused) {
+      chunk_mma<true, kTiles>(wc, sc, b0, b1, acc);
+    } else {
+      chunk_mma<false, kTiles>(wc, sc, b0, b1, acc);
     }
   };
   auto multiply_batch = [&](const uint4 (&wc)[kBatch], const uint32_t (&sc)[kBatch], int first) {
@@ -368,7 +336,7 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
     mine[g * 8 + 2 * t + 1] = acc[0][1] + acc[1][1];
     mine[(g + 8) * 8 + 2 * t] = acc[0][2] + acc[1][2];
     mine[(g + 8) * 8 + 2 * t + 1] = acc[0][3] + acc[1][3];
-  } else if constexpr (kTiles == 2) {
+  } else {
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
       mine[g * kCols + 8 * j + 2 * t] = acc[j][0];
@@ -376,47 +344,18 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
       mine[(g + 8) * kCols + 8 * j + 2 * t] = acc[j][2];
       mine[(g + 8) * kCols + 8 * j + 2 * t + 1] = acc[j][3];
     }
-  } else {
-    // Four or eight tiles: token column c of row r at c ^ r (kCols >= 32 > r), so that the
-    // stores below, which read 16 rows of one column, hit 16 banks.
-#pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
-      mine[g * kCols + ((8 * j + 2 * t) ^ g)] = acc[j][0];
-      mine[g * kCols + ((8 * j + 2 * t + 1) ^ g)] = acc[j][1];
-      mine[(g + 8) * kCols + ((8 * j + 2 * t) ^ (g + 8))] = acc[j][2];
-      mine[(g + 8) * kCols + ((8 * j + 2 * t + 1) ^ (g + 8))] = acc[j][3];
-    }
   }
   __syncthreads();
-  if constexpr (kTiles >= 4) {
-    // Consecutive threads take consecutive n of one token m: the C stores coalesce along the
-    // row (up to 64 tokens x 64 rows per CTA).
-    const int cta_rows = 16 * p.slabs_per_cta;
-    for (int i = int(threadIdx.x); i < kTile * p.slabs_per_cta; i += int(blockDim.x)) {
-      const int m = i / cta_rows, nl = i % cta_rows, s = nl / 16, r = nl % 16;
-      const int64_t n = int64_t(blockIdx.x) * cta_rows + nl;
-      if (m >= p.M || n >= p.N) continue;
-      const int j = r * kCols + (m ^ r);
-      float v = red[s * kTile + j];
-      for (int w = 1; w < kws; ++w) v += red[(w * p.slabs_per_cta + s) * kTile + j];
-      if (p.c_f32) {
-        static_cast<float*>(p.C)[m * p.ldc + n] = v;
-      } else {
-        static_cast<uint16_t*>(p.C)[m * p.ldc + n] = fmt::f32_to_bf16(v);
-      }
-    }
-  } else {
-    for (int i = int(threadIdx.x); i < kTile * p.slabs_per_cta; i += int(blockDim.x)) {
-      const int s = i / kTile, j = i % kTile, r = j / kCols, m = j % kCols;
-      const int64_t n = (int64_t(blockIdx.x) * p.slabs_per_cta + s) * 16 + r;  // recomputed: fewer live registers
-      if (m >= p.M || n >= p.N) continue;
-      float v = red[s * kTile + j];
-      for (int w = 1; w < kws; ++w) v += red[(w * p.slabs_per_cta + s) * kTile + j];
-      if (p.c_f32) {
-        static_cast<float*>(p.C)[m * p.ldc + n] = v;
-      } else {
-        static_cast<uint16_t*>(p.C)[m * p.ldc + n] = fmt::f32_to_bf16(v);
-      }
+  for (int i = int(threadIdx.x); i < kTile * p.slabs_per_cta; i += int(blockDim.x)) {
+    const int s = i / kTile, j = i % kTile, r = j / kCols, m = j % kCols;
+    const int64_t n = (int64_t(blockIdx.x) * p.slabs_per_cta + s) * 16 + r;  // recomputed: fewer live registers
+    if (m >= p.M || n >= p.N) continue;
+    float v = red[s * kTile + j];
+    for (int w = 1; w < kws; ++w) v += red[(w * p.slabs_per_cta + s) * kTile + j];
+    if (p.c_f32) {
+      static_cast<float*>(p.C)[m * p.ldc + n] = v;
+    } else {
+      static_cast<uint16_t*>(p.C)[m * p.ldc + n] = fmt::f32_to_bf16(v);
     }
   }
 }
@@ -435,14 +374,8 @@ void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const Packe
     args.static_chunks = int(std::clamp<int64_t>(args.geo.k_chunks - args.static_first, 0, int64_t(room / per_chunk)));
     if (args.static_chunks > 0) smem += size_t(args.static_chunks) * per_chunk + 16;
   }
-  // The instantiations: token tiles 1, 2, 4, 8 (gemv_token_tiles), with and without weights_static.
-  void (*kernel)(GemvArgs) = nullptr;
-  switch (gemv_token_tiles(M)) {
-    case 1: kernel = weights_static ? gemv_kernel<1, true> : gemv_kernel<1, false>; break;
-    case 2: kernel = weights_static ? gemv_kernel<2, true> : gemv_kernel<2, false>; break;
-    case 4: kernel = weights_static ? gemv_kernel<4, true> : gemv_kernel<4, false>; break;
-    default: kernel = weights_static ? gemv_kernel<8, true> : gemv_kernel<8, false>; break;
-  }
+  auto* kernel = gemv_token_tiles(M) == 2 ? (weights_static ? gemv_kernel<2, true> : gemv_kernel<2, false>)
+                                          : (weights_static ? gemv_kernel<1, true> : gemv_kernel<1, false>);
   // The largest need of any accepted shape (gemm_config_problem_for_shape; the copied weights
   // stay within kGemvStaticBudget <= it), the same for every call, so concurrent host threads
   // never lower it under another's launch. Not a stream operation, so also legal during graph

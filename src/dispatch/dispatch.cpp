@@ -438,7 +438,7 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     const bool warps_ok = (cfg.warps == 4 || cfg.warps == 8 || cfg.warps == 16) && cfg.warps >= cfg.block_n / 16;
     if (!bn_ok || !warps_ok || cfg.block_m != 8 || cfg.split_k != 1)
       return "path gemv: block_n = 16, 32 or 64, block_m = 8, split_k = 1, warps 4, 8 or 16";
-    if (M > 64) return "path gemv: M <= 64";
+    if (M > 16) return "path gemv: M <= 16";
     return {};
   }
   if (cfg.path != GemmPath::fused && cfg.path != GemmPath::splitk) return "unknown path";
@@ -455,11 +455,9 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
   return {};
 }
 
-int gemv_tile_rows(int64_t M) {
-  return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : M <= 8 ? 8 : M <= 16 ? 16 : M <= 32 ? 32 : 64;
-}
+int gemv_tile_rows(int64_t M) { return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : M <= 8 ? 8 : 16; }
 
-int gemv_token_tiles(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : M <= 32 ? 4 : 8; }
+int gemv_token_tiles(int64_t M) { return M <= 8 ? 1 : 2; }
 
 size_t gemv_smem_bytes(int64_t M, int64_t K, int warps) {
   const size_t rows = size_t(gemv_tile_rows(M));

@@ -26,13 +26,13 @@ std::optional<GemmPath> parse_gemm_path(std::string_view name);
 /// M <= 64 * 65535; the tiled kernel block_n = block_m = 128 with 8 warps and
 /// M <= 128 * 65535 (both: token CTAs along grid.y); path fp8 its tiles (see the message);
 /// path gemv block_n 16, 32 or 64 (slabs of 16 rows per CTA), block_m 8, split_k 1, warps 4, 8
-/// or 16, at least one per slab, and M <= 64 (its shared
+/// or 16, at least one per slab, and M <= 16 (its shared
 /// memory, which depends on K, is gemm_config_problem_for_shape's check).
 std::string gemm_config_problem(const GemmConfig& cfg, int64_t M);
 
-/// Path gemv (src/cuda/gemm_gemv.cu): token rows it keeps in shared memory for M <= 64
-/// tokens (1, 2, 4, 8, 16, 32 or 64), its token tiles of 8 (1 for M <= 8, 2, 4 or 8 above: the
-/// kernel instantiation) and its dynamic shared memory in bytes: A's bf16 mma fragments
+/// Path gemv (src/cuda/gemm_gemv.cu): token rows it keeps in shared memory for M <= 16
+/// tokens (1, 2, 4, 8 or 16), its token tiles of 8 (1 for M <= 8, else 2: the kernel
+/// instantiation) and its dynamic shared memory in bytes: A's bf16 mma fragments
 /// (rows x round_up(K, 64) x 2) plus the cross-warp reduction (warps x 16 x 8 fp32 per token
 /// tile).
 /// kGemvSmemLimit is the sm_90 opt-in limit per CTA (227 KiB); gemm_config_problem_for_shape

@@ -660,14 +660,14 @@ TEST(Dispatch, ConfigProblemBoundsMOfEveryPath) {
 }
 
 // Path gemv: block_n 16, 32 or 64 (1, 2 or 4 slabs per CTA), block_m 8, split_k 1, warps 4, 8
-// or 16 (at least one per slab), M <= 64, and A's bf16 copy
-// in shared memory (M rounded up to 1, 2, 4, 8, 16, 32 or 64 rows x round_up(K, 64) x 2 bytes,
-// plus 512 bytes per warp and token tile of 8) within the 227 KiB opt-in limit; the tune cache
-// and gemm() reject anything else before a launch.
+// or 16 (at least one per slab), M <= 8, and A's bf16 copy
+// in shared memory (M rounded up to 1, 2, 4 or 8 rows x round_up(K, 64) x 2 bytes, plus
+// 512 bytes per warp) within the 227 KiB opt-in limit; the tune cache and gemm() reject
+// anything else before a launch.
 TEST(Dispatch, GemvConfigProblem) {
   const GemmConfig ok{GemmPath::gemv, 16, 8, 1, 16};
-  for (int64_t M = 1; M <= 64; ++M) EXPECT_EQ(gemm_config_problem(ok, M), "") << M;
-  EXPECT_NE(gemm_config_problem(ok, 65), "");
+  for (int64_t M = 1; M <= 16; ++M) EXPECT_EQ(gemm_config_problem(ok, M), "") << M;
+  EXPECT_NE(gemm_config_problem(ok, 17), "");
   for (const GemmConfig& also : {GemmConfig{GemmPath::gemv, 32, 8, 1, 4}, GemmConfig{GemmPath::gemv, 64, 8, 1, 4},
                                  GemmConfig{GemmPath::gemv, 64, 8, 1, 16}})
     EXPECT_EQ(gemm_config_problem(also, 8), "") << describe(also);
@@ -680,15 +680,7 @@ TEST(Dispatch, GemvConfigProblem) {
   EXPECT_EQ(gemv_tile_rows(3), 4);
   EXPECT_EQ(gemv_tile_rows(5), 8);
   EXPECT_EQ(gemv_tile_rows(9), 16);
-  EXPECT_EQ(gemv_tile_rows(17), 32);
-  EXPECT_EQ(gemv_tile_rows(33), 64);
-  EXPECT_EQ(gemv_token_tiles(16), 2);
-  EXPECT_EQ(gemv_token_tiles(32), 4);
-  EXPECT_EQ(gemv_token_tiles(64), 8);
   EXPECT_EQ(gemv_smem_bytes(9, 64, 4), size_t(16 * 64 * 2 + 4 * 1024));  // two token tiles: 1 KiB per warp
-  EXPECT_EQ(gemv_smem_bytes(40, 512, 16), size_t(64 * 512 * 2 + 16 * 4096));  // eight tiles: 4 KiB per warp
-  EXPECT_EQ(gemm_config_problem_for_shape(ok, 64, 1280), "");  // 160 KiB + 64 KiB
-  EXPECT_NE(gemm_config_problem_for_shape(ok, 64, 1344), "");
   EXPECT_EQ(gemv_smem_bytes(3, 96, 4), size_t(4 * 128 * 2 + 4 * 512));
   EXPECT_EQ(gemm_config_problem_for_shape(ok, 8, 14016), "");  // 219 KiB + 8 KiB: the limit
   const std::string big = gemm_config_problem_for_shape(ok, 8, 14080);

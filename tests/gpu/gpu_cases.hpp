@@ -40,7 +40,7 @@ inline GemmConfig fp8_cfg(int block_m, int block_n, bool quarters = false, int s
   return GemmConfig{GemmPath::fp8, block_n, block_m, split, 4 * (consumers + 1)};
 }
 
-/// Path gemv for M <= 64 where its shared memory fits K (none otherwise): one slab per CTA with
+/// Path gemv for M <= 16 where its shared memory fits K (none otherwise): one slab per CTA with
 /// 4 and 16 warps, two slabs of 4 warps, four slabs of one warp each.
 inline std::vector<GemmConfig> gemv_configs(int64_t M, int64_t K) {
   std::vector<GemmConfig> v;
@@ -53,7 +53,7 @@ inline std::vector<GemmConfig> gemv_configs(int64_t M, int64_t K) {
 
 /// Forced configurations covering every kernel variant: fused and splitk with and without a
 /// cluster split (a power of two and not), 4 and 8 slabs, 1, 2 and 4 warps per slab; tiled;
-/// path fp8's tiles; path gemv (gemv_configs) for M <= 64.
+/// path fp8's tiles; path gemv (gemv_configs) for M <= 16.
 inline std::vector<GemmConfig> path_configs(int64_t M, int64_t K) {
   std::vector<GemmConfig> v = gemv_configs(M, K);
   v.push_back(forced_cfg(GemmPath::fused, 1, 4, 1));

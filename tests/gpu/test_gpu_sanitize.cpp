@@ -72,10 +72,8 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
       {5, {forced_cfg(GemmPath::fused, 1, 4), forced_cfg(GemmPath::fused, 4, 8, 2), GemmConfig{GemmPath::gemv, 16, 8, 1, 4},
            GemmConfig{GemmPath::gemv, 16, 8, 1, 16}}},
       {13, {GemmConfig{GemmPath::gemv, 16, 8, 1, 4}, GemmConfig{GemmPath::gemv, 32, 8, 1, 8}}},  // two token tiles
-      {24, {GemmConfig{GemmPath::gemv, 16, 8, 1, 4}, GemmConfig{GemmPath::gemv, 64, 8, 1, 16}}},  // four token tiles
       {40, {forced_cfg(GemmPath::splitk, 2, 4, 2), forced_cfg(GemmPath::splitk, 8, 8),  // split 8 > 5 chunks
-            forced_cfg(GemmPath::splitk, 3, 8, 2), fp8_cfg(64, 64),  // path fp8 at 32 < M <= 64 (session 23)
-            GemmConfig{GemmPath::gemv, 32, 8, 1, 8}, GemmConfig{GemmPath::gemv, 16, 8, 1, 16}}},  // eight token tiles
+            forced_cfg(GemmPath::splitk, 3, 8, 2), fp8_cfg(64, 64)}},  // path fp8 at 32 < M <= 64 (session 23)
       {130, {forced_cfg(GemmPath::tiled), forced_cfg(GemmPath::splitk, 2, 4, 1), fp8_cfg(128, 128), fp8_cfg(64, 64),
              fp8_cfg(256, 128),  // the 2-CTA pair: multicast B, remote releases
              GemmConfig{GemmPath::fp8, 128, 192, 1, 16}}}};  // 192 x 128: three consumer warpgroups
