@@ -311,10 +311,15 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
       chunk_mma<false, kTiles>(wc, sc, b0, b1, acc);
     }
   };
+  // One vote per batch (every lane, outside the branches below): its chunks take the fused
+  // decode when every scale byte of both is <= 128 (the other decode gives the same bits).
   auto multiply_batch = [&](const uint4 (&wc)[kBatch], const uint32_t (&sc)[kBatch], int first) {
+    bool fuse = true;
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) fuse = fuse && packed::scale_bytes_fuse(sc[u]);
+    const bool fused = __all_sync(0xFFFFFFFFu, fuse);
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const bool fused = chunk_scales_fuse(sc[u]);  // every lane, outside the branch below
       const int kc = first + u * kws;
       if (kc < kcs) multiply_chunk(wc[u], sc[u], fused, kc);  // uniform per warp
     }

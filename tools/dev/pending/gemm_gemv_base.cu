@@ -189,8 +189,14 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
   // past the weights (in the grid's last CTA) have no chunks: their warps only take part in
   // A's quantization.
   const int64_t all_slabs = p.geo.rows_padded / 16, first_slab = int64_t(blockIdx.x) * p.slabs_per_cta;
-  const int64_t slab = first_slab + warp % p.slabs_per_cta;
-  const int kw = warp / p.slabs_per_cta, kws = warps / p.slabs_per_cta;
+  // x / S and x % S. S is a power of 2: kStatic shifts and masks (with a division's registers it
+  // spilled, 64 at most), the default kernel divides (with shifts ptxas rebuilt the weight
+  // pointers in the K loop).
+  const int s_shift = __ffs(p.slabs_per_cta) - 1;
+  auto div_s = [&](int x) { return kStatic ? x >> s_shift : x / p.slabs_per_cta; };
+  auto mod_s = [&](int x) { return kStatic ? x & (p.slabs_per_cta - 1) : x % p.slabs_per_cta; };
+  const int64_t slab = first_slab + mod_s(warp);
+  const int kw = div_s(warp), kws = div_s(warps);
   // K chunks in int: A's copy in shared memory caps K near 2^17 (gemv_smem_bytes).
   const int kcs = slab < all_slabs ? int(p.geo.k_chunks) : 0;
   const uint8_t* codes = p.packed + slab * kcs * 512 + lane * 16;
@@ -232,7 +238,7 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
   // that nothing is indexed at run time.
   uint4 wc0[kBatch], wc1[kBatch];
   uint32_t sc0[kBatch], sc1[kBatch];
-  const int ls = warp % p.slabs_per_cta;  // kStatic: the slab's place in shared memory
+  const int ls = mod_s(warp);  // kStatic: the slab's place in shared memory
   auto load_batch = [&](uint4 (&wc)[kBatch], uint32_t (&sc)[kBatch], int first) {
     // kStatic: batches 2.. (first >= 2 * step = p.static_first) may read the copies: wait for
     // them (uniform per warp; a completed phase returns at once).
@@ -294,16 +300,8 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
     const uint32_t at = a_lane + uint32_t(kc) * 2u * a_block;
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
-      if constexpr (kStatic) {  // the form below spills under this kernel's 64-register cap
-        b0[j] = b1[j] = make_uint4(0, 0, 0, 0);
-        if (g + 8 * j < p.rows) {
-          b0[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc, g + 8 * j, t, 0, p.rows)]);
-          b1[j] = *reinterpret_cast<const uint4*>(&sa[a_word_index(2 * kc + 1, g + 8 * j, t, 0, p.rows)]);
-        }
-      } else {
-        b0[j] = load_shared16(at + 512u * j);
-        b1[j] = load_shared16(at + a_block + 512u * j);
-      }
+      b0[j] = load_shared16(at + 512u * j);
+      b1[j] = load_shared16(at + a_block + 512u * j);
     }
     if (kExpGemv >= 3) {
       acc[0][0] += __uint_as_float((wc.x ^ wc.y ^ wc.z ^ wc.w ^ sc ^ b0[0].x ^ b1[0].y) & 0x3F000000u);
