@@ -53,7 +53,7 @@ struct GemvArgs {
   const uint16_t* A;  // bf16 [M, K], row stride lda
   int64_t M, K, lda;
   int rows;           // token rows in shared memory: gemv_tile_rows(M)
-  int slabs_per_cta;  // S = block_n / 16: 1, 2 or 4 (divides the warp count)
+  int slabs_per_cta;  // S = block_n / 16: 1, 2 or 4 (a power of 2 dividing the warp count)
   const uint8_t* packed;
   PackedGeometry geo;
   int64_t N;
@@ -289,12 +289,12 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
   float acc[2][4] = {};
   // A's B fragments of lane (g, t): token row g (+ 8j in tile j) at a_lane + 2 kc a_block
   // (block 2kc) and + a_block (block 2kc + 1), in bytes of the shared window. Lanes with
-  // g >= p.rows (one tile, M < 8) read row 0 instead of zeros: their token columns of the MMA
-  // are never stored (m >= p.M below), and no lane branches.
+  // g >= p.rows (one tile with rows 1, 2 or 4, i.e. M <= 4) read row 0 instead of zeros: their
+  // token columns of the MMA are never stored (m >= p.M below), and no lane branches.
   const uint32_t a_block = uint32_t(p.rows) * 64u;  // one 32-wide K block of every token row
   const uint32_t a_lane = smem_addr(sa) + uint32_t(((g < p.rows ? g : 0) * 16 + 4 * t) * 4);
-  // Chunk kc of this warp's slab: code words wc, scale word sc (`fused`: chunk_scales_fuse(sc),
-  // taken by every lane before the caller's uniform branch on kc), times A's fragments.
+  // Chunk kc of this warp's slab: code words wc, scale word sc (`fused`: the batch's vote that
+  // every scale byte of its chunks is <= 128, multiply_batch), times A's fragments.
   auto multiply_chunk = [&](const uint4& wc, uint32_t sc, bool fused, int kc) {
     uint4 b0[kTiles], b1[kTiles];
     const uint32_t at = a_lane + uint32_t(kc) * 2u * a_block;

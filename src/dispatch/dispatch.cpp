@@ -326,10 +326,11 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 /// Session 40 (H100, bench/results/logs/tune-gemv-limit-call2-session40-h100.log; gemv's K
 /// loop had lost ~20 instructions per chunk, 6-7% off its calls): between 256 and 448 per CTA,
 /// gemv against the small-M kernel's best won where N has >= 256 slabs: 4x7168x7168 15.91 /
-/// 17.38, 4x4096x5120 9.00 / 11.00, 6x7168x2880 9.79 / 10.11, 8x4096x3072 8.11 / 8.43,
-/// 8x7168x3584 11.46 / 11.46; and lost where it has fewer (S 1 or 2 leaves CTAs of all K on
-/// fewer SMs): 4x2112x7168 9.08 / 8.98, 3x2880x7168 10.93 / 10.80, 8x2880x2880 7.72 / 6.94.
-/// Measured on 132-SM GPUs only; `mxfp4 tune` overrides per GPU.
+/// 17.38, 4x4096x5120 9.00 / 11.00, 6x7168x2880 9.79 / 10.11, 8x4096x3072 8.11 / 8.43, and
+/// tied 8x7168x3584 (11.46 / 11.46); it lost where N has fewer (S 1 or 2 leaves CTAs of all K
+/// on fewer SMs): 4x2112x7168 9.08 / 8.98, 3x2880x7168 10.93 / 10.80, 8x2880x2880 7.72 / 6.94.
+/// No shape between 180 and 256 slabs was measured, so the threshold's place there is a
+/// choice. Measured on 132-SM GPUs only; `mxfp4 tune` overrides per GPU.
 std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t chunks = ceil_div(K, 64), slabs = ceil_div(N, 16);
   if (M > 16 || chunks > 112) return std::nullopt;

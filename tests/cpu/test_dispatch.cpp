@@ -59,6 +59,7 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   EXPECT_EQ(choose_gemm_config(6, 7168, 2880, dev).path, GemmPath::gemv);   // 8 x 45 = 360
   EXPECT_EQ(choose_gemm_config(8, 7168, 3584, dev).path, GemmPath::gemv);   // 8 x 56 = 448
   EXPECT_NE(choose_gemm_config(8, 7168, 3648, dev).path, GemmPath::gemv);   // 8 x 57 = 456
+  EXPECT_NE(choose_gemm_config(16, 4096, 1536, dev).path, GemmPath::gemv);  // two tiles: 16 x 24 = 384, 256 slabs
   EXPECT_EQ(choose_gemm_config(8, 4096, 2048, dev).path, GemmPath::gemv);   // 8 x 32 = 256
   EXPECT_NE(choose_gemm_config(8, 2112, 7168, dev).path, GemmPath::gemv);
   EXPECT_NE(choose_gemm_config(8, 8192, 4096, dev).path, GemmPath::gemv);   // 8 x 64 = 512 per CTA

@@ -5,59 +5,90 @@
 # e.g. before the call:
 #   mkdir -p tools/dev/pending/base/src/cuda
 #   git show HEAD~1:src/cuda/gemm_gemv.cu > tools/dev/pending/base/src/cuda/gemm_gemv.cu
-# It builds the base's CLI in /tmp/ab-base/build, runs `mxfp4 bench --shapes SHAPES
+# It builds the base's CLI in /tmp/ab-tree/build, runs `mxfp4 bench --shapes SHAPES
 # --no-baselines [BENCH_ARGS]` REPS times per build, interleaved (new, base, new, base, ...:
 # drifts of the machine fall on both alike), and prints per shape the median of each build and
-# new - base. Each run's bench file is kept as $OUT/logs/ab-NAME-{new,base}N.md, the summary as
-# $OUT/logs/ab-NAME.txt. Session 40 made its four comparisons this way (docs/perf-notes.md).
+# new - base, flagging shapes whose result was not correct or whose path differs between the
+# builds. Each run's bench file is kept as $OUT/logs/ab-NAME-{new,base}N.md, the summary as
+# $OUT/logs/ab-NAME.txt. Exit status 1 when a build or bench run failed or a result was not
+# correct. Session 40 made its four comparisons with the same steps by hand (docs/perf-notes.md).
 # Usage (repository root, on the device): tools/dev/ab.sh NAME SHAPES REPS [BENCH_ARGS...]
 #   e.g. tools/dev/ab.sh gemv tools/dev/shapes-gemv.txt 2 --weights-static
 set -u
+usage() { echo "usage: tools/dev/ab.sh NAME SHAPES REPS [BENCH_ARGS...] (REPS >= 1)"; exit 2; }
+[ $# -ge 3 ] || usage
 name=$1 shapes=$2 reps=$3
 shift 3
+[[ $reps =~ ^[1-9][0-9]*$ ]] || usage
 o=${OUT:?set OUT}/logs
 mkdir -p "$o"
-[ -d tools/dev/pending/base ] || { echo "ab.sh: no tools/dev/pending/base/ (the base's files)"; exit 2; }
+overlay=tools/dev/pending/base
+[ -d "$overlay" ] || { echo "ab.sh: no $overlay/ (the base's files)"; exit 2; }
 [ -x build-device/mxfp4 ] || { echo "ab.sh: build-device/mxfp4 missing (run scripts/device-check.sh first)"; exit 2; }
-base=/tmp/ab-base
-rm -rf "$base" && mkdir -p "$base"
-tar cf - --exclude='./build*' . | tar xf - -C "$base"
-(cd tools/dev/pending/base && find . -type f) | while read -r f; do cp "tools/dev/pending/base/$f" "$base/$f"; done
-(cd "$base" && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DMXFP4_CUDA=ON &&
+[ -f "$shapes" ] || { echo "ab.sh: no shapes file $shapes"; exit 2; }
+tree=/tmp/ab-tree
+rm -rf "$tree" && mkdir -p "$tree"
+tar cf - --exclude='./build*' . | tar xf - -C "$tree"
+while IFS= read -r f; do
+  [ -f "$tree/$f" ] || { echo "ab.sh: $overlay/$f replaces no file of the tree (a typo?)"; exit 2; }
+  cp "$overlay/$f" "$tree/$f"
+done < <(cd "$overlay" && find . -type f)
+(cd "$tree" && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DMXFP4_CUDA=ON &&
    cmake --build build --target mxfp4_cli -j "$(nproc)") > "$o/ab-$name-build.log" 2>&1 ||
-  { echo "ab.sh: base build failed"; tail -20 "$o/ab-$name-build.log"; exit 1; }
+  { echo "ab.sh: base build failed ($o/ab-$name-build.log)"; tail -20 "$o/ab-$name-build.log"; exit 1; }
+failed=0
 for i in $(seq 1 "$reps"); do
   for v in new base; do
     bin=build-device/mxfp4
-    [ $v = base ] && bin=$base/build/mxfp4
-    rm -rf "/tmp/ab-$v" && "$bin" bench --shapes "$shapes" --no-baselines --out-dir "/tmp/ab-$v" "$@" \
-      > "$o/ab-$name-$v$i.log" 2>&1 || echo "ab.sh: $v run $i rc=$?"
-    for f in /tmp/ab-$v/*.md; do cp "$f" "$o/ab-$name-$v$i.md"; done
+    [ $v = base ] && bin=$tree/build/mxfp4
+    out=/tmp/ab-out-$v
+    rm -rf "$out"
+    # rc 1 with a bench file: a result was not correct (flagged in the summary); no file: a failure
+    "$bin" bench --shapes "$shapes" --no-baselines --out-dir "$out" "$@" > "$o/ab-$name-$v$i.log" 2>&1
+    rc=$?
+    if compgen -G "$out/*.md" > /dev/null; then
+      cp "$out"/*.md "$o/ab-$name-$v$i.md"
+    else
+      echo "ab.sh: $v run $i wrote no bench file (rc=$rc, $o/ab-$name-$v$i.log)"
+      failed=1
+    fi
   done
 done
 python3 - "$o" "$name" "$reps" <<'EOF' | tee "$o/ab-$name.txt"
 import re, statistics, sys
 o, name, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
-times = {}  # (shape, version) -> [us]
-order = []
+times, paths, wrong, runs, order = {}, {}, set(), {"new": 0, "base": 0}, []
 for v in ("new", "base"):
     for i in range(1, reps + 1):
         try:
             lines = open(f"{o}/ab-{name}-{v}{i}.md").read().splitlines()
         except OSError:
             continue
+        runs[v] += 1
         for line in lines:
-            m = re.match(r"^\| (\d+) \| (\d+) \| (\d+) \| ([\d.]+) \|", line)
-            if m:
-                shape = "x".join(m.groups()[:3])
-                if shape not in order:
-                    order.append(shape)
-                times.setdefault((shape, v), []).append(float(m.group(4)))
-print(f"# ab.sh {name}: median us over {reps} runs each, interleaved (new = the tree, base = tools/dev/pending/base/)")
-print(f"{'shape':>16} {'new':>8} {'base':>8} {'new-base':>9}")
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) < 4 or not all(re.fullmatch(r"\d+", c) for c in cells[:3]):
+                continue
+            shape = "x".join(cells[:3])
+            if shape not in order:
+                order.append(shape)
+            times.setdefault((shape, v), []).append(float(cells[3]))
+            paths.setdefault((shape, v), set()).add(cells[-2])
+            if cells[-1] != "yes":
+                wrong.add((shape, v))
+print(f"# ab.sh {name}: median us of {runs['new']} new and {runs['base']} base runs, interleaved "
+      f"(new = the tree, base = tools/dev/pending/base/ over it)")
+print(f"{'shape':>16} {'new':>8} {'base':>8} {'new-base':>9}  notes")
 for s in order:
     n, b = times.get((s, "new")), times.get((s, "base"))
-    if n and b:
-        mn, mb = statistics.median(n), statistics.median(b)
-        print(f"{s:>16} {mn:8.2f} {mb:8.2f} {mn - mb:+9.2f}")
+    notes = [f"{v} not correct" for v in ("new", "base") if (s, v) in wrong]
+    if paths.get((s, "new")) != paths.get((s, "base")):
+        notes.append("paths differ: new " + "; ".join(sorted(paths.get((s, "new"), {"-"}))) +
+                     ", base " + "; ".join(sorted(paths.get((s, "base"), {"-"}))))
+    fmt = lambda x: f"{statistics.median(x):8.2f}" if x else f"{'-':>8}"
+    diff = f"{statistics.median(n) - statistics.median(b):+9.2f}" if n and b else f"{'-':>9}"
+    print(f"{s:>16} {fmt(n)} {fmt(b)} {diff}  {', '.join(notes)}")
+sys.exit(1 if wrong else 0)
 EOF
+[ "${PIPESTATUS[0]}" = 0 ] || failed=1
+exit $failed
