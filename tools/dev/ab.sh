@@ -9,7 +9,8 @@
 # --no-baselines [BENCH_ARGS]` REPS times per build, interleaved (new, base, new, base, ...:
 # drifts of the machine fall on both alike), and prints per shape the median of each build and
 # new - base, flagging shapes whose result was not correct or whose path differs between the
-# builds. Each run's bench file is kept as $OUT/logs/ab-NAME-{new,base}N.md, the summary as
+# builds. Each run's bench files are kept as $OUT/logs/ab-NAME-{new,base}N.{json,md} (the
+# summary reads the JSON that `mxfp4 bench` writes beside its table), the summary as
 # $OUT/logs/ab-NAME.txt. Exit status 1 when a build or bench run failed or a result was not
 # correct. Session 40 made its four comparisons with the same steps by hand (docs/perf-notes.md).
 # Usage (repository root, on the device): tools/dev/ab.sh NAME SHAPES REPS [BENCH_ARGS...]
@@ -46,7 +47,8 @@ for i in $(seq 1 "$reps"); do
     # rc 1 with a bench file: a result was not correct (flagged in the summary); no file: a failure
     "$bin" bench --shapes "$shapes" --no-baselines --out-dir "$out" "$@" > "$o/ab-$name-$v$i.log" 2>&1
     rc=$?
-    if compgen -G "$out/*.md" > /dev/null; then
+    if compgen -G "$out/*.json" > /dev/null; then
+      cp "$out"/*.json "$o/ab-$name-$v$i.json"
       cp "$out"/*.md "$o/ab-$name-$v$i.md"
     else
       echo "ab.sh: $v run $i wrote no bench file (rc=$rc, $o/ab-$name-$v$i.log)"
@@ -55,26 +57,23 @@ for i in $(seq 1 "$reps"); do
   done
 done
 python3 - "$o" "$name" "$reps" <<'EOF' | tee "$o/ab-$name.txt"
-import re, statistics, sys
+import json, statistics, sys
 o, name, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
 times, paths, wrong, runs, order = {}, {}, set(), {"new": 0, "base": 0}, []
 for v in ("new", "base"):
     for i in range(1, reps + 1):
         try:
-            lines = open(f"{o}/ab-{name}-{v}{i}.md").read().splitlines()
+            rows = json.load(open(f"{o}/ab-{name}-{v}{i}.json"))["rows"]
         except OSError:
             continue
         runs[v] += 1
-        for line in lines:
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) < 4 or not all(re.fullmatch(r"\d+", c) for c in cells[:3]):
-                continue
-            shape = "x".join(cells[:3])
+        for r in rows:
+            shape = f"{r['M']}x{r['N']}x{r['K']}"
             if shape not in order:
                 order.append(shape)
-            times.setdefault((shape, v), []).append(float(cells[3]))
-            paths.setdefault((shape, v), set()).add(cells[-2])
-            if cells[-1] != "yes":
+            times.setdefault((shape, v), []).append(r["ours_us"])
+            paths.setdefault((shape, v), set()).add(r["path"])
+            if not r["correct"]:
                 wrong.add((shape, v))
 print(f"# ab.sh {name}: median us of {runs['new']} new and {runs['base']} base runs, interleaved "
       f"(new = the tree, base = tools/dev/pending/base/ over it)")
