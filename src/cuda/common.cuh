@@ -38,38 +38,22 @@ inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 /// quantize_fragments with `trigger_first`, under GemmOptions::weights_static, whose dependent
 /// reads nothing but the promised-static weights before its own wait). The chain assumes that
 /// the stream's previous kernel was not itself launched with PDL without waiting for its own
-/// predecessor (docs/dispatch.md). `smem_bytes` of dynamic shared memory per CTA; `cluster_x`
-/// > 1 launches clusters of that many consecutive CTAs along x (at most 8, the portable size;
-/// grid.x a multiple of it). Throws CudaError naming `name` when the launch fails.
+/// predecessor (docs/dispatch.md). `smem_bytes` of dynamic shared memory per CTA. Throws CudaError
+/// naming `name` when the launch fails.
 template <class... Params, class... Args>
-void launch_pdl_cluster_smem(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes, unsigned cluster_x,
-                             cudaStream_t stream, const char* name, Args... args) {
+void launch_pdl_smem(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes, cudaStream_t stream,
+                     const char* name, Args... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem_bytes;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[2];
-  int n = 0;
-  attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[n].val.programmaticStreamSerializationAllowed = 1;
-  ++n;
-  if (cluster_x > 1) {  // clusters of cluster_x consecutive CTAs along x (grid.x a multiple of it)
-    attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = cluster_x;
-    attr[n].val.clusterDim.y = 1;
-    attr[n].val.clusterDim.z = 1;
-    ++n;
-  }
-  cfg.attrs = attr;
-  cfg.numAttrs = n;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
   check(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...), name);
-}
-/// launch_pdl_cluster_smem without clusters.
-template <class... Params, class... Args>
-void launch_pdl_smem(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes, cudaStream_t stream,
-                     const char* name, Args... args) {
-  launch_pdl_cluster_smem(kernel, grid, block, smem_bytes, 1u, stream, name, args...);
 }
 /// launch_pdl_smem without dynamic shared memory.
 template <class... Params, class... Args>

@@ -4,8 +4,7 @@
 // launch, a stage ring, a split-K reduction across CTAs) while the work is a stream of weight
 // bytes. This kernel has none of them:
 //   - one CTA per S = block_n / 16 consecutive 16-row weight slabs of the packed layout
-//     (docs/packed-layout.md), all of K, or with split-K (cfg.split_k = P > 1) a cluster of P
-//     CTAs per S slabs, rank r taking the r-th of P equal runs of K chunks; of the CTA's W warps, warp w takes slab w % S and its
+//     (docs/packed-layout.md), all of K; of the CTA's W warps, warp w takes slab w % S and its
 //     64-wide K chunks w / S, w / S + W / S, ..., loading each lane's 16-byte mma fragment
 //     straight into registers, kBatch chunks in flight per warp (two register sets: batch
 //     b + 1 is loaded while batch b is multiplied);
@@ -14,7 +13,7 @@
 //     the caller set GemmOptions::weights_static (kernel <kTiles, true>: the first two
 //     batches of every warp load into registers and the next chunks are bulk-copied into
 //     shared memory before the wait);
-//   - every CTA quantizes A over its K chunks (M <= 16 rows; spec §2, bit-identical to
+//   - every CTA quantizes all of A (M <= 16 rows; spec §2, bit-identical to
 //     fmt::quantize_block through quantize_kernels.cuh) into shared memory as the bf16 B
 //     fragments of mma.sync.m16n8k16, token 8j + g of n8 tile j in lane group g (tokens >= M
 //     hold zeros, rows past the rounded-up M are not stored at all);
@@ -23,9 +22,7 @@
 //     per K16 step and token tile into fp32 accumulators (one tile: two chains, even and odd
 //     K16 steps; two tiles, M > 8: one chain per tile);
 //   - the W / S warps' partial 16 x 8 (x 2 tiles) tiles of a slab are summed through shared
-//     memory in warp order, then (split-K) the P ranks' sums through distributed shared memory
-//     in rank order, each rank storing 1/P of the outputs, so the result does not depend on
-//     timing (deterministic).
+//     memory in warp order, so the result does not depend on timing (deterministic).
 // Semantics at the edges are those of the other bf16 paths (docs/hardening.md section 3).
 #include <algorithm>
 #include <string>
@@ -57,8 +54,6 @@ struct GemvArgs {
   int64_t M, K, lda;
   int rows;           // token rows in shared memory: gemv_tile_rows(M)
   int slabs_per_cta;  // S = block_n / 16: 1, 2 or 4 (a power of 2 dividing the warp count)
-  int split;          // P = cfg.split_k: CTAs per cluster along K (rank = blockIdx.x % P); 1 with kStatic
-  int chunks_per;     // K chunks per rank: ceil(k_chunks / P) (A's shared buffer holds that many)
   const uint8_t* packed;
   PackedGeometry geo;
   int64_t N;
@@ -106,18 +101,17 @@ __device__ __forceinline__ uint4 load_shared16(uint32_t at) {
   return v;
 }
 
-/// Quantizes A's rows 0 .. rows-1 over the 32-wide K blocks b0 .. b0 + blocks - 1 (rows >= M and
-/// columns >= K as zeros) into `sa`, block b0 + c at local block c. A round is
+/// Quantizes A's rows 0 .. rows-1 (rows >= M and columns >= K as zeros) into `sa`. A round is
 /// 8 consecutive 32-element blocks of one row, 4 lanes per block (one quarter each); each warp
 /// loads up to kRounds rounds before it quantizes them. `between` runs once per warp, after
 /// the warp's first A loads are issued (or at once when it has none): A's loads go out first,
 /// since A's quantization, not the weights, is the longer path to the first MMA
 /// (docs/perf-notes.md, session 15).
 template <class Between>
-__device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t* sa, int b0, int blocks, int warp,
-                                                     int warps, int lane, Between&& between) {
+__device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t* sa, int warp, int warps, int lane,
+                                                     Between&& between) {
   constexpr int kRounds = 4;
-  const int per_row = (blocks + 7) / 8;
+  const int blocks = int(p.geo.k_padded / 32), per_row = (blocks + 7) / 8;
   const int rounds = p.rows * per_row;
   const int q = lane % 4;
   // Round i: row r and this lane's block c.
@@ -128,7 +122,7 @@ __device__ __forceinline__ void quantize_a_to_shared(const GemvArgs& p, uint32_t
     for (int j = 0; j < kRounds; ++j) {
       int r, c;
       round_at(first + j * warps, r, c);
-      if (first + j * warps < rounds) load_quarter_bf16(p.A, p.M, p.K, p.lda, r, b0 + c, q, w[j]);  // zeros for r >= M, past K
+      if (first + j * warps < rounds) load_quarter_bf16(p.A, p.M, p.K, p.lda, r, c, q, w[j]);  // zeros for r >= M, past K
     }
     if (first == warp) between();
 #pragma unroll
@@ -186,20 +180,15 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
   extern __shared__ __align__(16) uint32_t smem[];
   const int warps = int(blockDim.x / 32), warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
   const int g = lane / 4, t = lane % 4;
-  uint32_t* sa = smem;                                                  // A's B fragments of this rank's K chunks
-  float* red = reinterpret_cast<float*>(smem + p.rows * p.chunks_per * 32);  // [warps][16 rows][8 kTiles tokens]
+  uint32_t* sa = smem;                                                  // A's B fragments
+  float* red = reinterpret_cast<float*>(smem + p.rows * p.geo.k_padded / 2);  // [warps][16 rows][8 kTiles tokens]
   uint8_t* wcodes = reinterpret_cast<uint8_t*>(red + warps * 128 * kTiles);      // kStatic
   uint8_t* wscales = wcodes + p.slabs_per_cta * p.static_chunks * 512;
   uint64_t* wbar = reinterpret_cast<uint64_t*>(wscales + p.slabs_per_cta * p.static_chunks * 32);
   // Warp w multiplies slab first + w % S over its K chunks kw, kw + kws, ... (kw = w / S). Slabs
   // past the weights (in the grid's last CTA) have no chunks: their warps only take part in
   // A's quantization.
-  // Split-K (never with kStatic): this CTA is rank `rank` of its cluster and takes the K chunks
-  // [c0, c0 + local) of its slabs (none when P exceeds the chunks: its partial tiles are zero).
-  const int rank = kStatic ? 0 : int(blockIdx.x % unsigned(p.split));
-  const int64_t tile = kStatic ? int64_t(blockIdx.x) : int64_t(blockIdx.x / unsigned(p.split));
-  const int c0 = rank * p.chunks_per, local = max(0, min(p.chunks_per, int(p.geo.k_chunks) - c0));
-  const int64_t all_slabs = p.geo.rows_padded / 16, first_slab = tile * p.slabs_per_cta;
+  const int64_t all_slabs = p.geo.rows_padded / 16, first_slab = int64_t(blockIdx.x) * p.slabs_per_cta;
   // x / S and x % S. S is a power of 2: kStatic shifts and masks (with a division's registers it
   // spilled, 64 at most), the default kernel divides (with shifts ptxas rebuilt the weight
   // pointers in the K loop).
@@ -209,10 +198,9 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
   const int64_t slab = first_slab + mod_s(warp);
   const int kw = div_s(warp), kws = div_s(warps);
   // K chunks in int: A's copy in shared memory caps K near 2^17 (gemv_smem_bytes).
-  const int kcs = slab < all_slabs ? local : 0;  // this warp's slab's chunks in this rank
-  const int64_t slab_at = slab * p.geo.k_chunks + c0;  // the slab's first chunk of this rank
-  const uint8_t* codes = p.packed + slab_at * 512 + lane * 16;
-  const uint8_t* scales = p.packed + p.geo.code_bytes + slab_at * 32 + 4 * g;
+  const int kcs = slab < all_slabs ? int(p.geo.k_chunks) : 0;
+  const uint8_t* codes = p.packed + slab * kcs * 512 + lane * 16;
+  const uint8_t* scales = p.packed + p.geo.code_bytes + slab * kcs * 32 + 4 * g;
 
   // The grid is ceil(slabs / S) CTAs, so every CTA has at least one slab.
   const int64_t cta_slabs = min(int64_t(p.slabs_per_cta), all_slabs - first_slab);
@@ -241,16 +229,10 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
         prefetch_l2(p.packed + p.geo.code_bytes + at * 32, uint32_t(rest * 32));
       }
     }
-  } else if (kExpGemv < 1 && threadIdx.x == 0 && p.split == 1) {  // this CTA's weights: < 4 MiB (A's copy in shared memory caps K)
+  } else if (kExpGemv < 1 && threadIdx.x == 0) {  // this CTA's weights: < 4 MiB (A's copy in shared memory caps K)
     const int64_t chunks = cta_slabs * p.geo.k_chunks;
     prefetch_l2(p.packed + first_slab * p.geo.k_chunks * 512, uint32_t(chunks * 512));
     prefetch_l2(p.packed + p.geo.code_bytes + first_slab * p.geo.k_chunks * 32, uint32_t(chunks * 32));
-  } else if (kExpGemv < 1 && threadIdx.x == 0 && local > 0) {  // split-K: each slab's run of this rank
-    for (int i = 0; i < int(cta_slabs); ++i) {
-      const int64_t at = (first_slab + i) * p.geo.k_chunks + c0;
-      prefetch_l2(p.packed + at * 512, uint32_t(local) * 512u);
-      prefetch_l2(p.packed + p.geo.code_bytes + at * 32, uint32_t(local) * 32u);
-    }
   }
   // This warp's chunks kc = kw + kws * i of its slab in batches of kBatch; two named register sets so
   // that nothing is indexed at run time.
@@ -293,12 +275,12 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
   // effect under study, not an improvement to land as it is (=1 costs the M = 1 shapes).
   const bool wfirst = MXFP4_EXP_GEMV_WFIRST == 2 || (MXFP4_EXP_GEMV_WFIRST == 1 && kcs <= kw + step);
   if (kStatic) {
-    quantize_a_to_shared(p, sa, 0, 2 * local, warp, warps, lane, [] {});
+    quantize_a_to_shared(p, sa, warp, warps, lane, [] {});
   } else if (kExpGemv < 2 && wfirst) {
     load_batch(wc0, sc0, kw);
-    quantize_a_to_shared(p, sa, 2 * c0, 2 * local, warp, warps, lane, [] {});
+    quantize_a_to_shared(p, sa, warp, warps, lane, [] {});
   } else if (kExpGemv < 2) {
-    quantize_a_to_shared(p, sa, 2 * c0, 2 * local, warp, warps, lane, [&] { load_batch(wc0, sc0, kw); });
+    quantize_a_to_shared(p, sa, warp, warps, lane, [&] { load_batch(wc0, sc0, kw); });
   } else {
     load_batch(wc0, sc0, kw);
   }
@@ -369,51 +351,17 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
     }
   }
   __syncthreads();
-  const int tiles_all = kTile * p.slabs_per_cta;  // floats of the CTA's partial tiles
-  // C[m, n] = v: slab s of this CTA, row r of it, token m.
-  auto store = [&](int s, int r, int m, float v) {
-    const int64_t n = (tile * p.slabs_per_cta + s) * 16 + r;  // recomputed: fewer live registers
-    if (m >= p.M || n >= p.N) return;
+  for (int i = int(threadIdx.x); i < kTile * p.slabs_per_cta; i += int(blockDim.x)) {
+    const int s = i / kTile, j = i % kTile, r = j / kCols, m = j % kCols;
+    const int64_t n = (int64_t(blockIdx.x) * p.slabs_per_cta + s) * 16 + r;  // recomputed: fewer live registers
+    if (m >= p.M || n >= p.N) continue;
+    float v = red[s * kTile + j];
+    for (int w = 1; w < kws; ++w) v += red[(w * p.slabs_per_cta + s) * kTile + j];
     if (p.c_f32) {
       static_cast<float*>(p.C)[m * p.ldc + n] = v;
     } else {
       static_cast<uint16_t*>(p.C)[m * p.ldc + n] = fmt::f32_to_bf16(v);
     }
-  };
-  if (kStatic || p.split == 1) {
-    for (int i = int(threadIdx.x); i < tiles_all; i += int(blockDim.x)) {
-      const int s = i / kTile, j = i % kTile;
-      float v = red[s * kTile + j];
-      for (int w = 1; w < kws; ++w) v += red[(w * p.slabs_per_cta + s) * kTile + j];
-      store(s, j / kCols, j % kCols, v);
-    }
-  } else {
-    // The CTA's sum of each float goes to red[i] (warp s's own slot, read only by this thread).
-    for (int i = int(threadIdx.x); i < tiles_all; i += int(blockDim.x)) {
-      float v = red[i];
-      for (int w = 1; w < kws; ++w) v += red[w * tiles_all + i];
-      red[i] = v;
-    }
-    cluster_sync_acq_rel();  // every rank's sums are in its shared memory
-    // Rank r stores quads [r * per, (r + 1) * per) of the P ranks' sums, all remote loads of a
-    // quad issued before its sum in rank order (splitk_reduce.cuh's pull, without a workspace).
-    const int quads = tiles_all / 4, per = (quads + p.split - 1) / p.split, q_end = min(quads, (rank + 1) * per);
-    for (int q = rank * per + int(threadIdx.x); q < q_end; q += int(blockDim.x)) {
-      float4 part[8];
-#pragma unroll
-      for (int r = 0; r < 8; ++r)
-        if (r < p.split) part[r] = ld_shared_cluster_f4(red + 4 * q, uint32_t(r));
-      float4 sum = part[0];
-#pragma unroll
-      for (int r = 1; r < 8; ++r)
-        if (r < p.split) sum.x += part[r].x, sum.y += part[r].y, sum.z += part[r].z, sum.w += part[r].w;
-      const int i = 4 * q, s = i / kTile, j = i % kTile;  // 4 tokens of one row (kCols is 8 or 16)
-      store(s, j / kCols, j % kCols, sum.x);
-      store(s, j / kCols, j % kCols + 1, sum.y);
-      store(s, j / kCols, j % kCols + 2, sum.z);
-      store(s, j / kCols, j % kCols + 3, sum.w);
-    }
-    cluster_sync_relaxed();  // keep shared memory alive until every rank has read it
   }
 }
 
@@ -421,33 +369,27 @@ __global__ void __launch_bounds__(512, kStatic && kTiles == 1 ? 2 : 0) gemv_kern
 
 void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, bool weights_static, cudaStream_t stream) {
-  const PackedGeometry geo = PackedGeometry::of(B.N, B.K);
-  const int split = cfg.split_k;  // 1..8 (gemm_config_problem)
-  // weights_static only without split-K (its kernel has no registers to spare); with split-K the
-  // weights are prefetched into L2 as without the option, which the option permits.
-  const bool use_static = weights_static && split == 1;
-  GemvArgs args{A,     M,     K, lda, gemv_tile_rows(M), cfg.block_n / 16, split, int(ceil_div(geo.k_chunks, split)),
-                B.data, geo,  B.N, C,   c_f32,            ldc,              rule,  /*static_first=*/0,
-                /*static_chunks=*/0};
-  size_t smem = gemv_smem_bytes(M, K, cfg.warps, split);
-  if (use_static) {  // past the register sets, as many chunks as fit in kGemvStaticBudget
+  GemvArgs args{A,    M, K, lda, gemv_tile_rows(M), cfg.block_n / 16, B.data, PackedGeometry::of(B.N, B.K),
+                B.N,  C, c_f32, ldc, rule, /*static_first=*/0, /*static_chunks=*/0};
+  size_t smem = gemv_smem_bytes(M, K, cfg.warps);
+  if (weights_static) {  // past the register sets, as many chunks as fit in kGemvStaticBudget
     const size_t per_chunk = size_t(args.slabs_per_cta) * kChunkBytes;
     args.static_first = 2 * kBatch * (cfg.warps / args.slabs_per_cta);
     const size_t room = smem + 16 < kGemvStaticBudget ? kGemvStaticBudget - smem - 16 : 0;
     args.static_chunks = int(std::clamp<int64_t>(args.geo.k_chunks - args.static_first, 0, int64_t(room / per_chunk)));
     if (args.static_chunks > 0) smem += size_t(args.static_chunks) * per_chunk + 16;
   }
-  auto* kernel = gemv_token_tiles(M) == 2 ? (use_static ? gemv_kernel<2, true> : gemv_kernel<2, false>)
-                                          : (use_static ? gemv_kernel<1, true> : gemv_kernel<1, false>);
+  auto* kernel = gemv_token_tiles(M) == 2 ? (weights_static ? gemv_kernel<2, true> : gemv_kernel<2, false>)
+                                          : (weights_static ? gemv_kernel<1, true> : gemv_kernel<1, false>);
   // The largest need of any accepted shape (gemm_config_problem_for_shape; the copied weights
   // stay within kGemvStaticBudget <= it), the same for every call, so concurrent host threads
   // never lower it under another's launch. Not a stream operation, so also legal during graph
   // capture.
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGemvSmemLimit)),
         "cudaFuncSetAttribute(gemv_kernel)");
-  const int64_t ctas = ceil_div(args.geo.rows_padded / 16, int64_t(args.slabs_per_cta)) * split;
-  launch_pdl_cluster_smem(kernel, dim3(unsigned(ctas)), dim3(unsigned(32 * cfg.warps)), smem, unsigned(split),
-                          stream, "gemv_kernel", args);
+  const int64_t ctas = ceil_div(args.geo.rows_padded / 16, int64_t(args.slabs_per_cta));
+  launch_pdl_smem(kernel, dim3(unsigned(ctas)), dim3(unsigned(32 * cfg.warps)), smem,
+                  stream, "gemv_kernel", args);
 }
 
 }  // namespace mxfp4::cuda

@@ -35,16 +35,14 @@ void gemm_tiled(int64_t M, const PackedWeights& B, void* C, bool c_f32, int64_t 
 
 /// Path "gemv" (M <= 16; src/cuda/gemm_gemv.cu): mma.sync on the packed weights' fragments
 /// loaded straight into registers, A quantized inside the kernel into shared memory, one CTA of
-/// cfg.warps warps per cfg.block_n / 16 slabs of 16 weight rows over all of K, or with
-/// cfg.split_k = P > 1 a cluster of P CTAs over P runs of K chunks summed through distributed
-/// shared memory in rank order (one or two token tiles of 8: gemv_token_tiles), launched with
-/// programmatic dependent launch (common.cuh launch_pdl_cluster_smem). Needs
-/// gemv_smem_bytes(M, K, cfg.warps, cfg.split_k) <= kGemvSmemLimit (dispatch/path_name.hpp;
-/// checked by the caller). C is bf16, or fp32 when c_f32 is set. `weights_static`
-/// (GemmOptions::weights_static; used only with split_k 1): the weights are read before
-/// griddepcontrol.wait (each warp's first two batches into registers, the next chunks by bulk
-/// copies into shared memory, as many as fit in 100 KiB beside A) instead of only prefetched
-/// into L2.
+/// cfg.warps warps per cfg.block_n / 16 slabs of 16 weight rows over all of K (one or two token
+/// tiles of 8: gemv_token_tiles), launched with programmatic dependent
+/// launch (common.cuh launch_pdl_smem). Needs
+/// gemv_smem_bytes(M, K, cfg.warps) <= kGemvSmemLimit (dispatch/path_name.hpp; checked by
+/// the caller). C is bf16, or fp32 when c_f32 is set. `weights_static` (GemmOptions::weights_static):
+/// the weights are read before griddepcontrol.wait (each warp's first two batches into
+/// registers, the next chunks by bulk copies into shared memory, as many as fit in 100 KiB
+/// beside A) instead of only prefetched into L2.
 void gemm_gemv(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeights& B, void* C, bool c_f32,
                int64_t ldc, const GemmConfig& cfg, ScaleRule rule, bool weights_static, cudaStream_t stream);
 

@@ -437,8 +437,8 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M) {
     // block_n / 16 slabs per CTA, each with warps / (block_n / 16) warps (src/cuda/gemm_gemv.cu).
     const bool bn_ok = cfg.block_n == 16 || cfg.block_n == 32 || cfg.block_n == 64;
     const bool warps_ok = (cfg.warps == 4 || cfg.warps == 8 || cfg.warps == 16) && cfg.warps >= cfg.block_n / 16;
-    if (!bn_ok || !warps_ok || cfg.block_m != 8 || cfg.split_k < 1 || cfg.split_k > 8)
-      return "path gemv: block_n = 16, 32 or 64, block_m = 8, split_k 1..8, warps 4, 8 or 16";
+    if (!bn_ok || !warps_ok || cfg.block_m != 8 || cfg.split_k != 1)
+      return "path gemv: block_n = 16, 32 or 64, block_m = 8, split_k = 1, warps 4, 8 or 16";
     if (M > 16) return "path gemv: M <= 16";
     return {};
   }
@@ -460,16 +460,15 @@ int gemv_tile_rows(int64_t M) { return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : M 
 
 int gemv_token_tiles(int64_t M) { return M <= 8 ? 1 : 2; }
 
-size_t gemv_smem_bytes(int64_t M, int64_t K, int warps, int split) {
+size_t gemv_smem_bytes(int64_t M, int64_t K, int warps) {
   const size_t rows = size_t(gemv_tile_rows(M));
-  const int64_t chunks_per = ceil_div(ceil_div(K, 64), std::max(split, 1));  // A's K chunks in each CTA
-  return rows * size_t(chunks_per * 64) * 2 + size_t(warps) * 16 * 8 * size_t(gemv_token_tiles(M)) * 4;
+  return rows * size_t(ceil_div(K, 64) * 64) * 2 + size_t(warps) * 16 * 8 * size_t(gemv_token_tiles(M)) * 4;
 }
 
 std::string gemm_config_problem_for_shape(const GemmConfig& cfg, int64_t M, int64_t K) {
   std::string problem = gemm_config_problem(cfg, M);
   if (!problem.empty() || cfg.path != GemmPath::gemv) return problem;
-  const size_t smem = gemv_smem_bytes(M, K, cfg.warps, cfg.split_k);
+  const size_t smem = gemv_smem_bytes(M, K, cfg.warps);
   if (smem <= kGemvSmemLimit) return {};
   return "path gemv: M = " + std::to_string(M) + ", K = " + std::to_string(K) + " needs " + std::to_string(smem) +
          " bytes of shared memory, more than " + std::to_string(kGemvSmemLimit);

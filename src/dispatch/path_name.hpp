@@ -32,14 +32,14 @@ std::string gemm_config_problem(const GemmConfig& cfg, int64_t M);
 
 /// Path gemv (src/cuda/gemm_gemv.cu): token rows it keeps in shared memory for M <= 16
 /// tokens (1, 2, 4, 8 or 16), its token tiles of 8 (1 for M <= 8, else 2: the kernel
-/// instantiation) and its dynamic shared memory in bytes: A's bf16 mma fragments over one
-/// CTA's K chunks (rows x ceil(ceil(K / 64) / split) x 64 x 2; split = cfg.split_k, the CTAs of
-/// a cluster that share K) plus the cross-warp reduction (warps x 16 x 8 fp32 per token tile).
+/// instantiation) and its dynamic shared memory in bytes: A's bf16 mma fragments
+/// (rows x round_up(K, 64) x 2) plus the cross-warp reduction (warps x 16 x 8 fp32 per token
+/// tile).
 /// kGemvSmemLimit is the sm_90 opt-in limit per CTA (227 KiB); gemm_config_problem_for_shape
 /// rejects a gemv configuration beyond it.
 int gemv_tile_rows(int64_t M);
 int gemv_token_tiles(int64_t M);
-size_t gemv_smem_bytes(int64_t M, int64_t K, int warps, int split = 1);
+size_t gemv_smem_bytes(int64_t M, int64_t K, int warps);
 constexpr size_t kGemvSmemLimit = 227 * 1024;
 
 /// gemm_config_problem plus what depends on K: path gemv's shared memory (gemv_smem_bytes

@@ -48,11 +48,6 @@ inline std::vector<GemmConfig> gemv_configs(int64_t M, int64_t K) {
     const GemmConfig c{GemmPath::gemv, block_n, 8, 1, warps};
     if (gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
   }
-  // Split-K through a cluster: 2, 3 (uneven runs of K chunks) and 8 CTAs (ranks without
-  // chunks where K has fewer than 8).
-  for (const GemmConfig& c : {GemmConfig{GemmPath::gemv, 16, 8, 2, 8}, GemmConfig{GemmPath::gemv, 32, 8, 3, 4},
-                              GemmConfig{GemmPath::gemv, 64, 8, 8, 16}})
-    if (gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
   return v;
 }
 

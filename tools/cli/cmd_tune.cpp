@@ -31,17 +31,15 @@ namespace {
 /// sub-tile, the 256 x 128 cluster pair, and split-K clusters of 2 to 6 and 8 on the 128 x 64
 /// and 128 x 128 tiles (2, 4 and 8 with four 64 x 64 warpgroups); for M <= 64 path fp8's 64 x 64 and 64 x 128 (two
 /// 64 x 64 warpgroups) tiles with split_k 1, 2, 4 and 8 (the benchmark builds the FP8 image);
-/// for M <= 16 path gemv with 1, 2 or 4 slabs per CTA (block_n 16, 32, 64), 4, 8 and 16 warps
-/// and split-K clusters of 1, 2, 4 or 8 CTAs (at most one per K chunk) where its shared memory
-/// fits (K).
+/// for M <= 16 path gemv with 1, 2 or 4 slabs per CTA (block_n 16, 32, 64) and 4, 8 and 16 warps
+/// where its shared memory fits (K).
 std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t K) {
   std::vector<mxfp4::GemmConfig> v;
-  for (int split : {1, 2, 4, 8})
-    for (int block_n : {16, 32, 64})
-      for (int warps : {4, 8, 16}) {
-        const mxfp4::GemmConfig c{mxfp4::GemmPath::gemv, block_n, 8, split, warps};
-        if (split <= (K + 63) / 64 && mxfp4::gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
-      }
+  for (int block_n : {16, 32, 64})
+    for (int warps : {4, 8, 16}) {
+      const mxfp4::GemmConfig c{mxfp4::GemmPath::gemv, block_n, 8, 1, warps};
+      if (mxfp4::gemm_config_problem_for_shape(c, M, K).empty()) v.push_back(c);
+    }
   if (M > 64) {
     mxfp4::GemmConfig c;
     c.path = mxfp4::GemmPath::tiled;
