@@ -153,6 +153,30 @@ __device__ __forceinline__ void st_async_cluster_f4(float* local, uint64_t* bar,
                : "memory");
 }
 
+/// Makes this thread's generic-proxy stores to shared memory visible to the async proxy, i.e. to
+/// a bulk copy that reads them (PTX "fence.proxy.async.shared::cta"); every storing thread
+/// fences, then a CTA barrier, then one thread issues the copy.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+/// Bulk copy (TMA engine) of `bytes` (a multiple of 16; both addresses 16-byte aligned) from
+/// this CTA's shared memory at `src` to `dst`'s offset in the shared memory of cluster CTA
+/// `rank`, counted as transaction bytes on that CTA's mbarrier at `bar`'s offset (PTX
+/// cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes). The receiver sees
+/// the bytes once it has waited on that barrier's phase: unlike a remote read after a cluster
+/// barrier with release semantics, no GPU-scope fence (MEMBAR.ALL.GPU) is needed. The source
+/// must stay unchanged, and this CTA resident, until the receiver has waited.
+__device__ __forceinline__ void bulk_copy_s2cluster(const void* dst, const void* src, uint32_t bytes, const uint64_t* bar,
+                                                    uint32_t rank) {
+  uint32_t remote, remote_bar;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(dst)), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(smem_addr(bar)), "r"(rank));
+  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(remote), "r"(smem_addr(src)), "r"(bytes), "r"(remote_bar)
+               : "memory");
+}
+
 /// Asks the TMA engine to bring `bytes` (a multiple of 16, 16-byte aligned) at `p` into L2
 /// (PTX cp.async.bulk.prefetch.L2.global). No data comes back, so it may precede
 /// griddepcontrol.wait: L2 is the point of coherence, and every load that returns data comes

@@ -39,8 +39,10 @@
 //     wait for each other, and the grid is not bound to clusters' placement;
 //   - otherwise the CTAs of a cluster reduce through distributed shared memory: with 8 or 16
 //     tokens at split >= 4 every rank pushes the rows that others own into their receive
-//     buffers (st.async, counted on the owner's mbarrier); otherwise every rank pulls its rows
-//     after a cluster barrier (push_reduce).
+//     buffers (st.async, counted on the owner's mbarrier; push_reduce); otherwise path splitk
+//     copies them there with one bulk copy per rank after a cluster barrier, where the ring
+//     has room for the receive slots (splitk_reduce_copy), and every rank pulls its rows after
+//     a cluster barrier where not (path fused; a one-stage ring of 8 slabs).
 
 #include <cooperative_groups.h>
 
@@ -112,6 +114,10 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const bool push = push_reduce<N8, WS>(p.split);
   const int rpr = (rows + p.split - 1) / p.split;
   const int own_rows = max(0, min(rows, (rank + 1) * rpr) - rank * rpr);
+  // Otherwise path splitk's clusters reduce by bulk copy (splitk_reduce_copy) where the ring
+  // holds the partial tile and the receive slots after it, else by pull.
+  const bool copy_red = PREQUANT && !WS && !push && p.split > 1 &&
+                        p.stages * R::kSlot >= R::kRed + p.split * rpr * R::kRedPitch * 4;
 
   // Producer: the bytes of stage s into ring slot s % stages. The weights (codes and scales of
   // every slab) go by 16-byte cp.async from every thread, which then arrives on the slot's
@@ -235,6 +241,9 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     if (push) {  // one phase: the other ranks' rows that I own, 16 bytes per quad
       mbarrier_init(recv_bar, 1);
       mbarrier_arrive_expect_tx(recv_bar, uint32_t((p.split - 1) * own_rows * 16 * SLABS * 4));
+    } else if (copy_red) {  // one phase: the other ranks' rows that I own, whole rows of the tile
+      mbarrier_init(recv_bar, 1);
+      mbarrier_arrive_expect_tx(recv_bar, uint32_t((p.split - 1) * own_rows * R::kRedPitch * 4));
     }
     fence_mbarrier_init();
   }
@@ -491,6 +500,9 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
     if (KW == 1) __syncthreads();  // red is complete
     splitk_reduce_push<kThreads, kQuads, kP>(red, reinterpret_cast<float*>(smem_raw + p.recv_off), recv_bar, quads,
                                              rpr, own_rows, rank, p.split, store4);
+  } else if (copy_red) {
+    splitk_reduce_copy<kThreads, kQuads, kP>(red, reinterpret_cast<float*>(ring + R::kRed), recv_bar, rows, rpr,
+                                             own_rows, rank, p.split, store4);
   } else {
     splitk_reduce_pull<kThreads, kQuads, kP>(red, quads, rank, p.split, store4);
   }

@@ -96,6 +96,44 @@ __device__ __forceinline__ void splitk_reduce_push(const float* red, float* recv
   }
 }
 
+/// Through a cluster by bulk copy: rank r owns token rows [r * rpr, +own_rows) of the tile
+/// (fewer or none at the end). After a cluster barrier (every rank's K loop is over, so its ring,
+/// where `recv` lies, is free, and its recv_bar initialised), one thread of each rank copies
+/// the rows that each other rank owns, whole rows of kP floats, into that rank's `recv` (slot =
+/// my rank, rpr rows) with one bulk copy, counted on its `recv_bar` (which expects
+/// (split - 1) * own_rows * kP * 4 bytes); each rank waits for its rows and sums all ranks in
+/// rank order (the pull's bits). The data moves through the async proxy with its mbarrier, so
+/// neither cluster barrier needs release semantics: the pull's first barrier compiles to a
+/// GPU-scope fence, which cost ~0.5 us per call (docs/perf-notes.md, session 41). The closing
+/// barrier keeps every rank resident until its copies have been received.
+template <int kThreads, int kQuads, int kP, class Store>
+__device__ __forceinline__ void splitk_reduce_copy(const float* red, float* recv, uint64_t* recv_bar, int rows,
+                                                   int rpr, int own_rows, int rank, int split, Store& store4) {
+  fence_proxy_async_shared();  // my partial tile's stores, for the bulk copies below
+  __syncthreads();
+  cluster_sync_relaxed();
+  if (threadIdx.x == 0) {
+    for (int r = 0; r < split; ++r) {
+      const int first = r * rpr, n = min(rows, first + rpr) - first;
+      if (r != rank && n > 0)
+        bulk_copy_s2cluster(recv + rank * rpr * kP, red + first * kP, uint32_t(n * kP * 4), recv_bar, uint32_t(r));
+    }
+  }
+  if (own_rows > 0) {
+    mbarrier_wait(recv_bar, 0u);
+    for (int q = threadIdx.x; q < own_rows * kQuads; q += kThreads) {
+      const int i = q / kQuads, nl = 4 * (q % kQuads), m = rank * rpr + i;
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+      for (int r = 0; r < split; ++r) {
+        const float4 v = *reinterpret_cast<const float4*>(r == rank ? red + m * kP + nl : recv + (r * rpr + i) * kP + nl);
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+      store4(m, nl, sum);
+    }
+  }
+  cluster_sync_relaxed();  // every copy has landed: no rank leaves while its shared memory is read
+}
+
 /// Through a cluster by pull: rank r sums its share of the tile's quads from every rank's
 /// shared memory, all remote loads of a thread issued before the (rank-ordered) sum, between
 /// two cluster barriers.
