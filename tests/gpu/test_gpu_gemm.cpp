@@ -482,13 +482,16 @@ TEST(GpuGemm, K12K13SmallMAndSplitKNeverLeak) {
 // Split-K through a cluster at every split the dispatcher or a tune can pick (2..8): the push
 // reduction (8 or 16 tokens per CTA at split >= 4, push_reduce) with every token count of
 // its tiles, ranks owning no rows (rows < split) and ranks with no K chunks (K = 320: 5
-// chunks, split 6..8), next to the pull (split 2, 3; 32 and 64 tokens). K = 1536 keeps path
-// splitk on clusters (the workspace reduction takes split 8 only from K = 4096). Random data
-// against the exact reference; C is poisoned and has canary rows.
+// chunks, split 6..8), next to path splitk's bulk-copy reduction (splitk_reduce_copy: the
+// other splits of path splitk, 8 to 64 tokens; M = 32 with 8 slabs over a one-stage ring at
+// split 4 fills the ring to its last byte) and the pull (path fused; path splitk with 8 slabs
+// over a one-stage ring where the receive slots do not fit). K = 1536 keeps path splitk on
+// clusters (the workspace reduction takes split 8 only from K = 4096). Random data against the
+// exact reference; C is poisoned and has canary rows.
 TEST(GpuGemm, ClusterSplitKEverySplitAndTokenCount) {
   MXFP4_REQUIRE_GPU();
   for (int64_t K : {320, 1536}) {
-    for (int64_t M : {1, 3, 4, 9, 13, 16, 33, 64}) {
+    for (int64_t M : {1, 3, 4, 9, 13, 16, 24, 32, 33, 64}) {
       const int64_t N = 200;
       const Problem p = random_problem(M, N, K, uint64_t(5000 + M * 13 + K));
       for (int split = 2; split <= 8; ++split) {
