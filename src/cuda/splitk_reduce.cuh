@@ -105,11 +105,11 @@ __device__ __forceinline__ void splitk_reduce_push(const float* red, float* recv
 /// rank order (the pull's bits). The data moves through the async proxy with its mbarrier, so
 /// neither cluster barrier needs release semantics: the pull's first barrier compiles to a
 /// GPU-scope fence, which cost ~0.5 us per call (docs/perf-notes.md, session 41). The closing
-/// barrier keeps every rank resident until its copies have been received. The WAR on the receiver's ring
-/// (last written by its copies, read by its K loop) rests on the relaxed barrier after those
-/// reads have completed (their values were used), as the pull's closing barrier and path fp8's
-/// stage releases do; PTX's strict form would add fence.release / fence.acquire with
-/// sync_restrict around it (not measured).
+/// barrier keeps every rank resident until its copies have been received. The write into the
+/// receiver's ring after its K loop read it (and its own copies filled it) rests on the relaxed
+/// barrier after those reads completed (their values were used), as the pull's closing barrier
+/// and path fp8's stage releases do; PTX's strict form would add fence.release / fence.acquire
+/// with sync_restrict around the barrier (not measured).
 template <int kThreads, int kQuads, int kP, class Store>
 __device__ __forceinline__ void splitk_reduce_copy(const float* red, float* recv, uint64_t* recv_bar, int rows,
                                                    int rpr, int own_rows, int rank, int split, Store& store4) {
