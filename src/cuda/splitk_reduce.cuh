@@ -65,6 +65,26 @@ __device__ __forceinline__ void splitk_reduce_workspace(const float* red, int qu
   }
 }
 
+/// The receiving reductions' last step (push and bulk copy): rank `rank` waits until the other
+/// ranks' shares of its rows [rank * rpr, +own_rows) are in `recv` (slot r: rpr rows of kP
+/// floats from rank r, counted on `recv_bar`), then sums ranks 0..split-1 in that order from 0.f
+/// (its own rows from `red`: the pull's bits) and stores them.
+template <int kThreads, int kQuads, int kP, class Store>
+__device__ __forceinline__ void splitk_sum_received(const float* red, const float* recv, uint64_t* recv_bar, int rpr,
+                                                    int own_rows, int rank, int split, Store& store4) {
+  if (own_rows <= 0) return;
+  mbarrier_wait(recv_bar, 0u);
+  for (int q = threadIdx.x; q < own_rows * kQuads; q += kThreads) {
+    const int i = q / kQuads, nl = 4 * (q % kQuads), m = rank * rpr + i;
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int r = 0; r < split; ++r) {
+      const float4 v = *reinterpret_cast<const float4*>(r == rank ? red + m * kP + nl : recv + (r * rpr + i) * kP + nl);
+      sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+    }
+    store4(m, nl, sum);
+  }
+}
+
 /// Through a cluster by push: rank r owns token rows [r * rpr, +own_rows). Every quad of a row
 /// that another rank owns goes to that rank's receive buffer `recv` (slot = my rank, rpr rows
 /// of kP floats) by st.async, counted on its `recv_bar` (which expects (split - 1) * own_rows
@@ -82,18 +102,7 @@ __device__ __forceinline__ void splitk_reduce_push(const float* red, float* recv
     st_async_cluster_f4(recv + (rank * rpr + m - owner * rpr) * kP + nl, recv_bar, uint32_t(owner),
                         *reinterpret_cast<const float4*>(red + m * kP + nl));
   }
-  if (own_rows > 0) {
-    mbarrier_wait(recv_bar, 0u);
-    for (int q = threadIdx.x; q < own_rows * kQuads; q += kThreads) {
-      const int i = q / kQuads, nl = 4 * (q % kQuads), m = rank * rpr + i;
-      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-      for (int r = 0; r < split; ++r) {
-        const float4 v = *reinterpret_cast<const float4*>(r == rank ? red + m * kP + nl : recv + (r * rpr + i) * kP + nl);
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-      }
-      store4(m, nl, sum);
-    }
-  }
+  splitk_sum_received<kThreads, kQuads, kP>(red, recv, recv_bar, rpr, own_rows, rank, split, store4);
 }
 
 /// Through a cluster by bulk copy: rank r owns token rows [r * rpr, +own_rows) of the tile
@@ -123,18 +132,7 @@ __device__ __forceinline__ void splitk_reduce_copy(const float* red, float* recv
         bulk_copy_s2cluster(recv + rank * rpr * kP, red + first * kP, uint32_t(n * kP * 4), recv_bar, uint32_t(r));
     }
   }
-  if (own_rows > 0) {
-    mbarrier_wait(recv_bar, 0u);
-    for (int q = threadIdx.x; q < own_rows * kQuads; q += kThreads) {
-      const int i = q / kQuads, nl = 4 * (q % kQuads), m = rank * rpr + i;
-      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-      for (int r = 0; r < split; ++r) {
-        const float4 v = *reinterpret_cast<const float4*>(r == rank ? red + m * kP + nl : recv + (r * rpr + i) * kP + nl);
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-      }
-      store4(m, nl, sum);
-    }
-  }
+  splitk_sum_received<kThreads, kQuads, kP>(red, recv, recv_bar, rpr, own_rows, rank, split, store4);
   cluster_sync_relaxed();  // every copy has landed: no rank leaves while its shared memory is read
 }
 
