@@ -28,7 +28,7 @@ class DeviceBuf {
  public:
   explicit DeviceBuf(size_t bytes, int poison = 0xA5) : bytes_(bytes) {
     cuda_ok(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc");
-    cuda_ok(cudaMemset(ptr_, poison, bytes ? bytes : 1), "cudaMemset");
+    fill(poison);
   }
   DeviceBuf(size_t bytes, NoInit) : bytes_(bytes) { cuda_ok(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc"); }
   template <typename T>
@@ -38,6 +38,14 @@ class DeviceBuf {
   ~DeviceBuf() { cudaFree(ptr_); }
   DeviceBuf(const DeviceBuf&) = delete;
   DeviceBuf& operator=(const DeviceBuf&) = delete;
+  /// Sets every byte to `byte` and waits for it. cudaMemset runs on the legacy default stream,
+  /// asynchronously to the host, and a cudaStreamNonBlocking stream does not wait for it: a
+  /// kernel on such a stream could otherwise write C before the poison lands on it (session
+  /// 42: a correct GEMM's output read back as all poison).
+  void fill(int byte) const {
+    cuda_ok(cudaMemset(ptr_, byte, bytes_ ? bytes_ : 1), "cudaMemset");
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize after cudaMemset");
+  }
   template <typename T = uint8_t>
   T* get() const { return static_cast<T*>(ptr_); }
   size_t bytes() const { return bytes_; }

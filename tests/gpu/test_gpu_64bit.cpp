@@ -167,7 +167,7 @@ TEST(Gpu64Bit, TiledGemmPastTwoTo31OutputElements) {
   DeviceBuf c(size_t(M * N * 2), NoInit{});
   const GemmConfig tiled = forced_cfg(GemmPath::tiled), fp8 = fp8_cfg(128, 128);
   for (const GemmConfig* cfg : {static_cast<const GemmConfig*>(nullptr), &tiled, &fp8}) {
-    cuda_ok(cudaMemset(c.get(), 0xFF, c.bytes()), "poison C");
+    c.fill(0xFF);
     GemmOptions opt;
     opt.config = cfg;
     gemm(a->get<uint16_t>(), M, K, K, pk.pw, c.get<uint16_t>(), N, opt, cuda_exec());
@@ -203,7 +203,7 @@ TEST(Gpu64Bit, EveryPathPastTwoTo31OutputElementsWithHugeN) {
   std::vector<const GemmConfig*> runs{nullptr};
   for (const GemmConfig& cfg : cfgs) runs.push_back(&cfg);
   for (const GemmConfig* cfg : runs) {
-    cuda_ok(cudaMemset(c.get(), 0xFF, c.bytes()), "poison C");
+    c.fill(0xFF);
     GemmOptions opt;
     opt.config = cfg;
     gemm(a.get<uint16_t>(), M, K, K, pw, c.get<uint16_t>(), N, opt, cuda_exec());
@@ -213,7 +213,7 @@ TEST(Gpu64Bit, EveryPathPastTwoTo31OutputElementsWithHugeN) {
   // Path gemv (M <= 8) on the first 8 rows of A: weight offsets past 2^31 bytes, 2^22 CTAs.
   for (int warps : {4, 16}) {
     const GemmConfig gemv{GemmPath::gemv, 16, 8, 1, warps};
-    cuda_ok(cudaMemset(c.get(), 0xFF, c.bytes()), "poison C");
+    c.fill(0xFF);
     GemmOptions opt;
     opt.config = &gemv;
     gemm(a.get<uint16_t>(), 8, K, K, pw, c.get<uint16_t>(), N, opt, cuda_exec());
@@ -240,7 +240,7 @@ TEST(Gpu64Bit, EveryPathWithRowStridesPastTwoTo32Bytes) {
   for (const GemmConfig& cfg : cfgs) runs.push_back(&cfg);
   std::vector<uint16_t> win(size_t(M * (N + tail)));
   for (const GemmConfig* cfg : runs) {
-    cuda_ok(cudaMemset(c.get(), 0xFF, c.bytes()), "poison C");
+    c.fill(0xFF);
     GemmOptions opt;
     opt.config = cfg;
     gemm(a.get<uint16_t>(), M, K, ld, pk.pw, c.get<uint16_t>(), ld, opt, cuda_exec());

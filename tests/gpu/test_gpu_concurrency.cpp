@@ -262,7 +262,7 @@ TEST(GpuConcurrency, KernelsWritingInputsRightBeforeTheGemmAreWaitedFor) {
       ASSERT_NE(settled[0], settled[1]) << what << ": the two inputs must give different results";
       DeviceBuf C0(size_t(M * N * 2), 0xFF), C1(size_t(M * N * 2), 0xFF);
       DeviceBuf* Cs[2] = {&C0, &C1};
-      for (DeviceBuf* buf : {&A, &packed, &image}) cuda_ok(cudaMemset(buf->get(), 0x7F, buf->bytes()), "poison");
+      for (DeviceBuf* buf : {&A, &packed, &image}) buf->fill(0x7F);
       cuda_ok(cudaDeviceSynchronize(), "sync");  // garbage in every input, C poisoned, nothing pending
       for (int i = 0; i < 2; ++i) {
         const PackedWeights pw = queue_inputs(i);

@@ -609,7 +609,7 @@ TEST(GpuGemm, EveryPathCapturesAndReplaysInACudaGraph) {
       opt.config = &cfg;
       gemm(p.da->get<uint16_t>(), M, p.K, p.K, p.pw, dc.get<uint16_t>(), 512, opt, cuda_exec(s));
       cuda_ok(cudaStreamSynchronize(s), "sync");
-      cuda_ok(cudaMemset(dc.get(), 0xFF, dc.bytes()), "memset");
+      dc.fill(0xFF);
       cudaGraph_t graph;
       cudaGraphExec_t exec;
       cuda_ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture");
@@ -658,7 +658,7 @@ TEST(GpuGemm, SplitkWorkspaceReductionCapturesAndReplays) {
     return exec;
   };
   auto replay = [&](cudaGraphExec_t exec, const char* what) {
-    cuda_ok(cudaMemset(dc.get(), 0xFF, dc.bytes()), "memset");
+    dc.fill(0xFF);
     for (int r = 0; r < 3; ++r) cuda_ok(cudaGraphLaunch(exec, s), "graph launch");
     cuda_ok(cudaStreamSynchronize(s), "sync");
     EXPECT_EQ(dc.download<uint16_t>(), want) << what;
