@@ -13,6 +13,8 @@
 # summary reads the JSON that `mxfp4 bench` writes beside its table), the summary as
 # $OUT/logs/ab-NAME.txt. Exit status 1 when a build or bench run failed or a result was not
 # correct. Session 40 made its four comparisons with the same steps by hand (docs/perf-notes.md).
+# AB_BUILD_ONLY=1 only builds the base (e.g. while tests run); AB_PREBUILT=1 then reuses that
+# build instead of copying and building again (the overlay must be the same).
 # Usage (repository root, on the device): tools/dev/ab.sh NAME SHAPES REPS [BENCH_ARGS...]
 #   e.g. tools/dev/ab.sh gemv tools/dev/shapes-gemv.txt 2 --weights-static
 set -u
@@ -28,6 +30,7 @@ overlay=tools/dev/pending/base
 [ -x build-device/mxfp4 ] || { echo "ab.sh: build-device/mxfp4 missing (run scripts/device-check.sh first)"; exit 2; }
 [ -f "$shapes" ] || { echo "ab.sh: no shapes file $shapes"; exit 2; }
 tree=/tmp/ab-tree
+if [ "${AB_PREBUILT:-0}" = 1 ] && [ -x "$tree/build/mxfp4" ]; then :; else
 rm -rf "$tree" && mkdir -p "$tree"
 tar cf - --exclude='./build*' . | tar xf - -C "$tree"
 while IFS= read -r f; do
@@ -37,6 +40,8 @@ done < <(cd "$overlay" && find . -type f)
 (cd "$tree" && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DMXFP4_CUDA=ON &&
    cmake --build build --target mxfp4_cli -j "$(nproc)") > "$o/ab-$name-build.log" 2>&1 ||
   { echo "ab.sh: base build failed ($o/ab-$name-build.log)"; tail -20 "$o/ab-$name-build.log"; exit 1; }
+fi
+[ "${AB_BUILD_ONLY:-0}" = 1 ] && exit 0
 failed=0
 for i in $(seq 1 "$reps"); do
   for v in new base; do
