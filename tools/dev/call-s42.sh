@@ -11,7 +11,7 @@ t0=$SECONDS
 OUT=$o/dc bash scripts/device-check.sh --no-tests --no-bench > "$o/logs/build.log" 2>&1 || { tail -40 "$o/logs/build.log"; exit 1; }
 echo "build $((SECONDS-t0)) s"
 for i in 0 1 2 3; do
-  GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout 300 stdbuf -oL build-device/mxfp4_tests \
+  GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout 330 stdbuf -oL build-device/mxfp4_tests \
     --gtest_filter='Gpu*' > "$o/logs/tests-$i.log" 2>&1 &
 done
 timeout 300 stdbuf -oL build-device/mxfp4_tests --gtest_filter='GpuGemm.SplitkWeightsStatic*' --gtest_repeat=10 \
