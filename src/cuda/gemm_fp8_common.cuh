@@ -52,19 +52,11 @@ struct Plan {
   static constexpr int kMetaWords = (kAAtoms + BN / 64) * kBlockWords;
   static constexpr int kBudget = 224 * 1024;
   static constexpr int kStages = std::min(kMaxStages, (kBudget - 1024) / (kTileBytes + kMetaWords * 4 + 16));
-  /// The ring, per stage its metadata and two mbarriers, then split-K's receive mbarrier.
-  static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kMetaWords * 4 + 16) + 16;
+  static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kMetaWords * 4 + 16);
   static constexpr int kThreads = 128 * (kCons + 1);
-  static constexpr int kRedPitch = BN + 4;  ///< floats per row of split-K's receive slots (in the drained ring)
-  /// Split-K's receive slots: split - 1 slots of ceil(BM / split) rows (fp8_splitk_push).
-  static constexpr int recv_floats(int split) { return (split - 1) * ((BM + split - 1) / split) * kRedPitch; }
-  static constexpr bool recv_fits() {
-    for (int s = 2; s <= 8; ++s)
-      if (recv_floats(s) * 4 > kStages * kTileBytes) return false;
-    return true;
-  }
+  static constexpr int kRedPitch = BN + 4;  ///< floats per row of the split-K partial tile (reuses the ring)
   static_assert(kBytes <= 227 * 1024, "FP8 GEMM exceeds the opt-in shared memory of sm_90");
-  static_assert(recv_fits(), "split-K receive slots exceed the stage ring at some split_k in 2..8");
+  static_assert(BM * kRedPitch * 4 <= kStages * kTileBytes, "split-K partial tile exceeds the stage ring");
 };
 
 /// Tile (mt, nt) of linear tile index `id`, grouped by kGroupM M tiles so that a wave of
@@ -120,69 +112,52 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&x)[4], int lane) {
   }
 }
 
-/// Split-K reduction of one tile by push (p.split CTAs of a cluster, rank `krank`; called by
-/// every consumer thread with its accumulators, once its K loop is over). Rank k owns the
-/// tile's rows [k * BM / split, (k + 1) * BM / split) (any split: 6 ranks own 21 or 22 rows).
-/// A lane pair first trades halves so that each lane holds 4 adjacent columns of one row
-/// (even lanes row0, odd lanes row0 + 8; `acc` is rearranged in place). After a relaxed cluster
-/// barrier (every rank's K loop is over, so its drained ring, where `recv` lies, is free), a
-/// lane whose row another rank owns sends it there by st.async (16 bytes each, slot = the
-/// sender's rank without the owner's, counted on the owner's `recv_bar`, which expects
-/// (split - 1) * own rows * BN * 4 bytes). An owner waits for those and sums ranks 0..split-1
-/// in rank order, its own values from registers (deterministic: the bits do not depend on
-/// timing; the former pull's bits), then stores C. No release fence: the pull this replaces
-/// began with a releasing cluster barrier, a GPU-scope fence (MEMBAR.ALL.GPU) that cost ~0.44
-/// us per call at 128x2112x7168 (docs/perf-notes.md, session 41). The init of `recv_bar`
-/// reaches the other ranks by fence_mbarrier_init and this barrier, the receiver's ring is
-/// written only after its reads completed: the relaxed-barrier patterns of path splitk's bulk
-/// copy (splitk_reduce.cuh). Every rank waits for every byte sent to it, so none needs a
-/// closing barrier; threads without a tile (the producer warpgroup) pass the barrier alone.
+/// Split-K reduction of one tile through distributed shared memory (p.split CTAs of a cluster,
+/// each holding its fp32 partial BM x BN tile in its drained stage ring `tiles`, pitch
+/// Plan::kRedPitch floats). Rank `krank` stores rows [krank * BM / split, (krank + 1) * BM /
+/// split) of the tile (any split: 6 ranks take 21 or 22 rows), summing the partials of ranks
+/// 0..split-1 in that order (deterministic: the bits do not depend on timing). Every thread of
+/// every CTA of the cluster calls this (two cluster barriers); `stores` is false for the
+/// threads that store nothing (the producer warpgroup, a CTA without a tile); the Plan's kCons
+/// consumer warpgroups share the rows. `id`: the tile, in raster order.
 template <int BM, int BN, int WN>
-__device__ __forceinline__ void fp8_splitk_push(const Fp8Params& p, float* recv, uint64_t* recv_bar, int krank,
-                                                float (&acc)[WN / 2], int row0, int col0, int mt, int nt, int lane) {
+__device__ __forceinline__ void fp8_splitk_reduce(const Fp8Params& p, const uint8_t* tiles, uint32_t krank, bool stores,
+                                                  int id) {
   using P = Plan<BM, BN, WN>;
-  const bool odd = lane & 1;
+  constexpr int kCons = P::kCons;
+  __syncwarp();
+  cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
+  if (stores) {
+    int mt, nt;
+    raster(id, p.m_tiles, p.n_tiles, mt, nt);
+    const float* red = reinterpret_cast<const float*>(tiles);
+    const int first_row = P::kBM * int(krank) / p.split, rows = P::kBM * (int(krank) + 1) / p.split - first_row;
+    const int quads = rows * (BN / 4);
+    for (int q = int(threadIdx.x); q < quads; q += kCons * 128) {
+      const int ml = first_row + q / (BN / 4), nl = 4 * (q % (BN / 4));
+      const int64_t m = int64_t(mt) * P::kBM + ml, n = int64_t(nt) * BN + nl;
+      if (m >= p.M) continue;  // no remote load may still be in flight at the closing barrier
+      // The ranks' quads kBatch at a time, every load of a batch issued before the first add
+      // (one distributed-shared-memory round trip per batch instead of one per rank), summed
+      // in rank order from rank 0's quad (the bits of a one-load-at-a-time sum). kBatch is
+      // the most that compiles without spills (ptxas -v): 4 spill in the 128 x 128 kernels,
+      // 3 in the 20-warp one (four consumer warpgroups).
+      constexpr int kBatch = kCons >= 4 ? 2 : 3;
+      const float* src = red + ml * P::kRedPitch + nl;
+      float4 v[kBatch], sum;
+      for (int r0 = 0; r0 < p.split; r0 += kBatch) {
 #pragma unroll
-  for (int jn = 0; jn < WN / 8; ++jn) {
-    // Even lanes keep row0's pair and take the partner's (2 columns on); odd lanes keep row0 +
-    // 8's pair and take the partner's (2 columns before).
-    const float s0 = odd ? acc[4 * jn] : acc[4 * jn + 2], s1 = odd ? acc[4 * jn + 1] : acc[4 * jn + 3];
-    const float g0 = __shfl_xor_sync(0xFFFFFFFFu, s0, 1), g1 = __shfl_xor_sync(0xFFFFFFFFu, s1, 1);
-    if (odd) {
-      acc[4 * jn] = g0, acc[4 * jn + 1] = g1;
-    } else {
-      acc[4 * jn + 2] = g0, acc[4 * jn + 3] = g1;
+        for (int i = 0; i < kBatch; ++i)
+          if (r0 + i < p.split) v[i] = ld_shared_cluster_f4(src, uint32_t(r0 + i));
+        if (r0 == 0) sum = v[0];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i)
+          if (r0 + i < p.split && r0 + i > 0) sum.x += v[i].x, sum.y += v[i].y, sum.z += v[i].z, sum.w += v[i].w;
+      }
+      store_pair(p, m, n, sum.x, sum.y), store_pair(p, m, n + 2, sum.z, sum.w);
     }
   }
-  const int row = row0 + (odd ? 8 : 0), col = col0 + 4 * ((lane % 4) >> 1);  // + 8 jn
-  const int split = p.split, rows_max = (BM + split - 1) / split;
-  const int owner = ((row + 1) * split - 1) / BM;  // the k with k * BM / split <= row < (k + 1) * BM / split
-  cluster_sync_relaxed();
-  if (owner != krank) {
-    const int slot = krank < owner ? krank : krank - 1;
-    float* dst = recv + (slot * rows_max + row - BM * owner / split) * P::kRedPitch + col;
-#pragma unroll
-    for (int jn = 0; jn < WN / 8; ++jn)
-      st_async_cluster_f4(dst + 8 * jn, recv_bar, uint32_t(owner),
-                          make_float4(acc[4 * jn], acc[4 * jn + 1], acc[4 * jn + 2], acc[4 * jn + 3]));
-    return;
-  }
-  mbarrier_wait(recv_bar, 0u);  // before any return: no rank may leave while bytes are on their way to it
-  const int64_t m = int64_t(mt) * BM + row;
-  if (m >= p.M) return;
-  const float* src = recv + (row - BM * krank / split) * P::kRedPitch + col;
-#pragma unroll
-  for (int jn = 0; jn < WN / 8; ++jn) {
-    float4 sum = make_float4(acc[4 * jn], acc[4 * jn + 1], acc[4 * jn + 2], acc[4 * jn + 3]);
-    if (krank > 0) sum = *reinterpret_cast<const float4*>(src + 8 * jn);  // rank 0's slot is slot 0
-    for (int r = 1; r < split; ++r) {
-      const float4 v = r == krank ? make_float4(acc[4 * jn], acc[4 * jn + 1], acc[4 * jn + 2], acc[4 * jn + 3])
-                                  : *reinterpret_cast<const float4*>(src + ((r < krank ? r : r - 1) * rows_max) * P::kRedPitch + 8 * jn);
-      sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-    }
-    const int64_t n = int64_t(nt) * BN + col + 8 * jn;
-    store_pair(p, m, n, sum.x, sum.y), store_pair(p, m, n + 2, sum.z, sum.w);
-  }
+  cluster_sync_relaxed();  // keep shared memory alive until every rank has read it
 }
 
 }  // namespace

@@ -163,10 +163,10 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
 /// compute vertically adjacent tiles of one N tile and each bulk-copies half of the shared B
 /// tile to both (multicast), halving B's L2 traffic; a stage is refilled only after the
 /// consumers of both CTAs released it. Split-K (p.split > 1, not PAIR; one tile per cluster, not
-/// persistent): the `split` CTAs of a cluster take contiguous shares of the tile's slices; each
-/// CTA owns 1/split of the tile's rows, receives the other ranks' fp32 partials of them into
-/// its drained stage ring by st.async and sums them in rank order 0..split-1 (deterministic;
-/// fp8_splitk_push).
+/// persistent): the `split` CTAs of a cluster take contiguous shares of the tile's slices, store
+/// their fp32 partial tiles in their own (drained) stage ring and sum them through distributed
+/// shared memory in rank order 0..split-1 (deterministic), each CTA storing 1/split of the
+/// tile's rows.
 template <int BM, int BN, int WN, bool PAIR>
 __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel(const Fp8Params p) {
   using P = Plan<BM, BN, WN>;
@@ -177,22 +177,13 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   uint32_t* metas = reinterpret_cast<uint32_t*>(tiles + P::kStages * P::kTileBytes);  // per stage: kMetaWords
   uint64_t* full = reinterpret_cast<uint64_t*>(metas + P::kStages * P::kMetaWords);
   uint64_t* empty = full + P::kStages;
-  uint64_t* recv_bar = empty + P::kStages;  // split-K: the other ranks' shares of my rows (fp8_splitk_push)
 
   const int wg = int(threadIdx.x) / 128;
   const uint32_t rank = PAIR ? cluster_rank() : 0;
-  // Split-K: this CTA's rank in the cluster takes slices [j0, j1) of its tile.
-  const bool split = !PAIR && BM != 192 && p.split > 1;  // 192 x 128 runs unsplit (gemm_config_problem)
-  const uint32_t krank = split ? cluster_rank() : 0;
   if (threadIdx.x == 0) {
     for (int s = 0; s < P::kStages; ++s) {
       mbarrier_init(&full[s], kProducerThreads);  // one arrival (with its part's bytes) per producer thread
       mbarrier_init(&empty[s], kCtas * kCons * 128);  // one arrival per consumer thread of the cluster
-    }
-    if (split) {
-      const int own_rows = BM * (int(krank) + 1) / p.split - BM * int(krank) / p.split;
-      mbarrier_init(recv_bar, 1);
-      mbarrier_arrive_expect_tx(recv_bar, uint32_t((p.split - 1) * own_rows * BN * 4));
     }
     fence_mbarrier_init();
   }
@@ -204,6 +195,9 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   } else {
     __syncthreads();
   }
+  // Split-K: this CTA's rank in the cluster takes slices [j0, j1) of its tile.
+  const bool split = !PAIR && p.split > 1;
+  const uint32_t krank = split ? cluster_rank() : 0;
   const int j0 = int(int64_t(p.slices) * krank / p.split), j1 = int(int64_t(p.slices) * (krank + 1) / p.split);
   const int ctas = PAIR ? 2 : p.split;  // CTAs per cluster
   const int clusters = int(gridDim.x) / ctas, first = int(blockIdx.x) / ctas;
@@ -222,7 +216,6 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
                 kProducerRegs = WN == 128 ? (kCons == 3 ? 56 : 40) : 32;
   static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
                 "register rebalance exceeds the CTA's pool");
-  bool pushed = false;  // split-K: this thread has passed fp8_splitk_push's cluster barrier
   if (wg == kCons) {  // producer warpgroup: lane 0 of each warp issues one part of every stage
     if constexpr (kRebalance) setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x % 32 == 0 && !kExpMmaOnly) {
@@ -416,9 +409,21 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       wgmma_wait<0>();
 
       // Epilogue: straight from the accumulators to C (bf16 rounded to nearest even, or fp32),
-      // or, split-K, through the owner rank of each row.
+      // or, split-K, into this CTA's partial tile in shared memory.
       const int64_t m_base = (int64_t(mt) * kCtas + rank) * P::kBM + row0;
-      if (split) break;  // one tile per cluster: reduced below, after the loop (fewer live registers)
+      if (split) {
+        // Every consumer warpgroup is past its last read of the ring (named barrier 1).
+        __syncwarp();
+        asm volatile("bar.sync 1, %0;" ::"r"(kCons * 128) : "memory");
+        float* red = reinterpret_cast<float*>(tiles);
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+          for (int jn = 0; jn < WN / 8; ++jn)
+            *reinterpret_cast<float2*>(red + (row0 + 8 * i) * P::kRedPitch + wb * WN + 8 * jn + 2 * (lane % 4)) =
+                make_float2(acc[4 * jn + 2 * i], acc[4 * jn + 2 * i + 1]);
+        continue;
+      }
       const int64_t n_base = int64_t(nt) * BN + wb * WN + 2 * (lane % 4);
       bool nan = false;
 #pragma unroll
@@ -452,21 +457,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         for (int jn = 0; jn < WN / 8; ++jn) store_pair(p, m, n_base + 8 * jn, acc[4 * jn + 2 * i], acc[4 * jn + 2 * i + 1]);
       }
     }
-    if (split && first < tiles_total) {
-      int mt, nt;
-      raster(first, p.m_tiles, p.n_tiles, mt, nt);
-      __syncwarp();  // the cluster barrier is .aligned
-      fp8_splitk_push<BM, BN, WN>(p, reinterpret_cast<float*>(tiles), recv_bar, int(krank), acc, row0, wb * WN, mt, nt,
-                                  lane);
-      pushed = true;
-    }
   }
-  // Split-K: the producer warpgroup (and any thread without a tile) passes the reduction's
-  // cluster barrier here.
-  if (split && !pushed) {
-    __syncwarp();
-    cluster_sync_relaxed();
-  }
+  if (split) fp8_splitk_reduce<BM, BN, WN>(p, tiles, krank, wg < kCons && first < tiles_total, first);
   // PAIR: no CTA leaves while its peer may still multicast into it or arrive on its barriers
   // (release: the remote arrivals above are ordered before the barrier).
   if constexpr (PAIR) {

@@ -114,8 +114,8 @@ TEST(GpuSanitize, Fp8ChainsOverSeveralChunks) {
     for (int64_t k = 10 * 128; k < 10 * 128 + 32; ++k) a[size_t(r * K + k)] = fmt::f32_to_bf16(fmt::bf16_to_f32(a[size_t(r * K + k)]) * 256.f);
   const HostMx aq = quantize_bf16(a, M, K);
   const auto da = strided_upload(a, M, K, K);
-  // Split 3 and 5: the tile's 128 rows owned unevenly (42/43/43, 25/26/25/26/26), so the
-  // st.async receive slots of fp8_splitk_push are filled to different row counts.
+  // Split 3 and 5: the reduction's 128 rows shared unevenly (42/43/43, 25/26/25/26/26); the
+  // 20-warp kernel at split 5 loads 2 ranks per batch (three batches), the others 3.
   for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(64, 64), fp8_cfg(128, 64, false, 2), fp8_cfg(128, 64, false, 3),
                                 fp8_cfg(128, 128, false, 5), fp8_cfg(128, 128, true, 5)}) {
     const ContractReport rep = gemm_within_contract(*da, M, K, K, pw, N, &cfg, aq, b);
