@@ -106,7 +106,7 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t 
 
 /// The 16 bytes at `local`'s offset in the shared memory of cluster CTA `rank` (PTX "mapa",
 /// "ld.shared::cluster"; the caller orders the read after the owner's writes, e.g. with
-/// cluster_sync_acq_rel).
+/// cluster_sync_shared).
 __device__ __forceinline__ float4 ld_shared_cluster_f4(const float* local, uint32_t rank) {
   uint32_t remote;
   float4 v;
@@ -123,6 +123,23 @@ __device__ __forceinline__ float4 ld_shared_cluster_f4(const float* local, uint3
 /// .acquire; the compiler may emit stronger fences).
 __device__ __forceinline__ void cluster_sync_acq_rel() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+/// Cluster barrier that orders this thread's prior shared::cta accesses (its own CTA's shared
+/// memory) before the other CTAs' later shared::cluster accesses after the barrier, e.g. a
+/// partial tile written locally and then read remotely. PTX ISA 8.6 "membar / fence":
+/// fence.release.sync_restrict::shared::cta.cluster, whose effect applies only to operations
+/// on shared::cta objects, then a relaxed arrival (a release pattern with the fence); the wait
+/// acquires, then fence.acquire.sync_restrict::shared::cluster.cluster. It compiles to
+/// MEMBAR.ALL.CTA where cluster_sync_acq_rel's releasing arrival compiles to MEMBAR.ALL.GPU,
+/// which waits for the thread's global memory traffic too (~0.5 us per call on path splitk's
+/// pull, docs/perf-notes.md, session 41). Global writes before it are not released.
+__device__ __forceinline__ void cluster_sync_shared() {
+  asm volatile(
+      "fence.release.sync_restrict::shared::cta.cluster;\n"
+      "barrier.cluster.arrive.relaxed.aligned;\n"
+      "barrier.cluster.wait.aligned;\n"
+      "fence.acquire.sync_restrict::shared::cluster.cluster;" ::: "memory");
 }
 
 /// Cluster barrier with no memory ordering: for "every CTA is done reading my shared memory"

@@ -126,7 +126,7 @@ __device__ __forceinline__ void fp8_splitk_reduce(const Fp8Params& p, const uint
   using P = Plan<BM, BN, WN>;
   constexpr int kCons = P::kCons;
   __syncwarp();
-  cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
+  cluster_sync_shared();  // every rank's partial tile is in its shared memory
   if (stores) {
     int mt, nt;
     raster(id, p.m_tiles, p.n_tiles, mt, nt);

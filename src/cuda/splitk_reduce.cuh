@@ -143,7 +143,7 @@ template <int kThreads, int kQuads, int kP, class Store>
 __device__ __forceinline__ void splitk_reduce_pull(const float* red, int quads, int rank, int split, Store& store4) {
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
-  cluster_sync_acq_rel();  // every rank's partial tile is in its shared memory
+  cluster_sync_shared();  // every rank's partial tile is in its shared memory
   const float* src[8];
 #pragma unroll
   for (int r = 0; r < 8; ++r) src[r] = cluster.map_shared_rank(red, r < split ? r : 0);
