@@ -16,9 +16,9 @@ namespace {
 /// Through the workspace (no cluster): every rank stores its partial tile ([rows][kQuads * 4]
 /// fp32 at tile_partials + rank * kTileFloats) and counts itself on the tile's counter; the last
 /// to arrive sums all ranks' partials in rank order (its own from shared memory: the same
-/// values) and stores C. The fences make each rank's stores visible GPU-wide before its
-/// arrival, and the last rank's loads (L2, .cg) see them all. The counter must be 0 on entry;
-/// the last rank resets it.
+/// values) and stores C. The count is an acq_rel atomic at GPU scope: it releases the rank's
+/// stores before its arrival, and the last rank acquires them all before its loads (L2, .cg).
+/// The counter must be 0 on entry; the last rank resets it.
 template <int kThreads, int kQuads, int kP, int kTileFloats, class Store>
 __device__ __forceinline__ void splitk_reduce_workspace(const float* red, int quads, int rank, int split,
                                                         float* tile_partials, int* counter, Store& store4) {
@@ -29,20 +29,21 @@ __device__ __forceinline__ void splitk_reduce_workspace(const float* red, int qu
     *reinterpret_cast<float4*>(tile_partials + rank * kTileFloats + m * kBlockN + nl) =
         *reinterpret_cast<const float4*>(red + m * kP + nl);
   }
-  // One GPU-scope fence per CTA, not per thread (a MEMBAR.GPU per thread cost 1-3 us in
+  // One GPU-scope release per CTA, not per thread (a MEMBAR.GPU per thread cost 1-3 us in
   // session 9's first try): the barrier orders every thread's stores before thread 0's
-  // fence, whose cumulativity publishes them with its arrival; the last rank's thread 0
-  // fences after it has seen every arrival, and the barrier passes that on to its readers.
+  // atomic, whose release is cumulative; the last rank's thread 0 acquires with the same
+  // atomic, and the barrier passes that on to its readers. One acq_rel atomic compiles to
+  // MEMBAR.ALL.GPU before the ATOMG, where __threadfence() is fence.sc.gpu (MEMBAR.SC.GPU),
+  // and the last rank needed a second one after its atomic.
   __syncthreads();
   if (threadIdx.x == 0) {
-    __threadfence();
-    last_rank = atomicAdd(counter, 1) == split - 1;
-    // Every rank has counted itself: reset for the next call (quantize_fragments zeroes the
-    // counters too, for a fresh or caller-provided workspace).
-    if (last_rank) {
-      *counter = 0;
-      __threadfence();
-    }
+    int prev;
+    asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], 1;" : "=r"(prev) : "l"(counter) : "memory");
+    last_rank = prev == split - 1;
+    // Every rank has counted itself: reset for the next call, which reads the counter only
+    // after its wait for this grid's completion (quantize_fragments zeroes the counters too,
+    // for a fresh or caller-provided workspace).
+    if (last_rank) *counter = 0;
   }
   __syncthreads();
   if (!last_rank) return;
