@@ -263,6 +263,11 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
       // split_for doubles from 1 and caps at a non-power of two only for chunks < 8, where this
       // loop ends at 1.
       while (M > 16 && cfg.split_k > 1 && 4 * int64_t(cfg.split_k) > chunks) cfg.split_k /= 2;
+      // M > 16 with <= 8 K chunks (split <= 2 here): split 2 only while its CTAs fit one per SM.
+      // Session 42 tune on an H100 (tune-splitk-k512-call3-session42-h100.log): 64x7168x512
+      // (112 tiles) split 1 5.77 us against split 2 6.72; 64x2880x512 (45) split 2 best, 5.35;
+      // 32x4096x512 (64, 128 CTAs) split 1 4.85 against 5.00, kept at 2 (session 29's H200 tune).
+      if (M > 16 && chunks <= 8 && n_tiles * cfg.split_k > sms) cfg.split_k = 1;
       const int64_t chunks_per_cta = ceil_div(chunks, cfg.split_k);
       const int slabs = cfg.block_n / 16;
       const int64_t two_per_slab = M > 16 ? 4 : 8;  // K chunks per CTA for 2 warps per slab

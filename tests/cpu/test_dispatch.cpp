@@ -534,6 +534,25 @@ TEST(Dispatch, SmallMWarpsPerSlabKeepTheGridInOneWave) {
   }
 }
 
+// M > 16 with K <= 512 (8 K chunks): split 2 only while its CTAs fit one per SM (session 42's
+// H100 tune: 64x7168x512 split 1 5.77 us against split 2 6.72), so the edge sits at 2 x tiles
+// = SMs: N = 4224 (66 tiles) splits on 132 SMs, N = 4288 (67) does not; 64x2880x512 keeps 2.
+TEST(Dispatch, SmallMShortKSplitsOnlyWithinOneWave) {
+  const DeviceInfo dev = h200();
+  for (int64_t M : {17, 32, 64}) {
+    EXPECT_EQ(config_without_fp8(M, 2880, 512, dev).split_k, 2) << M;
+    EXPECT_EQ(config_without_fp8(M, 4224, 512, dev).split_k, 2) << M;
+    EXPECT_EQ(config_without_fp8(M, 4288, 512, dev).split_k, 1) << M;
+    EXPECT_EQ(config_without_fp8(M, 7168, 512, dev).split_k, 1) << M;
+    EXPECT_EQ(config_without_fp8(M, 7168, 448, dev).split_k, 1) << M;
+    // Longer K keeps its split: 9 chunks (K = 576) still split 2 over 112 tiles.
+    EXPECT_EQ(config_without_fp8(M, 7168, 576, dev).split_k, 2) << M;
+  }
+  EXPECT_EQ(describe(choose_gemm_config(64, 7168, 512, dev)), "path=splitk block_n=64 block_m=64 split_k=1 warps=8");
+  // M <= 16 keeps its own target (two CTAs per SM) and splits.
+  EXPECT_GT(config_without_fp8(16, 7168, 512, dev).split_k, 1);
+}
+
 TEST(Dispatch, EveryChoiceIsValidForItsShape) {
   const DeviceInfo dev = h200();
   for (int64_t M : {1, 3, 8, 9, 17, 64, 65, 1000})
