@@ -177,6 +177,18 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
+/// The two halves of "my shared memory's earlier generic accesses happen before the other
+/// cluster CTAs' later async-proxy writes into it" (PTX ISA 8.6, fence.proxy.async::generic
+/// with .sync_restrict), around a relaxed cluster barrier: every accessing thread releases
+/// before its arrival, the writer acquires after its wait, then issues its bulk copies. Each
+/// compiles to MEMBAR.ALL.CTA and FENCE.VIEW.ASYNC.S (no GPU-scope fence).
+__device__ __forceinline__ void fence_async_release_cta_shared() {
+  asm volatile("fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void fence_async_acquire_cluster_shared() {
+  asm volatile("fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;" ::: "memory");
+}
+
 /// Bulk copy (TMA engine) of `bytes` (a multiple of 16; both addresses 16-byte aligned) from
 /// this CTA's shared memory at `src` to `dst`'s offset in the shared memory of cluster CTA
 /// `rank`, counted as transaction bytes on that CTA's mbarrier at `bar`'s offset (PTX

@@ -113,20 +113,23 @@ __device__ __forceinline__ void splitk_reduce_push(const float* red, float* recv
 /// my rank, rpr rows) with one bulk copy, counted on its `recv_bar` (which expects
 /// (split - 1) * own_rows * kP * 4 bytes); each rank waits for its rows and sums all ranks in
 /// rank order (the pull's bits). The data moves through the async proxy with its mbarrier, so
-/// neither cluster barrier needs release semantics: the pull's first barrier compiles to a
-/// GPU-scope fence, which cost ~0.5 us per call (docs/perf-notes.md, session 41). The closing
-/// barrier keeps every rank resident until its copies have been received. The write into the
-/// receiver's ring after its K loop read it (and its own copies filled it) rests on the relaxed
-/// barrier after those reads completed (their values were used), as the pull's closing barrier
-/// and path fp8's stage releases do; PTX's strict form would add fence.release / fence.acquire
-/// with sync_restrict around the barrier (not measured).
+/// neither cluster barrier needs release semantics at GPU scope: the pull's first barrier
+/// compiled to a GPU-scope fence, which cost ~0.5 us per call (docs/perf-notes.md, session 41).
+/// The closing barrier keeps every rank resident until its copies have been received. The
+/// copies write into the receiver's ring after its K loop accessed it: every thread releases
+/// its ring accesses to the async proxy before the barrier and the copying thread acquires
+/// after it (fence_async_release_cta_shared / fence_async_acquire_cluster_shared, PTX's
+/// sync_restrict form; the init of recv_bar is published by fence_mbarrier_init and the same
+/// relaxed arrival, PTX's documented pattern).
 template <int kThreads, int kQuads, int kP, class Store>
 __device__ __forceinline__ void splitk_reduce_copy(const float* red, float* recv, uint64_t* recv_bar, int rows,
                                                    int rpr, int own_rows, int rank, int split, Store& store4) {
-  fence_proxy_async_shared();  // my partial tile's stores, for the bulk copies below
+  fence_proxy_async_shared();        // my partial tile's stores, for my bulk copies below
+  fence_async_release_cta_shared();  // my ring's accesses, before the other ranks' copies into it
   __syncthreads();
   cluster_sync_relaxed();
   if (threadIdx.x == 0) {
+    fence_async_acquire_cluster_shared();
     for (int r = 0; r < split; ++r) {
       const int first = r * rpr, n = min(rows, first + rpr) - first;
       if (r != rank && n > 0)
