@@ -45,12 +45,9 @@ struct FusedArgs {
 /// and lost 0.1-0.6 us at split 2 (32x4096x512 5.61 -> 6.19); with the push code compiled in,
 /// the wgmma kernels' (N8 >= 4, mostly split 2) pull calls ran 0.06-0.15 us slower, so they
 /// do not carry it (docs/perf-notes.md).
-#ifndef MXFP4_EXP_NO_PUSH
-#define MXFP4_EXP_NO_PUSH 1  // session 42 experiment: the bulk copy (or pull) instead of push
-#endif
 template <int N8, bool WS>
 __host__ __device__ constexpr bool push_reduce(int split) {
-  return MXFP4_EXP_NO_PUSH ? false : N8 <= 2 && !WS && split >= 4;
+  return N8 <= 2 && !WS && split >= 4;
 }
 
 /// Shared-memory layout for a CTA of SLABS slabs and N8 token tiles: mbarriers, a ring of
