@@ -7,7 +7,7 @@
 # $OUT (or ./device-out); all sanitizer output goes to the one file $OUT/sanitizers.log. The
 # summary is printed last.
 # Usage: scripts/device-check.sh [--no-tests] [--no-bench] [--filter GTEST_FILTER]
-#          [--test-timeout SECONDS] [--sanitizer | --sanitizers memcheck,racecheck,initcheck,synccheck | --sanitizers all]
+#          [--test-timeout SECONDS] [--shards N] [--sanitizer | --sanitizers memcheck,racecheck,initcheck,synccheck | --sanitizers all]
 #          [--sanitizer-filter GTEST_FILTER] [--sanitizer-timeout SECONDS] [--bench-args "ARGS"]
 #          [--tune SHAPES_FILE] [--tune-paths LIST] [--tune-timeout S] [--timeline CASES_FILE] [--jobs N]
 #   --bench-args        arguments for `mxfp4 bench` instead of the plain workload bench (which then
@@ -16,6 +16,9 @@
 #                       hang in untested code does not use up the device call
 #   --filter            gtest filter for the test step (default: all of ctest; one process, 480 s at
 #                       most: --filter 'Gpu*' takes ~280 s on an H200); not the sanitizers
+#   --shards N          with --filter: N gtest processes at once (GTEST_TOTAL_SHARDS; the CPU oracle
+#                       is most of the time: 'Gpu*' took ~400 s in one process on an H100, 186 s in
+#                       4; GpuGemm.WorkloadShapesEveryPathWithinContract alone takes ~230 s)
 #   --sanitizer         memcheck only (same as --sanitizers memcheck)
 #   --sanitizers LIST   each tool once over its default filter: memcheck over one small case per
 #                       kernel path plus the canary/alignment tests, the others over GpuSanitize.*
@@ -35,11 +38,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 out=${OUT:-$root/device-out}
 mkdir -p "$out"
-tests=1 test_timeout=480 bench=1 sanitizers='' san_filter='' san_timeout=240 filter='' bench_args='' tune='' tune_paths='' tune_timeout=240 timeline='' jobs=$(nproc)
+tests=1 test_timeout=480 shards=1 bench=1 sanitizers='' san_filter='' san_timeout=240 filter='' bench_args='' tune='' tune_paths='' tune_timeout=240 timeline='' jobs=$(nproc)
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-tests) tests=0 ;;
     --test-timeout) test_timeout=$2; shift ;;
+    --shards) shards=$2; shift ;;
     --no-bench) bench=0 ;;
     --sanitizer) sanitizers=memcheck ;;
     --sanitizers) sanitizers=$2; shift ;;
@@ -52,7 +56,7 @@ while [ $# -gt 0 ]; do
     --tune-timeout) tune_timeout=$2; shift ;;
     --timeline) timeline=$2; shift ;;
     --jobs) jobs=$2; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "device-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -87,7 +91,22 @@ step build cmake --build build-device -j "$jobs" || finish
 
 if [ $tests = 1 ]; then
   if [ -n "$filter" ]; then
-    step tests timeout "$test_timeout" build-device/mxfp4_tests --gtest_filter="$filter" --gtest_brief=1
+    if [ "$shards" -gt 1 ]; then
+      # Each shard's output to its own file (the step's log gets them in order afterwards).
+      run_shards() {
+        local i rc=0
+        for i in $(seq 0 $((shards - 1))); do
+          GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "$test_timeout" \
+            build-device/mxfp4_tests --gtest_filter="$filter" --gtest_brief=1 > "$out/tests-shard$i.log" 2>&1 &
+        done
+        for i in $(seq 0 $((shards - 1))); do wait -n || rc=1; done
+        cat "$out"/tests-shard*.log && rm -f "$out"/tests-shard*.log
+        return $rc
+      }
+      step tests run_shards
+    else
+      step tests timeout "$test_timeout" build-device/mxfp4_tests --gtest_filter="$filter" --gtest_brief=1
+    fi
   else
     exclude=()
     # The CLI's pytest suite needs numpy + pytest; leave it out (and say so) where they are missing.
