@@ -97,6 +97,9 @@ BenchResult bench_gemm(const uint16_t* A_host, int64_t M, int64_t K, const MxMat
   check(cudaMemcpy(dA.ptr, A_host, size_t(M * K * 2), cudaMemcpyHostToDevice), "cudaMemcpy(A)");
   check(cudaMemcpy(dBc.ptr, B_host.codes, size_t(N * K / 2), cudaMemcpyHostToDevice), "cudaMemcpy(B codes)");
   check(cudaMemcpy(dBs.ptr, B_host.scales, size_t(N * K / 32), cudaMemcpyHostToDevice), "cudaMemcpy(B scales)");
+  // A pageable cudaMemcpy may return before its DMA (legacy stream) has landed, and `stream`
+  // does not wait for the legacy stream: wait here, before prepack and the GEMMs read them.
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize(uploads)");
   const MxMatrix dB{dBc.as<uint8_t>(), dBs.as<uint8_t>(), N, K, CodeLayout::plain, ScaleLayout::plain};
 
   // Ours: prepacked weight copies, each with its FP8 image when the path reads one.
@@ -167,6 +170,7 @@ BenchResult bench_gemm(const uint16_t* A_host, int64_t M, int64_t K, const MxMat
     check_launch("bf16_to_e4m3_kernel");
     const float one_h = 1.f;
     check(cudaMemcpy(one.ptr, &one_h, sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy(scale)");
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize(scale)");  // as the uploads above
 
     cublasLtHandle_t lt;
     check_cublas(cublasLtCreate(&lt), "cublasLtCreate");

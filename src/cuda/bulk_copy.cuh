@@ -180,8 +180,9 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 /// The two halves of "my shared memory's earlier generic accesses happen before the other
 /// cluster CTAs' later async-proxy writes into it" (PTX ISA 8.6, fence.proxy.async::generic
 /// with .sync_restrict), around a relaxed cluster barrier: every accessing thread releases
-/// before its arrival, the writer acquires after its wait, then issues its bulk copies. Each
-/// compiles to MEMBAR.ALL.CTA and FENCE.VIEW.ASYNC.S (no GPU-scope fence).
+/// before its arrival, the writer acquires after its wait, then issues its bulk copies. The
+/// release compiles to MEMBAR.ALL.CTA and FENCE.VIEW.ASYNC.S, the acquire to nothing on
+/// sm_90a (no GPU-scope fence).
 __device__ __forceinline__ void fence_async_release_cta_shared() {
   asm volatile("fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster;" ::: "memory");
 }

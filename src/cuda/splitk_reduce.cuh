@@ -38,7 +38,10 @@ __device__ __forceinline__ void splitk_reduce_workspace(const float* red, int qu
   __syncthreads();
   if (threadIdx.x == 0) {
     int prev;
-    asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], 1;" : "=r"(prev) : "l"(counter) : "memory");
+    asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], 1;"
+                 : "=r"(prev)
+                 : "l"(__cvta_generic_to_global(counter))
+                 : "memory");
     last_rank = prev == split - 1;
     // Every rank has counted itself: reset for the next call, which reads the counter only
     // after its wait for this grid's completion (quantize_fragments zeroes the counters too,

@@ -192,7 +192,8 @@ void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
 ///     two 4-slab CTAs per SM (one 8-slab CTA) for M <= 16, half that for M > 16 (the cluster
 ///     reduction of a 32- or 64-token tile costs more than the extra CTAs gain); 2 (or, with
 ///     4 slabs, 4) warps per slab when each CTA still has >= 8 (>= 16) K chunks (M > 16: split
-///     halved until each rank has >= 4 K chunks, 2 warps per slab from 4 chunks, 4 only while
+///     halved until each rank has >= 4 K chunks (and with <= 8 K chunks split 2 only while its
+///     CTAs fit one per SM), 2 warps per slab from 4 chunks, 4 only while
 ///     the grid stays within 3/4 of the SMs), halved while the grid's warps exceed 16 per SM
 ///     (launch bounds cap a thread at 128 registers, so 16 warps per SM always fit: more would
 ///     run a second, mostly idle wave); but for M > 16 split 2 with 16 warps where its pairs

@@ -33,7 +33,7 @@ class DeviceBuf {
   DeviceBuf(size_t bytes, NoInit) : bytes_(bytes) { cuda_ok(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc"); }
   template <typename T>
   explicit DeviceBuf(const std::vector<T>& host) : DeviceBuf(host.size() * sizeof(T)) {
-    cuda_ok(cudaMemcpy(ptr_, host.data(), bytes_, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+    upload(0, host.data(), bytes_);
   }
   ~DeviceBuf() { cudaFree(ptr_); }
   DeviceBuf(const DeviceBuf&) = delete;
@@ -56,9 +56,12 @@ class DeviceBuf {
     cuda_ok(cudaMemcpy(out.data(), ptr_, out.size() * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
     return out;
   }
-  /// Copies `n` host bytes to byte offset `off`.
+  /// Copies `n` host bytes to byte offset `off` and waits for them to land: a cudaMemcpy from
+  /// pageable memory may return once the bytes are staged, before the DMA on the legacy stream
+  /// has written them, and a non-blocking stream does not wait for it (as fill()).
   void upload(size_t off, const void* host, size_t n) const {
     cuda_ok(cudaMemcpy(static_cast<uint8_t*>(ptr_) + off, host, n, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize after cudaMemcpy H2D");
   }
   /// Bytes [off, off + n) after a device synchronisation.
   std::vector<uint8_t> download_range(size_t off, size_t n) const {
