@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 
 namespace mxfp4::test {
 
@@ -197,6 +198,41 @@ ContractReport check_gemm_contract(const uint16_t* C, int64_t ldc, const MxMatri
   std::vector<double> ref(size_t(M * N)), abs_sum(size_t(M * N));
   mxfp4::gemm_reference(A, B, c_ref.data(), N, ref.data(), abs_sum.data());
   return check_gemm_contract(C, M, N, ldc, ref.data(), abs_sum.data());
+}
+
+RowsReference reference_rows(const HostMx& aq, const HostMx& b, const std::vector<int64_t>& rows) {
+  const int64_t R = int64_t(rows.size()), K = aq.K, N = b.rows;
+  HostMx sub;
+  sub.rows = R;
+  sub.K = K;
+  sub.codes.resize(size_t(R * K / 2));
+  sub.scales.resize(size_t(R * K / 32));
+  for (int64_t i = 0; i < R; ++i) {
+    const int64_t r = rows[size_t(i)];
+    if (r < 0 || r >= aq.rows)
+      throw std::out_of_range("reference_rows: row " + std::to_string(r) + " of " + std::to_string(aq.rows));
+    std::copy_n(aq.codes.begin() + r * K / 2, K / 2, sub.codes.begin() + i * K / 2);
+    std::copy_n(aq.scales.begin() + r * K / 32, K / 32, sub.scales.begin() + i * K / 32);
+  }
+  RowsReference ref{rows, std::vector<double>(size_t(R * N)), std::vector<double>(size_t(R * N))};
+  std::vector<uint16_t> rounded(size_t(R * N));
+  mxfp4::gemm_reference(sub.view(), b.view(), rounded.data(), N, ref.sum.data(), ref.abs_sum.data());
+  return ref;
+}
+
+ContractReport check_rows_contract(const uint16_t* C, int64_t ldc, int64_t N, const RowsReference& ref,
+                                   int64_t* failed_row) {
+  ContractReport rep;
+  if (failed_row) *failed_row = -1;
+  for (size_t i = 0; i < ref.rows.size(); ++i) {
+    rep = check_gemm_contract(C + ref.rows[i] * ldc, 1, N, ldc, ref.sum.data() + i * size_t(N),
+                              ref.abs_sum.data() + i * size_t(N));
+    if (!rep.ok()) {
+      if (failed_row) *failed_row = ref.rows[i];
+      return rep;
+    }
+  }
+  return rep;
 }
 
 std::string hex(const uint8_t* p, size_t n) {

@@ -101,6 +101,24 @@ ContractReport check_gemm_contract(const uint16_t* C, int64_t M, int64_t N, int6
 /// Convenience: runs mxfp4::gemm_reference on host A, B and checks C against it.
 ContractReport check_gemm_contract(const uint16_t* C, int64_t ldc, const MxMatrix& A, const MxMatrix& B);
 
+/// The exact reference of some rows of C = A_q B^T: rows[i]'s unrounded sums and sum |a b| at
+/// [i * N, (i + 1) * N) of `sum` and `abs_sum`.
+struct RowsReference {
+  std::vector<int64_t> rows;
+  std::vector<double> sum, abs_sum;
+};
+
+/// One gemm_reference over rows `rows` of aq (plain layouts) against b, so B is decoded once
+/// for all of them (checking row by row decoded B per row: most of the GPU suite's time,
+/// session 42). Throws std::out_of_range for a row outside [0, aq.rows).
+RowsReference reference_rows(const HostMx& aq, const HostMx& b, const std::vector<int64_t>& rows);
+
+/// check_gemm_contract on rows ref.rows of C (row stride ldc, N = b.rows columns); the report
+/// of the first failing row, or of the last row when all pass. `failed_row` gets the failing
+/// row (-1 when none).
+ContractReport check_rows_contract(const uint16_t* C, int64_t ldc, int64_t N, const RowsReference& ref,
+                                   int64_t* failed_row = nullptr);
+
 /// Hex string of bytes, e.g. "67 24 20 8e" (for failure messages).
 std::string hex(const uint8_t* p, size_t n);
 std::string hex(const std::vector<uint8_t>& v);

@@ -8,6 +8,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "common/test_util.hpp"
 #include "cpu/cpu_backend.hpp"
@@ -352,6 +353,40 @@ TEST(Gemm, CheckContractCatchesErrors) {
   bad[1] = 0x7FC0;
   bad[2] = 0x7F80;
   EXPECT_EQ(check_gemm_contract(bad, 1, 4, 4, ref, abs).failures, 1);
+}
+
+// The GPU tests' oracle for sampled rows (reference_rows, check_rows_contract): the same sums
+// as the whole reference, rows in any order with repeats, C with a row stride, a wrong
+// element caught at its row, and a row out of range rejected.
+TEST(Gemm, RowsReferenceEqualsTheWholeReference) {
+  const int64_t M = 37, N = 45, K = 224, ldc = N + 3;
+  const HostMx A = random_mx(M, K, 61), B = random_mx(N, K, 62);
+  std::vector<uint16_t> whole(size_t(M * N));
+  std::vector<double> sum(size_t(M * N)), abs(size_t(M * N));
+  gemm_reference(A.view(), B.view(), whole.data(), N, sum.data(), abs.data());
+  const std::vector<int64_t> rows{36, 0, 18, 5, 36};
+  const RowsReference ref = reference_rows(A, B, rows);
+  ASSERT_EQ(ref.sum.size(), rows.size() * size_t(N));
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (int64_t n = 0; n < N; ++n) {
+      ASSERT_EQ(ref.sum[i * size_t(N) + size_t(n)], sum[size_t(rows[i] * N + n)]) << rows[i] << ", " << n;
+      ASSERT_EQ(ref.abs_sum[i * size_t(N) + size_t(n)], abs[size_t(rows[i] * N + n)]) << rows[i] << ", " << n;
+    }
+  std::vector<uint16_t> C(size_t(M * ldc), 0xFFFF);  // padding columns hold NaN: never read
+  for (int64_t m = 0; m < M; ++m) std::copy_n(whole.begin() + m * N, N, C.begin() + m * ldc);
+  int64_t failed = 7;
+  EXPECT_TRUE(check_rows_contract(C.data(), ldc, N, ref, &failed).ok());
+  EXPECT_EQ(failed, -1);
+  C[size_t(18 * ldc + 44)] ^= 0x0040;  // a mantissa bit far above the bound
+  const ContractReport bad = check_rows_contract(C.data(), ldc, N, ref, &failed);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(failed, 18);
+  EXPECT_EQ(bad.worst_n, 44);
+  C[size_t(18 * ldc + 44)] ^= 0x0040;
+  C[size_t(1 * ldc + 3)] ^= 0x0040;  // row 1 is not sampled
+  EXPECT_TRUE(check_rows_contract(C.data(), ldc, N, ref).ok());
+  EXPECT_THROW(reference_rows(A, B, {M}), std::out_of_range);
+  EXPECT_THROW(reference_rows(A, B, {-1}), std::out_of_range);
 }
 
 }  // namespace
