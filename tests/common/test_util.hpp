@@ -119,6 +119,14 @@ RowsReference reference_rows(const HostMx& aq, const HostMx& b, const std::vecto
 ContractReport check_rows_contract(const uint16_t* C, int64_t ldc, int64_t N, const RowsReference& ref,
                                    int64_t* failed_row = nullptr);
 
+/// The device the dispatcher's rules were tuned on (an H200: 132 SMs), for its CPU tests.
+inline DeviceInfo h200() {
+  DeviceInfo d;
+  d.name = "NVIDIA H200";
+  d.sm_count = 132;
+  return d;
+}
+
 /// Hex string of bytes, e.g. "67 24 20 8e" (for failure messages).
 std::string hex(const uint8_t* p, size_t n);
 std::string hex(const std::vector<uint8_t>& v);

@@ -6,23 +6,17 @@
 #include <initializer_list>
 #include <limits>
 #include <tuple>
-#include <utility>
 #include <vector>
 
-#include "core/fp8_layout.hpp"
 #include "dispatch/path_name.hpp"
 #include "dispatch/tune_cache.hpp"
+#include "common/test_util.hpp"
 #include "mxfp4/mxfp4.hpp"
 
 namespace mxfp4 {
 namespace {
 
-DeviceInfo h200() {
-  DeviceInfo d;
-  d.name = "NVIDIA H200";
-  d.sm_count = 132;
-  return d;
-}
+using test::h200;
 
 // gemm() validates every field of a configuration (require_config: block_m a positive
 // multiple of 8), so gemm_config_problem, which the tune cache trusts, must reject what it

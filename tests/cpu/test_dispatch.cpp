@@ -1,27 +1,20 @@
 // The dispatcher is a pure function: tested on the CPU for every workload shape.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <initializer_list>
-#include <limits>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "core/fp8_layout.hpp"
 #include "dispatch/path_name.hpp"
-#include "dispatch/tune_cache.hpp"
+#include "common/test_util.hpp"
 #include "mxfp4/mxfp4.hpp"
 
 namespace mxfp4 {
 namespace {
 
-DeviceInfo h200() {
-  DeviceInfo d;
-  d.name = "NVIDIA H200";
-  d.sm_count = 132;
-  return d;
-}
+using test::h200;
 
 TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   const DeviceInfo dev = h200();
