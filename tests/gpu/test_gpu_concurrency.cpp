@@ -253,8 +253,8 @@ TEST(GpuConcurrency, KernelsWritingInputsRightBeforeTheGemmAreWaitedFor) {
       std::vector<uint16_t> settled[2], raced[2];
       for (int i = 0; i < 2; ++i) {  // reference: every input settled before the GEMM
         const PackedWeights pw = queue_inputs(i);
-        DeviceBuf C(size_t(M * N * 2), 0xFF);  // poisoned on the legacy stream: settle it too
-        cuda_ok(cudaDeviceSynchronize(), "sync");
+        DeviceBuf C(size_t(M * N * 2), 0xFF);
+        cuda_ok(cudaDeviceSynchronize(), "sync");  // the inputs queued on s have landed
         gemm(A.get<uint16_t>(), M, K, K, pw, C.get<uint16_t>(), N, opt, cuda_exec(s));
         cuda_ok(cudaStreamSynchronize(s), "sync");
         settled[i] = C.download<uint16_t>();
@@ -262,8 +262,8 @@ TEST(GpuConcurrency, KernelsWritingInputsRightBeforeTheGemmAreWaitedFor) {
       ASSERT_NE(settled[0], settled[1]) << what << ": the two inputs must give different results";
       DeviceBuf C0(size_t(M * N * 2), 0xFF), C1(size_t(M * N * 2), 0xFF);
       DeviceBuf* Cs[2] = {&C0, &C1};
+      // Garbage in every input, C poisoned, nothing pending (fill waits for the device).
       for (DeviceBuf* buf : {&A, &packed, &image}) buf->fill(0x7F);
-      cuda_ok(cudaDeviceSynchronize(), "sync");  // garbage in every input, C poisoned, nothing pending
       for (int i = 0; i < 2; ++i) {
         const PackedWeights pw = queue_inputs(i);
         gemm(A.get<uint16_t>(), M, K, K, pw, Cs[i]->get<uint16_t>(), N, opt, cuda_exec(s));
