@@ -32,7 +32,7 @@ class DeviceBuf {
   }
   DeviceBuf(size_t bytes, NoInit) : bytes_(bytes) { cuda_ok(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc"); }
   template <typename T>
-  explicit DeviceBuf(const std::vector<T>& host) : DeviceBuf(host.size() * sizeof(T)) {
+  explicit DeviceBuf(const std::vector<T>& host) : DeviceBuf(host.size() * sizeof(T), NoInit{}) {
     upload(0, host.data(), bytes_);
   }
   ~DeviceBuf() { cudaFree(ptr_); }
