@@ -16,7 +16,7 @@ template <int N8, int SLABS, int KW, bool PREQUANT, bool WS>
 void launch_fused(FusedArgs args, cudaStream_t stream) {
   using R = Ring<N8, SLABS, PREQUANT>;
   const bool ws_split = WS && args.split > 1;
-  const bool push = push_reduce<N8, WS>(args.split);  // its receive buffer comes off the ring's budget
+  const bool push = push_reduce<N8, WS, PREQUANT>(args.split);  // its receive buffer comes off the ring's budget
   const int budget = kSmemBudget - (push ? R::kRecv : 0);
   const int64_t chunks_per_rank = ceil_div(args.geo.k_chunks, args.split);
   const int nstages = int(ceil_div(chunks_per_rank, kG));

@@ -38,7 +38,7 @@
 //     the last rank to arrive sums the partials and stores C. No clusters: the ranks never
 //     wait for each other, and the grid is not bound to clusters' placement;
 //   - otherwise the CTAs of a cluster reduce through distributed shared memory: with 8 or 16
-//     tokens at split >= 4 every rank pushes the rows that others own into their receive
+//     tokens at split >= 4 (path splitk: >= 8) every rank pushes the rows that others own into their receive
 //     buffers (st.async, counted on the owner's mbarrier; push_reduce); otherwise path splitk
 //     copies them there with one bulk copy per rank after a cluster barrier, where the ring
 //     has room for the receive slots (splitk_reduce_copy), and every rank pulls its rows after
@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(SLABS * KW * 32, SLABS * KW >= 16 ? 1 : 16 / (
   const int tiles_m = (rows + 7) / 8;
   const uint32_t* frags = PREQUANT ? p.frags + (m0 / 8) * ks_total * 64 : nullptr;
   // Push reduction: rank r owns token rows [r * rpr, +rpr) of the tile (fewer or none at the end).
-  const bool push = push_reduce<N8, WS>(p.split);
+  const bool push = push_reduce<N8, WS, PREQUANT>(p.split);
   const int rpr = (rows + p.split - 1) / p.split;
   const int own_rows = max(0, min(rows, (rank + 1) * rpr) - rank * rpr);
   // Otherwise path splitk's clusters reduce by bulk copy (splitk_reduce_copy) where the ring
