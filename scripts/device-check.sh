@@ -15,10 +15,9 @@
 #   --test-timeout      limit of the --filter test process in seconds (default 480), so that a
 #                       hang in untested code does not use up the device call
 #   --filter            gtest filter for the test step (default: all of ctest; one process, 480 s at
-#                       most: --filter 'Gpu*' takes ~280 s on an H200); not the sanitizers
+#                       most); not the sanitizers
 #   --shards N          with --filter: N gtest processes at once (GTEST_TOTAL_SHARDS; the CPU oracle
-#                       is most of the time: 'Gpu*' took ~400 s in one process on an H100, 186 s in
-#                       4; GpuGemm.WorkloadShapesEveryPathWithinContract alone takes ~230 s)
+#                       is most of the time: 'Gpu*' took 38 s in 4 on an H100, session 43)
 #   --sanitizer         memcheck only (same as --sanitizers memcheck)
 #   --sanitizers LIST   each tool once over its default filter: memcheck over one small case per
 #                       kernel path plus the canary/alignment tests, the others over GpuSanitize.*
