@@ -202,6 +202,7 @@ ContractReport check_gemm_contract(const uint16_t* C, int64_t ldc, const MxMatri
 
 RowsReference reference_rows(const HostMx& aq, const HostMx& b, const std::vector<int64_t>& rows) {
   const int64_t R = int64_t(rows.size()), K = aq.K, N = b.rows;
+  if (R == 0) throw std::invalid_argument("reference_rows: no rows");
   HostMx sub;
   sub.rows = R;
   sub.K = K;
@@ -214,7 +215,7 @@ RowsReference reference_rows(const HostMx& aq, const HostMx& b, const std::vecto
     std::copy_n(aq.codes.begin() + r * K / 2, K / 2, sub.codes.begin() + i * K / 2);
     std::copy_n(aq.scales.begin() + r * K / 32, K / 32, sub.scales.begin() + i * K / 32);
   }
-  RowsReference ref{rows, std::vector<double>(size_t(R * N)), std::vector<double>(size_t(R * N))};
+  RowsReference ref{rows, N, std::vector<double>(size_t(R * N)), std::vector<double>(size_t(R * N))};
   std::vector<uint16_t> rounded(size_t(R * N));
   mxfp4::gemm_reference(sub.view(), b.view(), rounded.data(), N, ref.sum.data(), ref.abs_sum.data());
   return ref;
@@ -222,6 +223,10 @@ RowsReference reference_rows(const HostMx& aq, const HostMx& b, const std::vecto
 
 ContractReport check_rows_contract(const uint16_t* C, int64_t ldc, int64_t N, const RowsReference& ref,
                                    int64_t* failed_row) {
+  const size_t want = ref.rows.size() * size_t(ref.N);
+  if (N != ref.N || ref.rows.empty() || ref.sum.size() != want || ref.abs_sum.size() != want)
+    throw std::invalid_argument("check_rows_contract: N = " + std::to_string(N) + " against a reference of " +
+                                std::to_string(ref.rows.size()) + " rows x N = " + std::to_string(ref.N));
   ContractReport rep;
   if (failed_row) *failed_row = -1;
   for (size_t i = 0; i < ref.rows.size(); ++i) {

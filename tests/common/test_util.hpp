@@ -105,17 +105,19 @@ ContractReport check_gemm_contract(const uint16_t* C, int64_t ldc, const MxMatri
 /// [i * N, (i + 1) * N) of `sum` and `abs_sum`.
 struct RowsReference {
   std::vector<int64_t> rows;
+  int64_t N = 0;  ///< columns per row (b.rows)
   std::vector<double> sum, abs_sum;
 };
 
 /// One gemm_reference over rows `rows` of aq (plain layouts) against b, so B is decoded once
 /// for all of them (checking row by row decoded B per row: most of the GPU suite's time,
-/// session 42). Throws std::out_of_range for a row outside [0, aq.rows).
+/// session 42). Throws std::out_of_range for a row outside [0, aq.rows), std::invalid_argument
+/// for no rows (a check of nothing).
 RowsReference reference_rows(const HostMx& aq, const HostMx& b, const std::vector<int64_t>& rows);
 
 /// check_gemm_contract on rows ref.rows of C (row stride ldc, N = b.rows columns); the report
 /// of the first failing row, or of the last row when all pass. `failed_row` gets the failing
-/// row (-1 when none).
+/// row (-1 when none). Throws std::invalid_argument unless N == ref.N and ref holds N sums per row.
 ContractReport check_rows_contract(const uint16_t* C, int64_t ldc, int64_t N, const RowsReference& ref,
                                    int64_t* failed_row = nullptr);
 

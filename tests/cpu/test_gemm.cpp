@@ -387,6 +387,8 @@ TEST(Gemm, RowsReferenceEqualsTheWholeReference) {
   EXPECT_TRUE(check_rows_contract(C.data(), ldc, N, ref).ok());
   EXPECT_THROW(reference_rows(A, B, {M}), std::out_of_range);
   EXPECT_THROW(reference_rows(A, B, {-1}), std::out_of_range);
+  EXPECT_THROW(reference_rows(A, B, {}), std::invalid_argument);
+  EXPECT_THROW(check_rows_contract(C.data(), ldc, N - 1, ref), std::invalid_argument);
 }
 
 }  // namespace

@@ -71,7 +71,9 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
   const Run runs[] = {
       {5, {forced_cfg(GemmPath::fused, 1, 4), forced_cfg(GemmPath::fused, 4, 8, 2), GemmConfig{GemmPath::gemv, 16, 8, 1, 4},
            GemmConfig{GemmPath::gemv, 16, 8, 1, 16}}},
-      {13, {GemmConfig{GemmPath::gemv, 16, 8, 1, 4}, GemmConfig{GemmPath::gemv, 32, 8, 1, 8}}},  // two token tiles
+      {13, {GemmConfig{GemmPath::gemv, 16, 8, 1, 4}, GemmConfig{GemmPath::gemv, 32, 8, 1, 8},  // two token tiles
+            // path splitk's 16-token kernel: the bulk copy at split 4 and 5, push at split 8
+            forced_cfg(GemmPath::splitk, 4, 8), forced_cfg(GemmPath::splitk, 5, 4, 2), forced_cfg(GemmPath::splitk, 8, 4)}},
       {40, {forced_cfg(GemmPath::splitk, 2, 4, 2), forced_cfg(GemmPath::splitk, 8, 8),  // split 8 > 5 chunks
             forced_cfg(GemmPath::splitk, 3, 8, 2), fp8_cfg(64, 64)}},  // path fp8 at 32 < M <= 64 (session 23)
       {130, {forced_cfg(GemmPath::tiled), forced_cfg(GemmPath::splitk, 2, 4, 1), fp8_cfg(128, 128), fp8_cfg(64, 64),
