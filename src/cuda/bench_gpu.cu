@@ -40,37 +40,46 @@ __global__ void bf16_to_e4m3_kernel(const uint16_t* __restrict__ in, __nv_fp8_e4
   if (i < n) out[i] = __nv_fp8_e4m3(fmt::bf16_to_f32(in[i]));
 }
 
-/// Median microseconds per call of `launch(i)` for i in [0, calls), captured in one graph.
-double time_graph(cudaStream_t stream, int calls, int replays, const std::function<void(int)>& launch) {
+/// Owns what time_graph creates, so a failing check() after instantiation leaks none of it.
+struct GraphTiming {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  GraphTiming() = default;
+  GraphTiming(const GraphTiming&) = delete;
+  GraphTiming& operator=(const GraphTiming&) = delete;
+  ~GraphTiming() {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
+/// Median microseconds per call of `launch(i)` for i in [0, calls), captured in one graph.
+double time_graph(cudaStream_t stream, int calls, int replays, const std::function<void(int)>& launch) {
+  GraphTiming t;
   check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
   try {
     for (int i = 0; i < calls; ++i) launch(i);
   } catch (...) {
-    cudaStreamEndCapture(stream, &graph);
-    if (graph) cudaGraphDestroy(graph);
+    cudaStreamEndCapture(stream, &t.graph);  // ends the capture; t destroys a graph it returned
     throw;
   }
-  check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
-  check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
+  check(cudaStreamEndCapture(stream, &t.graph), "cudaStreamEndCapture");
+  check(cudaGraphInstantiate(&t.exec, t.graph, 0), "cudaGraphInstantiate");
+  check(cudaEventCreate(&t.start), "cudaEventCreate");
+  check(cudaEventCreate(&t.stop), "cudaEventCreate");
   std::vector<double> us;
   for (int r = 0; r < replays + 2; ++r) {
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    check(cudaEventRecord(t.start, stream), "cudaEventRecord");
+    check(cudaGraphLaunch(t.exec, stream), "cudaGraphLaunch");
+    check(cudaEventRecord(t.stop, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(t.stop), "cudaEventSynchronize");
     float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&ms, t.start, t.stop), "cudaEventElapsedTime");
     if (r >= 2) us.push_back(1000.0 * ms / calls);  // first two replays warm up
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   std::sort(us.begin(), us.end());
   return us[us.size() / 2];
 }
