@@ -1,20 +1,42 @@
 #!/usr/bin/env bash
 # Session 43's device call 2: on an H200 first plan item w (tools/dev/pending/h200-first-call.sh:
-# fast tests, bench default and --weights-static, tunes); on either GPU then what path fp8's
-# fix-up launch costs when nothing is flagged: A/B of the tree against a base without the
-# fp8_fixup launch (tools/dev/pending/base/src/cuda/gemm.cu; "new - base" = the launch's cost),
-# 4 interleaved runs on the path fp8 workload shapes.
+# fast tests, bench default and --weights-static, tunes). Then on either GPU: the review's
+# test additions (GpuSanitize.GemmEveryPathSmall with path splitk's 16-token kernel at split
+# 4/5/8) under memcheck, racecheck and synccheck, the ClusterSplitK and sanitize tests, beside
+# the A/B base's build; then what path fp8's fix-up launch costs when nothing is flagged: A/B
+# of the tree against a base without the fp8_fixup launch (tools/dev/pending/base/src/cuda/
+# gemm.cu; "new - base" = the launch's cost), 4 interleaved runs on the path fp8 shapes.
 set -u
 o=${OUT:?}; mkdir -p "$o/logs"
-nvidia-smi --query-gpu=name --format=csv,noheader | tee "$o/logs/gpu.txt"
+nvidia-smi --query-gpu=name --format=csv,noheader | tee "$o/logs/gpu0.txt"
 t0=$SECONDS
-if grep -q H200 "$o/logs/gpu.txt"; then
+if grep -q H200 "$o/logs/gpu0.txt"; then
   bash tools/dev/pending/h200-first-call.sh; mv "$o/all.tgz" "$o/h200.tgz"; mkdir -p "$o/logs"
   echo "h200 call $((SECONDS-t0)) s"
 else
   OUT=$o/dc bash scripts/device-check.sh --no-tests --no-bench > "$o/logs/build.log" 2>&1 || { tail -40 "$o/logs/build.log"; exit 1; }
 fi
+echo "build $((SECONDS-t0)) s"
 printf '64 7168 2048\n128 2112 7168\n256 3072 1536\n256 7168 2048\n256 2880 512\n1024 7168 2048\n4 2880 512\n' > /tmp/ab.txt
-OUT=$o tools/dev/ab.sh nofixup /tmp/ab.txt 4
+AB_BUILD_ONLY=1 OUT=$o tools/dev/ab.sh nofixup /tmp/ab.txt 1 > "$o/logs/ab-build.txt" 2>&1 &
+for i in 0 1; do
+  GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$i timeout 150 build-device/mxfp4_tests \
+    --gtest_filter='GpuGemm.ClusterSplitK*:GpuSanitize.*:GpuCanary*' > "$o/logs/tests-$i.log" 2>&1 &
+done
+(
+  san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in memcheck racecheck synccheck; do
+    echo "===== $tool"
+    timeout 150 "$san" --tool $tool --error-exitcode 9 --print-limit 20 build-device/mxfp4_tests \
+      --gtest_filter='GpuSanitize.GemmEveryPathSmall' --gtest_brief=1
+    echo "===== $tool rc=$?"
+  done
+) > "$o/logs/sanitizers.log" 2>&1 &
+wait
+echo "parallel part done $((SECONDS-t0)) s"
+grep -hE "^\[  (PASSED|FAILED|SKIPPED) " "$o"/logs/tests-*.log
+grep -E "^===== .* rc=|ERROR SUMMARY|RACECHECK SUMMARY" "$o/logs/sanitizers.log"
+cat "$o/logs/ab-build.txt"
+AB_PREBUILT=1 OUT=$o tools/dev/ab.sh nofixup /tmp/ab.txt 4
 echo "ab done $((SECONDS-t0)) s"
 cd "$o" && tar czf /tmp/all.tgz logs dc 2>/dev/null && rm -rf logs dc && mv /tmp/all.tgz .
