@@ -1,21 +1,16 @@
 #!/usr/bin/env bash
-# Session 43's device call 2: on an H200 first plan item w (tools/dev/pending/h200-first-call.sh:
-# fast tests, bench default and --weights-static, tunes). Then on either GPU: the review's
+# Session 43's device call 2 (little device time left): build; the review's
 # test additions (GpuSanitize.GemmEveryPathSmall with path splitk's 16-token kernel at split
 # 4/5/8) under memcheck, racecheck and synccheck, the ClusterSplitK and sanitize tests, beside
 # the A/B base's build; then what path fp8's fix-up launch costs when nothing is flagged: A/B
 # of the tree against a base without the fp8_fixup launch (tools/dev/pending/base/src/cuda/
-# gemm.cu; "new - base" = the launch's cost), 4 interleaved runs on the path fp8 shapes.
+# gemm.cu; "new - base" = the launch's cost), 3 interleaved runs on the path fp8 shapes; on an
+# H200 before it the workload bench, default and --weights-static (plan item w's first part).
 set -u
 o=${OUT:?}; mkdir -p "$o/logs"
 nvidia-smi --query-gpu=name --format=csv,noheader | tee "$o/logs/gpu0.txt"
 t0=$SECONDS
-if grep -q H200 "$o/logs/gpu0.txt"; then
-  bash tools/dev/pending/h200-first-call.sh; mv "$o/all.tgz" "$o/h200.tgz"; mkdir -p "$o/logs"
-  echo "h200 call $((SECONDS-t0)) s"
-else
-  OUT=$o/dc bash scripts/device-check.sh --no-tests --no-bench > "$o/logs/build.log" 2>&1 || { tail -40 "$o/logs/build.log"; exit 1; }
-fi
+OUT=$o/dc bash scripts/device-check.sh --no-tests --no-bench > "$o/logs/build.log" 2>&1 || { tail -40 "$o/logs/build.log"; exit 1; }
 echo "build $((SECONDS-t0)) s"
 printf '64 7168 2048\n128 2112 7168\n256 3072 1536\n256 7168 2048\n256 2880 512\n1024 7168 2048\n4 2880 512\n' > /tmp/ab.txt
 AB_BUILD_ONLY=1 OUT=$o tools/dev/ab.sh nofixup /tmp/ab.txt 1 > "$o/logs/ab-build.txt" 2>&1 &
@@ -37,6 +32,12 @@ echo "parallel part done $((SECONDS-t0)) s"
 grep -hE "^\[  (PASSED|FAILED|SKIPPED) " "$o"/logs/tests-*.log
 grep -E "^===== .* rc=|ERROR SUMMARY|RACECHECK SUMMARY" "$o/logs/sanitizers.log"
 cat "$o/logs/ab-build.txt"
-AB_PREBUILT=1 OUT=$o tools/dev/ab.sh nofixup /tmp/ab.txt 4
+if grep -q H200 "$o/logs/gpu0.txt"; then  # plan item w's bench part (the issues' targets are read on an H200)
+  build-device/mxfp4 bench --out-dir $o/dc/default > $o/logs/bench-default.log 2>&1
+  build-device/mxfp4 bench --weights-static --out-dir $o/dc/static > $o/logs/bench-static.log 2>&1
+  grep -h geomean $o/dc/default/*.md $o/dc/static/*.md
+  echo "h200 bench $((SECONDS-t0)) s"
+fi
+AB_PREBUILT=1 OUT=$o tools/dev/ab.sh nofixup /tmp/ab.txt 3
 echo "ab done $((SECONDS-t0)) s"
 cd "$o" && tar czf /tmp/all.tgz logs dc 2>/dev/null && rm -rf logs dc && mv /tmp/all.tgz .
