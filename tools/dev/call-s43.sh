@@ -14,15 +14,12 @@ OUT=$o/dc bash scripts/device-check.sh --no-tests --no-bench > "$o/logs/build.lo
 echo "build $((SECONDS-t0)) s"
 printf '64 7168 2048\n128 2112 7168\n256 3072 1536\n256 7168 2048\n256 2880 512\n1024 7168 2048\n4 2880 512\n' > /tmp/ab.txt
 AB_BUILD_ONLY=1 OUT=$o tools/dev/ab.sh nofixup /tmp/ab.txt 1 > "$o/logs/ab-build.txt" 2>&1 &
-for i in 0 1; do
-  GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$i timeout 150 build-device/mxfp4_tests \
-    --gtest_filter='GpuGemm.ClusterSplitK*:GpuSanitize.*:GpuCanary*' > "$o/logs/tests-$i.log" 2>&1 &
-done
+timeout 100 build-device/mxfp4_tests --gtest_filter='GpuSanitize.*:GpuCanary*' > "$o/logs/tests-0.log" 2>&1 &
 (
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck synccheck; do
     echo "===== $tool"
-    timeout 150 "$san" --tool $tool --error-exitcode 9 --print-limit 20 build-device/mxfp4_tests \
+    timeout 80 "$san" --tool $tool --error-exitcode 9 --print-limit 20 build-device/mxfp4_tests \
       --gtest_filter='GpuSanitize.GemmEveryPathSmall' --gtest_brief=1
     echo "===== $tool rc=$?"
   done
