@@ -38,11 +38,12 @@
 //     the last rank to arrive sums the partials and stores C. No clusters: the ranks never
 //     wait for each other, and the grid is not bound to clusters' placement;
 //   - otherwise the CTAs of a cluster reduce through distributed shared memory: with 8 or 16
-//     tokens at split >= 4 (path splitk: >= 8) every rank pushes the rows that others own into their receive
-//     buffers (st.async, counted on the owner's mbarrier; push_reduce); otherwise path splitk
-//     copies them there with one bulk copy per rank after a cluster barrier, where the ring
-//     has room for the receive slots (splitk_reduce_copy), and every rank pulls its rows after
-//     a cluster barrier where not (path fused; a one-stage ring of 8 slabs).
+//     tokens at split >= 4 (path splitk: at split 8) every rank pushes the rows that others
+//     own into their receive buffers (st.async, counted on the owner's mbarrier;
+//     push_reduce); otherwise path splitk copies them there with one bulk copy per rank
+//     after a cluster barrier, where the ring has room for the receive slots
+//     (splitk_reduce_copy), and every rank pulls its rows after a cluster barrier where not
+//     (path fused; a one-stage ring of 8 slabs).
 
 #include <cooperative_groups.h>
 

@@ -36,18 +36,18 @@ struct FusedArgs {
   int recv_off;           // split-K through a cluster by push (push_reduce): the receive buffer's byte offset
 };
 
-/// True when kernel <N8, WS, PREQUANT> reduces split-K through its cluster of `split` CTAs by push
-/// (every rank st.async's the rows that other ranks own into their receive buffers; no cluster
-/// barrier at the end), false for the bulk copy or pull (two cluster barriers around remote
-/// loads) or no cluster. The one rule for the launcher (receive buffer) and the kernel. Push
-/// only in the 8/16-token cluster kernels (N8 <= 2, not WS): path fused at split >= 4, path
-/// splitk at split 8. Session 10 measured both on
-/// every cluster shape: push won 0.07-0.16 us at split 4 and 8 (4x2880x512 4.50 -> 4.34 us)
-/// and lost 0.1-0.6 us at split 2 (32x4096x512 5.61 -> 6.19); with the push code compiled in,
-/// the wgmma kernels' (N8 >= 4, mostly split 2) pull calls ran 0.06-0.15 us slower, so they
-/// do not carry it (docs/perf-notes.md). Path "splitk" (PREQUANT) has the bulk-copy reduction
-/// besides: session 42 measured it against push, and push won only at split 8 (by 0.15-0.36
-/// us; the bulk copy won split 4 by up to 0.34, 16x7168x4096), so there push starts at 8.
+/// True when kernel <N8, WS, PREQUANT> reduces split-K through its cluster of `split` CTAs by
+/// push (every rank st.async's the rows that other ranks own into their receive buffers; no
+/// cluster barrier at the end), false for the bulk copy or pull (two cluster barriers around
+/// remote loads) or no cluster. The one rule for the launcher (receive buffer) and the kernel.
+/// Push only in the 8/16-token cluster kernels (N8 <= 2, not WS): path fused at split >= 4,
+/// path splitk at split 8. Session 10 measured both on every cluster shape: push won 0.07-0.16
+/// us at split 4 and 8 (4x2880x512 4.50 -> 4.34 us) and lost 0.1-0.6 us at split 2 (32x4096x512
+/// 5.61 -> 6.19); with the push code compiled in, the wgmma kernels' (N8 >= 4, mostly split 2)
+/// pull calls ran 0.06-0.15 us slower, so they do not carry it (docs/perf-notes.md). Path
+/// "splitk" (PREQUANT) has the bulk-copy reduction besides: session 42 measured it against
+/// push, and push won only at split 8 (by 0.15-0.36 us; the bulk copy won split 4 by up to
+/// 0.34, 16x7168x4096), so there push starts at 8.
 template <int N8, bool WS, bool PREQUANT>
 __host__ __device__ constexpr bool push_reduce(int split) {
   return N8 <= 2 && !WS && split >= (PREQUANT ? 8 : 4);

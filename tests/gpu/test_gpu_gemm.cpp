@@ -485,8 +485,8 @@ TEST(GpuGemm, K12K13SmallMAndSplitKNeverLeak) {
 }
 
 // Split-K through a cluster at every split the dispatcher or a tune can pick (2..8): the push
-// reduction (8 or 16 tokens per CTA: path fused at split >= 4, path splitk at 8; push_reduce) with every token count of
-// its tiles, ranks owning no rows (rows < split) and ranks with no K chunks (K = 320: 5
+// reduction (8 or 16 tokens per CTA: path fused at split >= 4, path splitk at 8;
+// push_reduce) with every token count of its tiles, ranks owning no rows (rows < split) and ranks with no K chunks (K = 320: 5
 // chunks, split 6..8), next to path splitk's bulk-copy reduction (splitk_reduce_copy: the
 // other splits of path splitk, 8 to 64 tokens; M = 32 with 8 slabs over a one-stage ring at
 // split 4 fills the ring to its last byte) and the pull (path fused; path splitk with 8 slabs
