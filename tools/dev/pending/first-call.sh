@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The next session's first device call (written at the end of session 43, whose device starts
-# mostly failed; plan items f, x and w's bench part in docs/perf-notes.md), ~4-5 minutes:
+# mostly failed; plan items f, x and w's bench part in docs/perf-notes.md), ~6 minutes:
 #   - build; at once: the A/B base's build, the sanitize and canary tests, and memcheck /
 #     racecheck / synccheck on GpuSanitize.GemmEveryPathSmall (session 43 added path splitk's
 #     16-token kernel at split 4/5/8 to it: never run on a GPU yet);
@@ -8,7 +8,8 @@
 #     h200-static.md to commit: h200.md is session 36's run);
 #   - what path fp8's fix-up launch costs when nothing is flagged: A/B of the tree against a base
 #     whose src/cuda/gemm.cu lacks the fp8_fixup launch (made here with sed: wrong results where a
-#     group is flagged, none in the bench), "new - base" = the launch's cost, 3 interleaved runs.
+#     group is flagged, none in the bench), "new - base" = the launch's cost, 3 interleaved runs;
+#   - plan item q: the same A/B of the receive mbarrier's wait at cluster scope (made with python).
 # Usage (repository root, on the device): OUT=... bash tools/dev/pending/first-call.sh
 #   (then copy $OUT/all.tgz back)
 set -u
@@ -46,5 +47,27 @@ if grep -q H200 "$o/logs/gpu0.txt"; then
 fi
 AB_PREBUILT=1 OUT=$o tools/dev/ab.sh nofixup /tmp/ab.txt 3
 echo "ab done $((SECONDS-t0)) s"
+# Plan item q: the receive mbarrier's wait with acquire at cluster scope (base) against the
+# tree's CTA scope ("new - base" = what the CTA scope saves; SASS: one CCTL.IVALL per wait).
+rm -rf tools/dev/pending/base && mkdir -p tools/dev/pending/base/src/cuda
+python3 - <<'PY' || { echo "first-call.sh: the cluster-acquire variant did not apply"; exit 2; }
+import re
+src, dst = "src/cuda/", "tools/dev/pending/base/src/cuda/"
+b = open(src + "bulk_copy.cuh").read()
+anchor = "/// 16-byte asynchronous copy global -> shared by this thread"
+assert anchor in b
+fn = (
+    "__device__ __forceinline__ void mbarrier_wait_cluster(uint64_t* bar, uint32_t parity) {\n"
+    "  const uint32_t addr = smem_addr(bar);\n  uint32_t done = 0;\n  while (!done) {\n"
+    '    asm volatile("{\\n .reg .pred p;\\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;'
+    '\\n selp.u32 %0, 1, 0, p;\\n}\\n" : "=r"(done) : "r"(addr), "r"(parity) : "memory");\n  }\n}\n\n')
+open(dst + "bulk_copy.cuh", "w").write(b.replace(anchor, fn + anchor, 1))
+r = open(src + "splitk_reduce.cuh").read()
+assert "  mbarrier_wait(recv_bar, 0u);" in r
+open(dst + "splitk_reduce.cuh", "w").write(r.replace("  mbarrier_wait(recv_bar, 0u);", "  mbarrier_wait_cluster(recv_bar, 0u);", 1))
+PY
+printf '16 3072 1536\n12 4096 2048\n16 4096 1536\n16 7168 4096\n32 4096 512\n64 2880 512\n64 3072 1536\n4 2880 512\n' > /tmp/abq.txt
+OUT=$o tools/dev/ab.sh clusteracq /tmp/abq.txt 3
+echo "ab q done $((SECONDS-t0)) s"
 rm -rf tools/dev/pending/base
 cd "$o" && tar czf /tmp/all.tgz logs dc 2>/dev/null && rm -rf logs dc && mv /tmp/all.tgz .
