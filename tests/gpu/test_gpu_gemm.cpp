@@ -153,6 +153,7 @@ TEST(GpuGemm, GemvWeightsStaticMatchesDefaultBitwise) {
        {Case{1, 32}, Case{3, 96}, Case{8, 2880}, Case{13, 1664}, Case{16, 512}, Case{1, 16384}, Case{16, 4096}}) {
     for (int64_t N : {16, 40, 264}) {
       const Problem p = random_problem(c.M, N, c.K, uint64_t(c.M * 7001 + c.K * 13 + N));
+      const RowsReference ref = p.reference(all_rows(c.M));  // one for every configuration
       std::vector<GemmConfig> cfgs = gemv_configs(c.M, c.K);
       for (const GemmConfig& extra : {GemmConfig{GemmPath::gemv, 32, 8, 1, 4}, GemmConfig{GemmPath::gemv, 16, 8, 1, 8}})
         if (gemm_config_problem_for_shape(extra, c.M, c.K).empty()) cfgs.push_back(extra);  // kws 2 and 8
@@ -164,13 +165,13 @@ TEST(GpuGemm, GemvWeightsStaticMatchesDefaultBitwise) {
         const std::string what = "weights_static " + std::to_string(c.M) + "x" + std::to_string(N) + "x" +
                                  std::to_string(c.K) + " " + describe(cfg);
         ASSERT_EQ(fast, base) << what;  // canaries included: both poisoned alike
-        p.check(fast, ldc, all_rows(c.M), what);
+        p.check(fast, ldc, ref, what);
         for (int64_t r = 0; r < c.M + 2; ++r)
           for (int64_t col = (r < c.M ? N : 0); col < ldc; ++col)
             ASSERT_EQ(fast[r * ldc + col], 0xFFFF) << "wrote outside C at (" << r << ", " << col << ") " << what;
       }
       // The dispatcher's choice with the option (path gemv or another path, which ignores it).
-      p.check(p.run(nullptr, N, 0, nullptr, true), N, all_rows(c.M), "weights_static default config");
+      p.check(p.run(nullptr, N, 0, nullptr, true), N, ref, "weights_static default config");
     }
   }
 }
@@ -196,6 +197,7 @@ TEST(GpuGemm, SplitkWeightsStaticMatchesDefaultBitwise) {
                         Case{64, 1040, 2048}}) {
     const Problem p = random_problem(c.M, c.N, c.K, uint64_t(c.M * 9001 + c.K * 17 + c.N));
     const Problem q(c.M, randn_bf16(size_t(c.M * c.K), uint64_t(c.M * 31 + c.K)), p.b);  // A', same weights
+    const RowsReference ref = p.reference(all_rows(c.M));
     std::vector<GemmConfig> cfgs;
     for (const GemmConfig& cfg : path_configs(c.M, c.K))
       if (cfg.path == GemmPath::splitk) cfgs.push_back(cfg);
@@ -224,7 +226,7 @@ TEST(GpuGemm, SplitkWeightsStaticMatchesDefaultBitwise) {
         const auto got = C.download<uint16_t>();
         ASSERT_EQ(Cq.download<uint16_t>(), want_q) << what << " rep " << rep << " (the call before)";
         ASSERT_EQ(got, want) << what << " rep " << rep;
-        if (rep == 0) p.check(got, ldc, all_rows(c.M), what);
+        if (rep == 0) p.check(got, ldc, ref, what);
       }
     }
   }
@@ -238,10 +240,11 @@ TEST(GpuGemm, OddShapesEveryPath) {
     for (int64_t K : {32, 96, 160, 1664}) {
       for (int64_t N : {16, 40, 264}) {
         const Problem p = random_problem(M, N, K, uint64_t(M * 100003 + K * 101 + N));
+        const RowsReference ref = p.reference(M <= 100 ? all_rows(M) : sample_rows(M, 12));
         for (const GemmConfig& cfg : configs_for(M, K)) {
           const int64_t ldc = N + 3;  // odd row stride
           const auto C = p.run(&cfg, ldc, 2);
-          p.check(C, ldc, M <= 100 ? all_rows(M) : sample_rows(M, 12), "odd " + describe(cfg));
+          p.check(C, ldc, ref, "odd " + describe(cfg));
           // Canaries: the 3 slack columns of every row and the 2 rows after M stay poisoned.
           for (int64_t r = 0; r < M + 2; ++r)
             for (int64_t c = (r < M ? N : 0); c < ldc; ++c)
@@ -398,13 +401,14 @@ TEST(GpuGemm, DecodedOverflowFollowsIeee) {
     ASSERT_TRUE(std::isinf(da[size_t(K + 40)]) && std::isinf(da[size_t(2 * K + 100)]));
     std::vector<int64_t> finite_rows{0};
     for (int64_t m = 3; m < M; m += 7) finite_rows.push_back(m);
+    const RowsReference exact_ref = p.reference({1}), finite_ref = p.reference(finite_rows);
     for (const GemmConfig& cfg : configs_for(M, K)) {
       const auto C = p.run(&cfg, N);
       if (cfg.path == GemmPath::fp8) {
         // Row 2's two blocks of +-2^128 * b still overflow the fix-up's fp32 sum (Inf or NaN where
         // the exact sum is finite), like any fp32 accumulator: only row 1 is exact.
-        p.check(C, N, {1}, "overflow row, exact " + describe(cfg));
-        p.check(C, N, finite_rows, "overflow rows " + describe(cfg));
+        p.check(C, N, exact_ref, "overflow row, exact " + describe(cfg));
+        p.check(C, N, finite_ref, "overflow rows " + describe(cfg));
         continue;
       }
       for (int64_t m : {1, 2})
@@ -418,7 +422,7 @@ TEST(GpuGemm, DecodedOverflowFollowsIeee) {
             ASSERT_EQ(double(got), want) << describe(cfg) << " M " << M << " at (" << m << ", " << n << ")";
           }
         }
-      p.check(C, N, finite_rows, "overflow rows " + describe(cfg));
+      p.check(C, N, finite_ref, "overflow rows " + describe(cfg));
     }
   }
 }
@@ -486,8 +490,8 @@ TEST(GpuGemm, K12K13SmallMAndSplitKNeverLeak) {
 
 // Split-K through a cluster at every split the dispatcher or a tune can pick (2..8): the push
 // reduction (8 or 16 tokens per CTA: path fused at split >= 4, path splitk at 8;
-// push_reduce) with every token count of its tiles, ranks owning no rows (rows < split) and ranks with no K chunks (K = 320: 5
-// chunks, split 6..8), next to path splitk's bulk-copy reduction (splitk_reduce_copy: the
+// push_reduce) with every token count of its tiles, ranks owning no rows (rows < split) and
+// ranks with no K chunks (K = 320: 5 chunks, split 6..8), next to path splitk's bulk-copy reduction (splitk_reduce_copy: the
 // other splits of path splitk, 8 to 64 tokens; M = 32 with 8 slabs over a one-stage ring at
 // split 4 fills the ring to its last byte) and the pull (path fused; path splitk with 8 slabs
 // over a one-stage ring where the receive slots do not fit). K = 1536 keeps path splitk on
@@ -499,11 +503,12 @@ TEST(GpuGemm, ClusterSplitKEverySplitAndTokenCount) {
     for (int64_t M : {1, 3, 4, 9, 13, 16, 24, 32, 33, 64}) {
       const int64_t N = 200;
       const Problem p = random_problem(M, N, K, uint64_t(5000 + M * 13 + K));
+      const RowsReference ref = p.reference(all_rows(M));
       for (int split = 2; split <= 8; ++split) {
         for (const GemmConfig& cfg : {forced_cfg(GemmPath::fused, split, 4, 1), forced_cfg(GemmPath::splitk, split, 8, 1),
                                       forced_cfg(GemmPath::splitk, split, 4, 2)}) {
           const auto C = p.run(&cfg, N + 3, 2);
-          p.check(C, N + 3, all_rows(M), "M=" + std::to_string(M) + " K=" + std::to_string(K) + " " + describe(cfg));
+          p.check(C, N + 3, ref, "M=" + std::to_string(M) + " K=" + std::to_string(K) + " " + describe(cfg));
           for (int64_t i = M * (N + 3); i < (M + 2) * (N + 3); ++i)
             ASSERT_EQ(C[size_t(i)], 0xFFFF) << "canary row touched, M=" << M << " " << describe(cfg);
           for (int64_t r = 0; r < M; ++r)
