@@ -115,10 +115,11 @@ struct RowsReference {
 /// for no rows (a check of nothing).
 RowsReference reference_rows(const HostMx& aq, const HostMx& b, const std::vector<int64_t>& rows);
 
-/// check_gemm_contract on rows ref.rows of C (row stride ldc, N = b.rows columns); the report
-/// of the first failing row, or of the last row when all pass. `failed_row` gets the failing
-/// row (-1 when none). Throws std::invalid_argument unless N == ref.N and ref holds N sums per row.
-ContractReport check_rows_contract(const uint16_t* C, int64_t ldc, int64_t N, const RowsReference& ref,
+/// check_gemm_contract on rows ref.rows of C (row stride ldc, ref.N columns); the report of the
+/// first failing row, or of the last row when all pass. `failed_row` gets the failing row (-1
+/// when none). Throws std::invalid_argument for a reference of no rows or without ref.N sums
+/// per row (one not made by reference_rows).
+ContractReport check_rows_contract(const uint16_t* C, int64_t ldc, const RowsReference& ref,
                                    int64_t* failed_row = nullptr);
 
 /// The device the dispatcher's rules were tuned on (an H200: 132 SMs), for its CPU tests.

@@ -83,7 +83,7 @@ struct Problem {
   /// Checks rows ref.rows of C (row stride ldc) against the exact reference, per element (spec §3).
   void check(const std::vector<uint16_t>& C, int64_t ldc, const RowsReference& ref, const std::string& what) const {
     int64_t row = -1;
-    const ContractReport rep = check_rows_contract(C.data(), ldc, N, ref, &row);
+    const ContractReport rep = check_rows_contract(C.data(), ldc, ref, &row);
     ASSERT_TRUE(rep.ok()) << what << " row " << row << ": " << rep.str();
   }
   void check(const std::vector<uint16_t>& C, int64_t ldc, const std::vector<int64_t>& rows, const std::string& what) const {
