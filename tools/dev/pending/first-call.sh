@@ -51,7 +51,6 @@ echo "ab done $((SECONDS-t0)) s"
 # tree's CTA scope ("new - base" = what the CTA scope saves; SASS: one CCTL.IVALL per wait).
 rm -rf tools/dev/pending/base && mkdir -p tools/dev/pending/base/src/cuda
 python3 - <<'PY' || { echo "first-call.sh: the cluster-acquire variant did not apply"; exit 2; }
-import re
 src, dst = "src/cuda/", "tools/dev/pending/base/src/cuda/"
 b = open(src + "bulk_copy.cuh").read()
 anchor = "/// 16-byte asynchronous copy global -> shared by this thread"
