@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The next session's first device call (written at the end of session 43, whose device starts
 # mostly failed; plan items f, x and w's bench part in docs/perf-notes.md), ~6 minutes:
-#   - build; at once: the A/B base's build, the sanitize and canary tests, and memcheck /
+#   - build; at once: the A/B base's build, the whole Gpu* suite in 3 shards, and memcheck /
 #     racecheck / synccheck on GpuSanitize.GemmEveryPathSmall (session 43 added path splitk's
 #     16-token kernel at split 4/5/8 to it: never run on a GPU yet);
 #   - on an H200 the workload bench, default and --weights-static (bench/results/h200.md and
@@ -24,7 +24,10 @@ OUT=$o/dc bash scripts/device-check.sh --no-tests --no-bench > "$o/logs/build.lo
 echo "build $((SECONDS-t0)) s"
 printf '64 7168 2048\n128 2112 7168\n256 3072 1536\n256 7168 2048\n256 2880 512\n1024 7168 2048\n4 2880 512\n' > /tmp/ab.txt
 AB_BUILD_ONLY=1 OUT=$o tools/dev/ab.sh nofixup /tmp/ab.txt 1 > "$o/logs/ab-build.txt" 2>&1 &
-timeout 150 build-device/mxfp4_tests --gtest_filter='GpuSanitize.*:GpuCanary*' > "$o/logs/tests-0.log" 2>&1 &
+for i in 0 1 2; do  # the whole GPU suite (38 s in 4 shards on an H100, session 43)
+  GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$i timeout 200 build-device/mxfp4_tests --gtest_filter='Gpu*' --gtest_brief=1 \
+    > "$o/logs/tests-$i.log" 2>&1 &
+done
 (
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck synccheck; do
