@@ -35,16 +35,33 @@ __device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
-/// Spins until the phase with parity `parity` of `bar` has completed.
+/// Scope of the acquire with which an mbarrier wait returns (PTX ISA, "mbarrier.test_wait /
+/// try_wait", .sem/.scope): `cta` for bytes written by this CTA's threads or copies, `cluster`
+/// for bytes another CTA of the cluster delivered (st.async, cp.async.bulk to
+/// shared::cluster), whose complete-tx releases at cluster scope (NVIDIA's st.async example in
+/// the CCCL docs waits this way). The cluster form adds one L1 invalidation (CCTL.IVALL) per wait.
+enum class WaitScope { cta, cluster };
+
+/// Spins until the phase with parity `parity` of `bar` has completed, then acquires at `kScope`.
+template <WaitScope kScope = WaitScope::cta>
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   const uint32_t addr = smem_addr(bar);
   uint32_t done = 0;
   while (!done) {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(addr), "r"(parity)
-        : "memory");
+    if constexpr (kScope == WaitScope::cluster) {
+      asm volatile(
+          "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+          " selp.u32 %0, 1, 0, p;\n}\n"
+          : "=r"(done)
+          : "r"(addr), "r"(parity)
+          : "memory");
+    } else {
+      asm volatile(
+          "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+          : "=r"(done)
+          : "r"(addr), "r"(parity)
+          : "memory");
+    }
   }
 }
 

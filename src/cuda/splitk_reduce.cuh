@@ -77,7 +77,7 @@ template <int kThreads, int kQuads, int kP, class Store>
 __device__ __forceinline__ void splitk_sum_received(const float* red, const float* recv, uint64_t* recv_bar, int rpr,
                                                     int own_rows, int rank, int split, Store& store4) {
   if (own_rows <= 0) return;
-  mbarrier_wait(recv_bar, 0u);
+  mbarrier_wait<WaitScope::cluster>(recv_bar, 0u);  // the other ranks' bytes
   for (int q = threadIdx.x; q < own_rows * kQuads; q += kThreads) {
     const int i = q / kQuads, nl = 4 * (q % kQuads), m = rank * rpr + i;
     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
