@@ -58,8 +58,9 @@ void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
 
 }  // namespace
 
-void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B, void* C, bool c_f32, int64_t ldc,
-              const GemmConfig& cfg, int sm_count, cudaStream_t stream) {
+void gemm_fp8(const uint16_t* A, int64_t lda, ScaleRule rule, const uint8_t* a_img, int64_t M, int64_t K,
+              const PackedWeights& B, void* C, bool c_f32, int64_t ldc, const GemmConfig& cfg, int sm_count,
+              cudaStream_t stream) {
   const fp8::ImageGeometry ga = fp8::ImageGeometry::of(M, K), gb = fp8::ImageGeometry::of(B.N, K);
   Fp8Params p{};
   p.a_img = a_img;
@@ -83,6 +84,11 @@ void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B
   p.vec_store = ldc % 2 == 0 && reinterpret_cast<uintptr_t>(C) % (2 * elem) == 0;
   p.row16_store = !c_f32 && ldc % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
   p.split = cfg.split_k;
+  p.A = A;
+  p.lda = lda;
+  p.K = K;
+  p.rule = rule;
+  p.b_packed = B.data;
   // The explicit list of instantiations (gemm_config_problem admits exactly these configs):
   // warps = 4 x (consumer warpgroups + 1); 20 warps on 128 x 128 and 12 on 64 x 128 select the
   // 64 x 64 consumer warpgroups.

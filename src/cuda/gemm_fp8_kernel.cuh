@@ -25,13 +25,14 @@
 //     chain's end they are promoted once: acc += float(S) * 2^Ra * 2^Rb, one FFMA per element
 //     (S < 2^24 converts exactly; the add rounds). Otherwise (a wide group: one exponent per
 //     block) each k32 step is promoted with its block's exponents.
-// Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the
-// rows and columns of C they touch afterwards. (Sessions 3-16 used e4m3 codes, whose MMA adds
+// Groups the image flagged carry zero codes here; at the end the CTA recomputes the elements of
+// C it stored whose rows or columns have one, exactly (gemm_fp8_exact.cuh). (Sessions 3-16 used e4m3 codes, whose MMA adds
 // with a truncating 13-fraction-bit accumulator and so needed one promotion per k32 step
 // everywhere: docs/perf-notes.md.)
 #include "core/fp8_layout.hpp"
 #include "cuda/common.cuh"
 #include "cuda/gemm_fp8_common.cuh"
+#include "cuda/gemm_fp8_exact.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace mxfp4::cuda {
@@ -157,6 +158,55 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
   if (!waited) wait_then_release_dependents();
 }
 
+/// Calls fn(m0, m1, n0, n1) for each region of C this CTA stores, rows [m0, m1) x columns
+/// [n0, n1) clipped to M and N: its tiles (PAIR: its half of the pair's rows), or, split-K,
+/// its rank's share of the cluster's one tile (splitk_row_share).
+template <int BM, int BN, int WN, bool PAIR, class Fn>
+__device__ __forceinline__ void for_each_stored_region(const Fp8Params& p, uint32_t rank, uint32_t krank, int first,
+                                                       int clusters, Fn&& fn) {
+  using P = Plan<BM, BN, WN>;
+  constexpr int kCtas = PAIR ? 2 : 1;
+  const bool split = !PAIR && p.split > 1;
+  for (int id = first; id < p.m_tiles * p.n_tiles; id += clusters) {
+    int mt, nt;
+    raster(id, p.m_tiles, p.n_tiles, mt, nt);
+    int64_t m0 = (int64_t(mt) * kCtas + rank) * P::kBM, m1 = m0 + P::kBM;
+    if (split) {
+      const RowShare share = splitk_row_share(P::kBM, krank, p.split);
+      m0 = int64_t(mt) * P::kBM + share.first, m1 = m0 + share.count;
+    }
+    const int64_t n0 = int64_t(nt) * BN;
+    if (m0 < p.M) fn(m0, min(m1, p.M), n0, min(n0 + BN, p.N));
+    if (split) return;  // one tile per cluster
+  }
+}
+
+/// Threads of the producer warpgroup that issue no copies (all but lane 0 of each warp); the
+/// first kScanQuarters x kScanSlices of them scan the flags (scan_stored_flags).
+constexpr int kScanThreads = 4 * 31;
+static_assert(kScanQuarters * kScanSlices <= kScanThreads, "enough idle producer lanes");
+
+/// Run by the producer warpgroup's idle lanes while the consumers multiply: ORs the flag bytes
+/// of every region this CTA stores (A's rows, B's columns; fp8_layout.hpp) into *flagged
+/// (shared memory) and arrives on `scan_bar`, which the consumers wait for before deciding on
+/// the fix-up. A's flags are complete: the caller has passed griddepcontrol.wait.
+template <int BM, int BN, int WN, bool PAIR>
+__device__ __forceinline__ void scan_stored_flags(const Fp8Params& p, uint32_t rank, uint32_t krank, int first,
+                                                  int clusters, uint32_t* flagged, uint64_t* scan_bar) {
+  const int t = (int(threadIdx.x) % 128) / 32 * 31 + int(threadIdx.x) % 32 - 1;
+  const fp8::ImageGeometry ga{p.a_rows, p.slices}, gb{p.b_rows, p.slices};
+  static_assert(Plan<BM, BN, WN>::kBM <= 16 * kScanQuarters && BN <= 16 * kScanQuarters, "a quarter per thread");
+  uint32_t any = 0;
+  if (t < kScanQuarters * kScanSlices)
+    for_each_stored_region<BM, BN, WN, PAIR>(p, rank, krank, first, clusters,
+                                             [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+                                               any |= flags_of_rows(p.a_img, ga, m0, m1, t) |
+                                                      flags_of_rows(p.b_img, gb, n0, n1, t);
+                                             });
+  if (any != 0u) atomicOr(flagged, 1u);
+  mbarrier_arrive(scan_bar);  // releases the OR above (CTA scope)
+}
+
 /// Persistent kernel: CTAs (PAIR: clusters of 2 CTAs) take tiles id = cluster, cluster +
 /// clusters, ...; the stage ring and its mbarrier phases run on across tiles, so the producer
 /// loads the next tile while the consumers store the last. PAIR: the two CTAs of a cluster
@@ -177,6 +227,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   uint32_t* metas = reinterpret_cast<uint32_t*>(tiles + P::kStages * P::kTileBytes);  // per stage: kMetaWords
   uint64_t* full = reinterpret_cast<uint64_t*>(metas + P::kStages * P::kMetaWords);
   uint64_t* empty = full + P::kStages;
+  __shared__ uint64_t scan_bar;   // scan_stored_flags is done
+  __shared__ uint32_t flagged;    // a region this CTA stores has a flagged group
 
   const int wg = int(threadIdx.x) / 128;
   const uint32_t rank = PAIR ? cluster_rank() : 0;
@@ -185,6 +237,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       mbarrier_init(&full[s], kProducerThreads);  // one arrival (with its part's bytes) per producer thread
       mbarrier_init(&empty[s], kCtas * kCons * 128);  // one arrival per consumer thread of the cluster
     }
+    mbarrier_init(&scan_bar, kScanThreads);
+    flagged = 0u;
     fence_mbarrier_init();
   }
   if constexpr (kExpMmaOnly) {
@@ -216,14 +270,30 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
                 kProducerRegs = WN == 128 ? (kCons == 3 ? 56 : 40) : 32;
   static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
                 "register rebalance exceeds the CTA's pool");
+  // The cluster's closing steps, run by both warpgroup kinds (in their own branches: code after
+  // the branches would be compiled to the producer's register cap): the split-K reduction
+  // (`stores`: this thread stores rows) and, PAIR, the barrier that keeps every CTA alive
+  // while its peer may still multicast into it or arrive on its barriers (release: the remote
+  // arrivals before it are ordered before the barrier).
+  auto close_cluster = [&](bool stores) {
+    if (split) fp8_splitk_reduce<BM, BN, WN>(p, tiles, krank, stores, first);
+    if constexpr (PAIR) {
+      __syncwarp();  // the barrier is .aligned: reconverge the producer warp first
+      cluster_sync_acq_rel();
+    }
+  };
   if (wg == kCons) {  // producer warpgroup: lane 0 of each warp issues one part of every stage
     if constexpr (kRebalance) setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x % 32 == 0 && !kExpMmaOnly) {
+    if (threadIdx.x % 32 != 0) {
+      wait_then_release_dependents();
+      scan_stored_flags<BM, BN, WN, PAIR>(p, rank, krank, first, clusters, &flagged, &scan_bar);
+    } else if (!kExpMmaOnly) {
       produce_part<BM, BN, WN, PAIR>(p, tiles, metas, full, empty, rank, first, clusters, j0, j1, tiles_total,
                                      Part(int(threadIdx.x) / 32 - 4 * kCons));
     } else {
       wait_then_release_dependents();
     }
+    close_cluster(false);
   } else {
     // Consumer warpgroup `wg`: tokens tb*64 .. tb*64+63 of the CTA's tile, weight rows
     // wb*WN .. wb*WN+WN-1.
@@ -457,13 +527,20 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         for (int jn = 0; jn < WN / 8; ++jn) store_pair(p, m, n_base + 8 * jn, acc[4 * jn + 2 * i], acc[4 * jn + 2 * i + 1]);
       }
     }
-  }
-  if (split) fp8_splitk_reduce<BM, BN, WN>(p, tiles, krank, wg < kCons && first < tiles_total, first);
-  // PAIR: no CTA leaves while its peer may still multicast into it or arrive on its barriers
-  // (release: the remote arrivals above are ordered before the barrier).
-  if constexpr (PAIR) {
-    __syncwarp();  // the barrier is .aligned: reconverge the producer warp first
-    cluster_sync_acq_rel();
+    close_cluster(first < tiles_total);
+    // The exact fix-up of the regions this CTA stored, when one has a flagged group (rare; the
+    // same answer in every consumer thread). The stage ring is drained (and, split-K or PAIR,
+    // no longer read or written by the cluster's other CTA): it holds the fix-up's staging.
+    mbarrier_wait(&scan_bar, 0u);
+    if (flagged != 0u) {
+      static_assert(sizeof(FixSmem) <= P::kStages * P::kTileBytes && BM <= kListCap && BN <= kListCap,
+                    "the fix-up's staging fits the ring, a region's lines its list");
+      FixSmem& sm = *reinterpret_cast<FixSmem*>(tiles);
+      for_each_stored_region<BM, BN, WN, PAIR>(p, rank, krank, first, clusters,
+                                               [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+                                                 fix_region<kCons * 128>(p, m0, m1, n0, n1, sm);
+                                               });
+    }
   }
 }
 

@@ -218,11 +218,11 @@ TEST(GpuFp8, FlaggedGroupsInWeightsAndActivationsStayWithinContract) {
   }
 }
 
-/// Many flagged lines scattered over both operands (the fix-up collects them in row order and
-/// recomputes them 16 lines x 64 rows of the other operand at a time): every 7th activation
-/// row and every 5th weight row (28: two groups of lines, the second partial) with a 2^-60 /
-/// 2^60 pair of blocks (exponents out of range), then every activation row flagged (1100
-/// lines: three windows of 512).
+/// Many flagged lines scattered over both operands (the fix-up collects a region's flagged
+/// lines in row order and recomputes them 16 lines x 64 rows of the other operand at a time):
+/// every 7th activation row and every 5th weight row (28: two groups of lines, the second
+/// partial) with a 2^-60 / 2^60 pair of blocks (exponents out of range), then every activation
+/// row flagged (1100 lines; a region's 128 rows are all lines).
 /// M and N are not multiples of 64, K = 224 ends in a partial slice; every element of C within
 /// the contract, and bitwise reproducible.
 TEST(GpuFp8, ManyScatteredFlaggedLinesStayWithinContract) {
@@ -252,6 +252,40 @@ TEST(GpuFp8, ManyScatteredFlaggedLinesStayWithinContract) {
       EXPECT_TRUE(rep.ok()) << describe(cfg) << " every " << every << ": " << rep.str();
       EXPECT_EQ(run_gemm(da, M, K, pk.pw, &cfg), C) << describe(cfg) << " every " << every << ": not reproducible";
     }
+  }
+}
+
+/// The fix-up runs in the GEMM kernel on the regions each CTA stored: flagged lines (every 9th
+/// activation row, every 11th weight row: a 2^-60 / 2^60 pair of blocks) under a persistent grid
+/// whose CTAs store several tiles (64 x 64: 170 tiles), the 2-CTA pair, 192 x 128, the 20-warp
+/// 128 x 128, and split-K clusters whose ranks store uneven row shares, some without a slice
+/// (K = 160: 2 slices, split 3 and 6). Every element within the contract, bitwise reproducible.
+TEST(GpuFp8, FlaggedLinesInPersistentAndSplitTilesStayWithinContract) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t M = 1040, N = 600, K = 160;
+  HostMx b = random_mx(N, K, 932002);
+  for (int64_t r = 0; r < N; r += 11) {
+    b.scales[size_t(r * (K / 32))] = 127 - 60;
+    b.scales[size_t(r * (K / 32) + 1)] = 127 + 60;
+  }
+  std::vector<uint16_t> a = randn_bf16(size_t(M * K), 932001);
+  for (int64_t r = 0; r < M; r += 9)
+    for (int64_t k = 0; k < 64; ++k)
+      a[size_t(r * K + k)] = fmt::f32_to_bf16(std::ldexp(fmt::bf16_to_f32(a[size_t(r * K + k)]), k < 32 ? -60 : 60));
+  const HostMx aq = quantize_bf16(a, M, K);
+  const fp8::GroupPlan aplan = fp8::plan_groups(aq.view()), bplan = fp8::plan_groups(b.view());
+  for (int64_t r = 0; r < M; ++r) ASSERT_EQ(aplan.exact[size_t(r * aplan.slices)], r % 9 != 0) << "row " << r;
+  for (int64_t r = 0; r < N; ++r) ASSERT_EQ(bplan.exact[size_t(r * bplan.slices)], r % 11 != 0) << "weight row " << r;
+  const DeviceBuf da(a);
+  const DevicePacked pk(b);
+  const Reference ref(aq, b);
+  for (const GemmConfig& cfg : {fp8_cfg(64, 64), fp8_cfg(128, 128), fp8_cfg(128, 128, true), fp8_cfg(256, 128),
+                                GemmConfig{GemmPath::fp8, 128, 192, 1, 16}, fp8_cfg(128, 64, false, 3),
+                                fp8_cfg(64, 128, false, 6)}) {
+    const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
+    const ContractReport rep = check_gemm_contract(C.data(), M, N, N, ref.sum.data(), ref.abs_sum.data());
+    EXPECT_TRUE(rep.ok()) << describe(cfg) << ": " << rep.str();
+    EXPECT_EQ(run_gemm(da, M, K, pk.pw, &cfg), C) << describe(cfg) << ": not reproducible";
   }
 }
 

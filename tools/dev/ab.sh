@@ -13,6 +13,7 @@
 # summary reads the JSON that `mxfp4 bench` writes beside its table), the summary as
 # $OUT/logs/ab-NAME.txt. Exit status 1 when a build or bench run failed or a result was not
 # correct. Session 40 made its four comparisons with the same steps by hand (docs/perf-notes.md).
+# AB_NEW_FILES=1 lets the overlay add files the tree lacks (a base with a file the tree removed).
 # AB_BUILD_ONLY=1 only builds the base (e.g. while tests run); AB_PREBUILT=1 then reuses that
 # build instead of copying and building again (the overlay must be the same).
 # Usage (repository root, on the device): tools/dev/ab.sh NAME SHAPES REPS [BENCH_ARGS...]
@@ -34,7 +35,8 @@ if [ "${AB_PREBUILT:-0}" = 1 ] && [ -x "$tree/build/mxfp4" ]; then :; else
 rm -rf "$tree" && mkdir -p "$tree"
 tar cf - --exclude='./build*' . | tar xf - -C "$tree"
 while IFS= read -r f; do
-  [ -f "$tree/$f" ] || { echo "ab.sh: $overlay/$f replaces no file of the tree (a typo?)"; exit 2; }
+  [ -f "$tree/$f" ] || [ "${AB_NEW_FILES:-0}" = 1 ] ||
+    { echo "ab.sh: $overlay/$f replaces no file of the tree (a typo? AB_NEW_FILES=1 adds it)"; exit 2; }
   cp "$overlay/$f" "$tree/$f"
 done < <(cd "$overlay" && find . -type f)
 (cd "$tree" && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DMXFP4_CUDA=ON &&
