@@ -7,9 +7,9 @@
 // fp32 (multiples of 1/4, at most 32 * 36), scaled by 2^(sa + sb) with one scalbnf (exponents
 // added first, spec §3), and the block contributions are summed in fp32 in K order. A NaN
 // scale makes the element NaN.
-// The common case (nothing flagged) costs no launch: while the consumers multiply, the
-// producer warpgroup's idle lanes read the images' flag bytes of the CTA's stored regions
-// (scan_stored_flags) and report on an mbarrier; the consumers read that one word at the end.
+// The common case (nothing flagged) costs no launch: once its copies are issued, the
+// producer warpgroup reads the images' flag bytes of the CTA's stored regions
+// (scan_stored_flags) and reports on an mbarrier; the consumers read that one word at the end.
 // (Sessions 12-43 ran this as a separate fix-up kernel after the GEMM: session 44 measured its
 // launch at 0.7-1.6 us per call when nothing is flagged, docs/perf-notes.md.)
 // Included only by gemm_fp8_kernel.cuh; the anonymous namespace keeps it in gemm_fp8.cu.
@@ -74,7 +74,7 @@ __device__ bool row_flagged(const uint8_t* img, const fp8::ImageGeometry& g, int
 
 /// Threads that scan the flags (scan_stored_flags), as kScanQuarters quarter tiles x
 /// kScanSlices slice phases.
-constexpr int kScanQuarters = 16, kScanSlices = 7;
+constexpr int kScanQuarters = 16, kScanSlices = 8;
 
 /// OR of the flag bytes of the 16-row quarter tiles that rows [r0, r1) of the image touch
 /// (at most kScanQuarters), over every slice: scanning thread t takes quarter t % 16 and every
@@ -86,8 +86,10 @@ __device__ __forceinline__ uint32_t flags_of_rows(const uint8_t* img, const fp8:
   const int per_slice = int(g.rows_padded / fp8::kFlagRows), qi = t % kScanQuarters;
   const uint8_t* flags = img + g.flag_offset() + q0 + qi;  // flag_index(q, j) = j * per_slice + q
   uint32_t any = 0;
-  if (qi < nq)
+  if (qi < nq) {
+#pragma unroll 4  // up to 4 loads in flight
     for (int j = t / kScanQuarters; j < int(g.slices); j += kScanSlices) any |= flags[j * per_slice];
+  }
   return any;
 }
 
