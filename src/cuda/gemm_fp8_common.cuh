@@ -32,6 +32,9 @@ struct Fp8Params {
   int64_t lda, K;
   ScaleRule rule;            ///< A's quantization rule (spec §2), as for a_img
   const uint8_t* b_packed;   ///< the packed weights (layout v3) whose image is b_img
+  /// Each CTA stores at most one region (a grid that covers every tile, or split-K): the GEMM
+  /// fixes what it stored. Else fp8_fixup_kernel runs after it (gemm_fp8_exact.cuh).
+  bool fix_in_gemm;
 };
 
 /// Rows [first, first + count) of a BM-row tile that split-K rank `krank` of `split` stores

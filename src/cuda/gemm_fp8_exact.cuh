@@ -1,17 +1,18 @@
 #pragma once
-// The exact fix-up of path "fp8" (docs/fp8-path.md), run inside the GEMM kernel
-// (gemm_fp8_kernel.cuh) by the consumer warpgroups of each CTA on the part of C that CTA
-// stored: elements whose activation row has a flagged scaling group (fp8::group_range: a NaN
-// scale or a block exponent out of [-47, 49]) or whose weight row has one are recomputed on
-// CUDA cores from the MXFP4 operands: each 32-element block's sum of e2m1 products is exact in
-// fp32 (multiples of 1/4, at most 32 * 36), scaled by 2^(sa + sb) with one scalbnf (exponents
-// added first, spec §3), and the block contributions are summed in fp32 in K order. A NaN
-// scale makes the element NaN.
-// The common case (nothing flagged) costs no launch: once its copies are issued, the
-// producer warpgroup reads the images' flag bytes of the CTA's stored regions
-// (scan_stored_flags) and reports on an mbarrier; the consumers read that one word at the end.
-// (Sessions 12-43 ran this as a separate fix-up kernel after the GEMM: session 44 measured its
-// launch at 0.7-1.6 us per call when nothing is flagged, docs/perf-notes.md.)
+// The exact fix-up of path "fp8" (docs/fp8-path.md): elements of C whose activation row has a
+// flagged scaling group (fp8::group_range: a NaN scale or a block exponent out of [-47, 49])
+// or whose weight row has one are recomputed on CUDA cores from the MXFP4 operands: each
+// 32-element block's sum of e2m1 products is exact in fp32 (multiples of 1/4, at most 32 * 36),
+// scaled by 2^(sa + sb) with one scalbnf (exponents added first, spec §3), and the block
+// contributions are summed in fp32 in K order. A NaN scale makes the element NaN.
+// Two forms, one code (fix_region):
+//   - in the GEMM kernel (gemm_fp8_kernel.cuh), where each CTA stores at most one region of
+//     C: its consumer warpgroups fix what their CTA stored. The common case (nothing flagged)
+//     costs no launch: once its copies are issued, the producer warpgroup reads the flag
+//     bytes of the CTA's region (scan_stored_flags) and reports on an mbarrier; the consumers
+//     read that one word at the end. Session 44: 0.35-0.72 us off the single-wave calls;
+//   - fp8_fixup_kernel after the GEMM, where its CTAs store several tiles (the in-GEMM scan
+//     of many regions after the copies cost up to 11 us).
 // Included only by gemm_fp8_kernel.cuh; the anonymous namespace keeps it in gemm_fp8.cu.
 #include "core/fp8_layout.hpp"
 #include "cuda/common.cuh"
@@ -97,7 +98,8 @@ constexpr int kLines = 16;   ///< flagged lines of one work item
 constexpr int kOthers = 64;  ///< rows of the other operand of one work item (one per thread pair)
 constexpr int kItemThreads = 2 * kOthers;  ///< threads that compute a work item (the others wait)
 static_assert(kLines % 2 == 0, "a thread owns one other row and half the lines");
-/// Most lines of a stored region (its rows or its columns): the flagged ones fit one list.
+/// Flagged lines per window of collect_lines (a GEMM CTA's regions have at most 192 lines: one
+/// window).
 constexpr int kListCap = 256;
 
 /// Shared memory of the fix-up (in the drained stage ring).
@@ -105,28 +107,31 @@ struct FixSmem {
   float xs[kLines][32];   ///< the lines' block (e2m1 values, unscaled)
   float ys[kOthers][33];  ///< the other rows' block; padded: thread o reads row o, a bank per lane
   uint8_t xsb[kLines], ysb[kOthers];  ///< their scale bytes
-  int list[kListCap];     ///< flagged lines of the region, in row order
+  int list[kListCap];     ///< flagged lines of the window, in row order
   uint32_t warp_mask[16];  ///< collect_lines: quarter tiles with a flag, per warp (<= 16 warps)
-  int found;
+  int64_t found;
 };
 
-/// Barrier of the kT consumer threads (named barrier 1; the producer warpgroup is not in it).
+/// Barrier of the kT threads that run the fix-up (named barrier 1): the GEMM's consumer
+/// warpgroups (the producer warpgroup is not in it), or a whole fix-up kernel CTA.
 template <int kT>
 __device__ __forceinline__ void consumers_sync() {
   __syncwarp();  // bar.sync is .aligned: reconverge first
   asm volatile("bar.sync 1, %0;" ::"r"(kT) : "memory");
 }
 
-/// Collects, in row order, the rows in [r0, r1) (r1 - r0 <= kListCap) of `img` (geometry g) that
-/// have a flagged group into sm.list and returns how many. Quarter tiles (16 rows, one flag
-/// byte per slice) are scanned first, kT at a time; only the rows of flagged ones are checked
-/// (row_flagged). Every consumer thread calls this; the result is the same in all of them.
+/// Collects, in row order, the rows in [r0, r1) of `img` (geometry g) that have a flagged group
+/// and whose ordinal among them is in [first, first + kListCap), into sm.list; returns how many
+/// flagged rows [r0, r1) has in all. Quarter tiles (16 rows, one flag byte per slice) are
+/// scanned first, kT at a time; only the rows of flagged ones are checked (row_flagged). Every
+/// one of the kT threads calls this; the result is the same in all of them.
 template <int kT>
-__device__ int collect_lines(const uint8_t* img, const fp8::ImageGeometry& g, int64_t r0, int64_t r1, FixSmem& sm) {
+__device__ int64_t collect_lines(const uint8_t* img, const fp8::ImageGeometry& g, int64_t r0, int64_t r1,
+                                 int64_t first, FixSmem& sm) {
   constexpr int kQ = fp8::kFlagRows;
   static_assert(kQ <= 32 && kT / 32 <= 16, "one warp checks the rows of a quarter tile");
   const int64_t q0 = r0 / kQ, q1 = (r1 + kQ - 1) / kQ;
-  consumers_sync<kT>();  // the list, `found` and the ring may still be read
+  consumers_sync<kT>();  // the list, `found` and the staging may still be read
   if (threadIdx.x == 0) sm.found = 0;
   for (int64_t qb = q0; qb < q1; qb += kT) {
     const int64_t q = qb + threadIdx.x;
@@ -143,8 +148,11 @@ __device__ int collect_lines(const uint8_t* img, const fp8::ImageGeometry& g, in
           const int64_t r = qq * kQ + threadIdx.x;
           const bool in = threadIdx.x < kQ && r >= r0 && r < r1;
           const uint32_t rm = __ballot_sync(0xFFFFFFFFu, in && row_flagged(img, g, r));
-          if (threadIdx.x == 0)
-            for (uint32_t rb = rm; rb != 0; rb &= rb - 1) sm.list[sm.found++] = int(qq * kQ + __ffs(int(rb)) - 1);
+          if (threadIdx.x == 0) {
+            for (uint32_t rb = rm; rb != 0; rb &= rb - 1, ++sm.found)
+              if (sm.found >= first && sm.found < first + kListCap)
+                sm.list[sm.found - first] = int(qq * kQ + __ffs(int(rb)) - 1);
+          }
         }
         consumers_sync<kT>();
       }
@@ -218,20 +226,81 @@ __device__ void fix_item(const Fp8Params& p, const int* lines, int nl, int64_t o
   }
 }
 
-/// Recomputes exactly the elements of C's region rows [m0, m1) x columns [n0, n1) (stored by
-/// this CTA) whose activation row or weight row has a flagged group: first the flagged rows
-/// against every column of the region, then the flagged columns against the region's other
-/// rows, as work items of kLines lines x kOthers others. Called by the kT consumer threads
-/// together, after every one of them stored its part of the region and left the stage ring.
+/// One pass of fix_region: the flagged rows [l0, l1) of `img` (kColumns false: A's, lines =
+/// activation rows; true: B's, lines = weight rows) against the other operand's rows [o0, o1),
+/// kListCap lines per window, as work items of kLines lines x kOthers others; this group of kT
+/// threads takes items worker, worker + workers, ...
+template <bool kColumns, int kT>
+__device__ void fix_pass(const Fp8Params& p, const uint8_t* img, const fp8::ImageGeometry& g, int64_t l0, int64_t l1,
+                         int64_t o0, int64_t o1, int worker, int workers, FixSmem& sm) {
+  const fp8::ImageGeometry ga{p.a_rows, p.slices};
+  const int64_t other_tiles = (o1 - o0 + kOthers - 1) / kOthers;
+  for (int64_t first = 0;; first += kListCap) {
+    const int64_t total = collect_lines<kT>(img, g, l0, l1, first, sm);
+    const int64_t n = min(total - first, int64_t(kListCap));
+    if (n <= 0) return;
+    const int64_t items = (n + kLines - 1) / kLines * other_tiles;
+    for (int64_t it = worker; it < items; it += workers) {
+      const int64_t grp = it / other_tiles;
+      fix_item<kColumns, kT>(p, sm.list + grp * kLines, int(min(int64_t(kLines), n - grp * kLines)),
+                             o0 + it % other_tiles * kOthers, o1, ga, sm);
+    }
+    if (total <= first + kListCap) return;
+  }
+}
+
+/// Recomputes exactly the elements of C's region rows [m0, m1) x columns [n0, n1) whose
+/// activation row or weight row has a flagged group: first the flagged rows against every
+/// column of the region, then the flagged columns against the region's other rows. Called by
+/// kT threads together (`worker` of `workers` such groups sharing the work items), after
+/// every store of C to the region.
 template <int kT>
-__device__ void fix_region(const Fp8Params& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1, FixSmem& sm) {
-  const fp8::ImageGeometry ga{p.a_rows, p.slices}, gb{p.b_rows, p.slices};
-  int n = collect_lines<kT>(p.a_img, ga, m0, m1, sm);
-  for (int l = 0; l < n; l += kLines)
-    for (int64_t o0 = n0; o0 < n1; o0 += kOthers) fix_item<false, kT>(p, sm.list + l, min(kLines, n - l), o0, n1, ga, sm);
-  n = collect_lines<kT>(p.b_img, gb, n0, n1, sm);
-  for (int l = 0; l < n; l += kLines)
-    for (int64_t o0 = m0; o0 < m1; o0 += kOthers) fix_item<true, kT>(p, sm.list + l, min(kLines, n - l), o0, m1, ga, sm);
+__device__ void fix_region(const Fp8Params& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int worker,
+                           int workers, FixSmem& sm) {
+  fix_pass<false, kT>(p, p.a_img, fp8::ImageGeometry{p.a_rows, p.slices}, m0, m1, n0, n1, worker, workers, sm);
+  fix_pass<true, kT>(p, p.b_img, fp8::ImageGeometry{p.b_rows, p.slices}, n0, n1, m0, m1, worker, workers, sm);
+}
+
+/// CTAs and threads of the separate fix-up kernel. Few and small on purpose (session 12: the
+/// fix-up's launch cost 0.1-1.2 us when nothing is flagged; 16 CTAs of 128 threads took 0.3-0.5
+/// us off the M = 256 calls in session 13): PDL lets them start during the GEMM where an SM has
+/// room, to scan the flags there.
+constexpr int kFixupGrid = 16, kFixupThreads = 128;
+
+/// ORs the flag bytes of one image, 16 bytes per load where the flags are 16-byte aligned (they
+/// fill whole 16-byte units, fp8_layout.hpp), kFixupThreads threads.
+__device__ __forceinline__ uint32_t any_flag(const uint8_t* img, const fp8::ImageGeometry& g) {
+  const uint8_t* f = img + g.flag_offset();
+  const int64_t n = g.flag_count();
+  uint32_t any = 0;
+  if (reinterpret_cast<uintptr_t>(f) % 16 == 0) {
+    const uint4* v = reinterpret_cast<const uint4*>(f);
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < n / 16; i += kFixupThreads) {
+      const uint4 w = v[i];
+      any |= w.x | w.y | w.z | w.w;
+    }
+  } else {
+#pragma unroll 8
+    for (int64_t i = threadIdx.x; i < n; i += kFixupThreads) any |= f[i];
+  }
+  return any;
+}
+
+/// The separate fix-up, for GEMM grids whose CTAs store several tiles (Fp8Params::fix_in_gemm
+/// false: the in-GEMM form's scan of many regions after the copies cost 1.3 us at
+/// 1024x7168x2048 and 11 at 4096x7168x2048, session 44). Launched as a programmatic dependent
+/// of the GEMM, which signals right after its own wait for the A image: each CTA reads both
+/// images' flags, then waits for the GEMM (griddepcontrol.wait; work queued after this kernel
+/// finds the GEMM complete too) and returns unless something is flagged; then the CTAs share
+/// the work items of fix_region over all of C.
+__global__ void __launch_bounds__(kFixupThreads, 4) fp8_fixup_kernel(const Fp8Params p) {
+  const uint32_t any = any_flag(p.a_img, fp8::ImageGeometry{p.a_rows, p.slices}) |
+                       any_flag(p.b_img, fp8::ImageGeometry{p.b_rows, p.slices});
+  grid_dependency_wait();
+  if (!__syncthreads_or(int(any != 0u))) return;
+  __shared__ FixSmem sm;
+  fix_region<kFixupThreads>(p, 0, p.M, 0, p.N, int(blockIdx.x), int(gridDim.x), sm);
 }
 
 }  // namespace

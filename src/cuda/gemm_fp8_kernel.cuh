@@ -63,12 +63,14 @@ constexpr bool kExpMmaOnly = MXFP4_EXP_FP8_MMA_ONLY != 0;
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
 
-/// PDL: waits for the A image kernel (complete, writes visible). The GEMM signals no early
-/// launch of its dependents: they launch as its CTAs exit (session 44: with the signal right
-/// after this wait, the next call's image kernel took SM slots while the GEMM still had tiles
-/// to run, 1.7-2.7 us per call on multi-wave and split grids; session 22 found the same).
-__device__ __forceinline__ void wait_for_image() {
+/// PDL: waits for the A image kernel (complete, writes visible). Where the GEMM fixes its own
+/// tiles it signals no early launch of its dependents: they launch as its CTAs exit (session
+/// 44: with the signal, the next call's image kernel took SM slots while the GEMM still ran,
+/// 1.7-2.7 us per call; session 22 found the same). Else it lets fp8_fixup_kernel start now:
+/// that kernel reads A's flags before its own wait, so no thread may signal before its wait.
+__device__ __forceinline__ void wait_for_image(const Fp8Params& p) {
   if constexpr (!kExpNoWait) grid_dependency_wait();
+  if (!p.fix_in_gemm) grid_dependents_launch();
 }
 
 /// A 192-row tile reaching past the A image (its rows are padded to 256 only), part `atoms`
@@ -127,9 +129,9 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
   };
   if (id < tiles_total) locate();
   bool waited = !weights;
-  if (waited) wait_for_image();
+  if (waited) wait_for_image(p);
   for (int it = 0; id < tiles_total; ++it) {
-    if (!waited && it == P::kStages) wait_for_image(), waited = true;
+    if (!waited && it == P::kStages) wait_for_image(p), waited = true;
     const int s = it % P::kStages;
     if (it >= P::kStages) mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);
     mbarrier_arrive_expect_tx(&full[s], bytes);
@@ -155,7 +157,7 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
       if (id < tiles_total) locate();
     }
   }
-  if (!waited) wait_for_image();
+  if (!waited) wait_for_image(p);
 }
 
 /// Calls fn(m0, m1, n0, n1) for each region of C this CTA stores, rows [m0, m1) x columns
@@ -185,8 +187,8 @@ __device__ __forceinline__ void for_each_stored_region(const Fp8Params& p, uint3
 constexpr int kScanThreads = 128;
 static_assert(kScanQuarters * kScanSlices == kScanThreads, "a (quarter, slice phase) per thread");
 
-/// Run by the producer warpgroup once its copies are issued: ORs the flag bytes
-/// of every region this CTA stores (A's rows, B's columns; fp8_layout.hpp) into *flagged
+/// Run by the producer warpgroup once its copies are issued: where the GEMM fixes its own
+/// tiles (p.fix_in_gemm), ORs the flag bytes of every region this CTA stores (A's rows, B's columns; fp8_layout.hpp) into *flagged
 /// (shared memory) and arrives on `scan_bar`, which the consumers wait for before deciding on
 /// the fix-up. A's flags are complete: the caller has passed griddepcontrol.wait.
 template <int BM, int BN, int WN, bool PAIR>
@@ -196,11 +198,12 @@ __device__ __forceinline__ void scan_stored_flags(const Fp8Params& p, uint32_t r
   const fp8::ImageGeometry ga{p.a_rows, p.slices}, gb{p.b_rows, p.slices};
   static_assert(Plan<BM, BN, WN>::kBM <= 16 * kScanQuarters && BN <= 16 * kScanQuarters, "a quarter per thread");
   uint32_t any = 0;
-  for_each_stored_region<BM, BN, WN, PAIR>(p, rank, krank, first, clusters,
-                                           [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-                                             any |= flags_of_rows(p.a_img, ga, m0, m1, t) |
-                                                    flags_of_rows(p.b_img, gb, n0, n1, t);
-                                           });
+  if (p.fix_in_gemm)
+    for_each_stored_region<BM, BN, WN, PAIR>(p, rank, krank, first, clusters,
+                                             [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+                                               any |= flags_of_rows(p.a_img, ga, m0, m1, t) |
+                                                      flags_of_rows(p.b_img, gb, n0, n1, t);
+                                             });
   if (any != 0u) atomicOr(flagged, 1u);
   mbarrier_arrive(scan_bar);  // releases the OR above (CTA scope)
 }
@@ -286,7 +289,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       produce_part<BM, BN, WN, PAIR>(p, tiles, metas, full, empty, rank, first, clusters, j0, j1, tiles_total,
                                      Part(int(threadIdx.x) / 32 - 4 * kCons));
     } else {
-      wait_for_image();
+      wait_for_image(p);
     }
     // The whole warpgroup scans the flags once its copies are issued: the consumers still
     // have up to kStages stages to run. (Session 22, and this session's first fold: lanes
@@ -298,7 +301,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     // Consumer warpgroup `wg`: tokens tb*64 .. tb*64+63 of the CTA's tile, weight rows
     // wb*WN .. wb*WN+WN-1.
     if constexpr (kRebalance) setmaxnreg_inc<kConsumerRegs>();
-    wait_for_image();  // C is written below
+    wait_for_image(p);  // C is written below
     const int tb = wg / P::kWeightBlocks, wb = wg % P::kWeightBlocks;
     const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
     const int row0 = tb * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
@@ -538,7 +541,7 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       FixSmem& sm = *reinterpret_cast<FixSmem*>(tiles);
       for_each_stored_region<BM, BN, WN, PAIR>(p, rank, krank, first, clusters,
                                                [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-                                                 fix_region<kCons * 128>(p, m0, m1, n0, n1, sm);
+                                                 fix_region<kCons * 128>(p, m0, m1, n0, n1, 0, 1, sm);
                                                });
     }
   }

@@ -220,14 +220,15 @@ TEST(GpuFp8, FlaggedGroupsInWeightsAndActivationsStayWithinContract) {
 
 /// Many flagged lines scattered over both operands (the fix-up collects a region's flagged
 /// lines in row order and recomputes them 16 lines x 64 rows of the other operand at a time):
-/// every 7th activation row and every 5th weight row (28: two groups of lines, the second
-/// partial) with a 2^-60 / 2^60 pair of blocks (exponents out of range), then every activation
-/// row flagged (1100 lines; a region's 128 rows are all lines).
+/// every 7th activation row and every 5th weight row with a 2^-60 / 2^60 pair of blocks
+/// (exponents out of range), then every activation row flagged. Tiles of 128 x 128 and split-K
+/// fix their own regions in the GEMM; 64 x 64 (180 tiles, more than the SMs) takes the separate
+/// fix-up kernel over all of C (1100 flagged rows: five windows of 256 lines).
 /// M and N are not multiples of 64, K = 224 ends in a partial slice; every element of C within
 /// the contract, and bitwise reproducible.
 TEST(GpuFp8, ManyScatteredFlaggedLinesStayWithinContract) {
   MXFP4_REQUIRE_GPU();
-  constexpr int64_t M = 1100, N = 136, K = 224;
+  constexpr int64_t M = 1100, N = 600, K = 224;
   HostMx b = random_mx(N, K, 931002);
   for (int64_t r = 0; r < N; r += 5) {
     b.scales[size_t(r * (K / 32))] = 127 - 60;
@@ -246,7 +247,7 @@ TEST(GpuFp8, ManyScatteredFlaggedLinesStayWithinContract) {
     for (int64_t r = 0; r < M; ++r) ASSERT_EQ(aplan.exact[size_t(r * aplan.slices)], r % every != 0) << "row " << r;
     const DeviceBuf da(a);
     const Reference r(aq, b);
-    for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(128, 64, false, 2)}) {
+    for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(128, 64, false, 2), fp8_cfg(64, 64)}) {
       const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
       const ContractReport rep = check_gemm_contract(C.data(), M, N, N, r.sum.data(), r.abs_sum.data());
       EXPECT_TRUE(rep.ok()) << describe(cfg) << " every " << every << ": " << rep.str();
@@ -255,11 +256,12 @@ TEST(GpuFp8, ManyScatteredFlaggedLinesStayWithinContract) {
   }
 }
 
-/// The fix-up runs in the GEMM kernel on the regions each CTA stored: flagged lines (every 9th
-/// activation row, every 11th weight row: a 2^-60 / 2^60 pair of blocks) under a persistent grid
-/// whose CTAs store several tiles (64 x 64: 170 tiles), the 2-CTA pair, 192 x 128, the 20-warp
-/// 128 x 128, and split-K clusters whose ranks store uneven row shares, some without a slice
-/// (K = 160: 2 slices, split 3 and 6). Every element within the contract, bitwise reproducible.
+/// Both forms of the fix-up: flagged lines (every 9th activation row, every 11th weight row: a
+/// 2^-60 / 2^60 pair of blocks) under a persistent grid whose CTAs store several tiles (64 x 64:
+/// 170 tiles, the separate kernel), and in the GEMM on the regions each CTA stored: 128 x 128,
+/// the 20-warp 128 x 128, the 2-CTA pair, 192 x 128, and split-K clusters whose ranks store
+/// uneven row shares, some without a slice (K = 160: 2 slices, split 3 and 6). Every element
+/// within the contract, bitwise reproducible.
 TEST(GpuFp8, FlaggedLinesInPersistentAndSplitTilesStayWithinContract) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t M = 1040, N = 600, K = 160;
