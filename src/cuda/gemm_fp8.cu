@@ -36,7 +36,7 @@ bool launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   cfg.numAttrs = ctas > 1 ? 2 : 1;
   if (p.split > 1) {  // split-K: one cluster per tile, as many waves as it takes
     cfg.gridDim = dim3(unsigned(tiles * p.split));
-    p.fix_in_gemm = true;
+    p.fix_in_gemm = P::kFixInGemm;
     check(cudaLaunchKernelEx(&cfg, kernel, p), "cudaLaunchKernelEx(gemm_fp8_kernel)");
     return true;
   }
@@ -55,7 +55,7 @@ bool launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   }
   const int64_t clusters = std::min<int64_t>(tiles, resident);
   cfg.gridDim = dim3(unsigned(clusters * kCtas));
-  p.fix_in_gemm = clusters == tiles;  // one tile per cluster
+  p.fix_in_gemm = P::kFixInGemm && clusters == tiles;  // one tile per cluster
   check(cudaLaunchKernelEx(&cfg, kernel, p), "cudaLaunchKernelEx(gemm_fp8_kernel)");
   return p.fix_in_gemm;
 }

@@ -73,6 +73,10 @@ struct Plan {
   static constexpr int kBytes = 1024 /*alignment slack*/ + kStages * (kTileBytes + kMetaWords * 4 + 16);
   static constexpr int kThreads = 128 * (kCons + 1);
   static constexpr int kRedPitch = BN + 4;  ///< floats per row of the split-K partial tile (reuses the ring)
+  /// Whether the GEMM may fix its own tiles (gemm_fp8_exact.cuh). Not the 192 x 128 tile (the
+  /// dispatcher's for M >= 4096: persistent grids, whose CTAs store several tiles anyway):
+  /// with the fix-up code compiled in, its 152-register consumers spilled in the epilogue.
+  static constexpr bool kFixInGemm = BM != 192;
   static_assert(kBytes <= 227 * 1024, "FP8 GEMM exceeds the opt-in shared memory of sm_90");
   static_assert(BM * kRedPitch * 4 <= kStages * kTileBytes, "split-K partial tile exceeds the stage ring");
 };

@@ -160,27 +160,33 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
   if (!waited) wait_for_image(p);
 }
 
-/// Calls fn(m0, m1, n0, n1) for each region of C this CTA stores, rows [m0, m1) x columns
-/// [n0, n1) clipped to M and N: its tiles (PAIR: its half of the pair's rows), or, split-K,
-/// its rank's share of the cluster's one tile (splitk_row_share).
-template <int BM, int BN, int WN, bool PAIR, class Fn>
-__device__ __forceinline__ void for_each_stored_region(const Fp8Params& p, uint32_t rank, uint32_t krank, int first,
-                                                       int clusters, Fn&& fn) {
+/// Rows [m0, m1) x columns [n0, n1) of C (clipped to M and N; empty when m0 >= m1).
+struct Region {
+  int64_t m0, m1, n0, n1;
+};
+
+/// The one region of C this CTA stores where the GEMM fixes its own tiles (p.fix_in_gemm: one
+/// tile per cluster): its tile (PAIR: its half of the pair's rows) or, split-K, its rank's
+/// share of the tile's rows (splitk_row_share). Computed afresh from %ctaid.x and
+/// %cluster_ctarank (asm volatile: not reused from before the K loops) so that nothing stays
+/// live across them (values kept for after the loops spilled in the 152-register consumers'
+/// epilogue, session 44).
+template <int BM, int BN, int WN, bool PAIR>
+__device__ __forceinline__ Region stored_region(const Fp8Params& p) {
   using P = Plan<BM, BN, WN>;
-  constexpr int kCtas = PAIR ? 2 : 1;
+  uint32_t cta;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(cta));
+  const uint32_t crank = cluster_rank();
   const bool split = !PAIR && p.split > 1;
-  for (int id = first; id < p.m_tiles * p.n_tiles; id += clusters) {
-    int mt, nt;
-    raster(id, p.m_tiles, p.n_tiles, mt, nt);
-    int64_t m0 = (int64_t(mt) * kCtas + rank) * P::kBM, m1 = m0 + P::kBM;
-    if (split) {
-      const RowShare share = splitk_row_share(P::kBM, krank, p.split);
-      m0 = int64_t(mt) * P::kBM + share.first, m1 = m0 + share.count;
-    }
-    const int64_t n0 = int64_t(nt) * BN;
-    if (m0 < p.M) fn(m0, min(m1, p.M), n0, min(n0 + BN, p.N));
-    if (split) return;  // one tile per cluster
+  int mt, nt;
+  raster(int(cta) / (PAIR ? 2 : p.split), p.m_tiles, p.n_tiles, mt, nt);
+  int64_t m0 = (int64_t(mt) * (PAIR ? 2 : 1) + (PAIR ? crank : 0)) * P::kBM, m1 = m0 + P::kBM;
+  if (split) {
+    const RowShare share = splitk_row_share(P::kBM, crank, p.split);
+    m0 = int64_t(mt) * P::kBM + share.first, m1 = m0 + share.count;
   }
+  const int64_t n0 = int64_t(nt) * BN;
+  return {m0, min(m1, p.M), n0, min(n0 + BN, p.N)};
 }
 
 /// Threads that scan the flags: the producer warpgroup, after its copies (scan_stored_flags).
@@ -192,18 +198,16 @@ static_assert(kScanQuarters * kScanSlices == kScanThreads, "a (quarter, slice ph
 /// (shared memory) and arrives on `scan_bar`, which the consumers wait for before deciding on
 /// the fix-up. A's flags are complete: the caller has passed griddepcontrol.wait.
 template <int BM, int BN, int WN, bool PAIR>
-__device__ __forceinline__ void scan_stored_flags(const Fp8Params& p, uint32_t rank, uint32_t krank, int first,
-                                                  int clusters, uint32_t* flagged, uint64_t* scan_bar) {
-  const int t = int(threadIdx.x) % 128;
-  const fp8::ImageGeometry ga{p.a_rows, p.slices}, gb{p.b_rows, p.slices};
+__device__ __forceinline__ void scan_stored_flags(const Fp8Params& p, uint32_t* flagged, uint64_t* scan_bar) {
   static_assert(Plan<BM, BN, WN>::kBM <= 16 * kScanQuarters && BN <= 16 * kScanQuarters, "a quarter per thread");
   uint32_t any = 0;
-  if (p.fix_in_gemm)
-    for_each_stored_region<BM, BN, WN, PAIR>(p, rank, krank, first, clusters,
-                                             [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-                                               any |= flags_of_rows(p.a_img, ga, m0, m1, t) |
-                                                      flags_of_rows(p.b_img, gb, n0, n1, t);
-                                             });
+  if (Plan<BM, BN, WN>::kFixInGemm && p.fix_in_gemm) {
+    const Region r = stored_region<BM, BN, WN, PAIR>(p);
+    const int t = int(threadIdx.x) % 128;
+    if (r.m0 < r.m1)
+      any = flags_of_rows(p.a_img, fp8::ImageGeometry{p.a_rows, p.slices}, r.m0, r.m1, t) |
+            flags_of_rows(p.b_img, fp8::ImageGeometry{p.b_rows, p.slices}, r.n0, r.n1, t);
+  }
   if (any != 0u) atomicOr(flagged, 1u);
   mbarrier_arrive(scan_bar);  // releases the OR above (CTA scope)
 }
@@ -238,8 +242,10 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
       mbarrier_init(&full[s], kProducerThreads);  // one arrival (with its part's bytes) per producer thread
       mbarrier_init(&empty[s], kCtas * kCons * 128);  // one arrival per consumer thread of the cluster
     }
-    mbarrier_init(&scan_bar, kScanThreads);
-    flagged = 0u;
+    if constexpr (P::kFixInGemm) {
+      mbarrier_init(&scan_bar, kScanThreads);
+      flagged = 0u;
+    }
     fence_mbarrier_init();
   }
   if constexpr (kExpMmaOnly) {
@@ -271,8 +277,9 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
                 kProducerRegs = WN == 128 ? (kCons == 3 ? 56 : 40) : 32;
   static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
                 "register rebalance exceeds the CTA's pool");
-  // The cluster's closing steps, run by both warpgroup kinds (in their own branches: code after
-  // the branches would be compiled to the producer's register cap): the split-K reduction
+  // The cluster's closing steps, run by both warpgroup kinds (where the GEMM may fix its own
+  // tiles, in their own branches, before the consumers' fix-up: code after the branches is
+  // compiled to the producer's register cap): the split-K reduction
   // (`stores`: this thread stores rows) and, PAIR, the barrier that keeps every CTA alive
   // while its peer may still multicast into it or arrive on its barriers (release: the remote
   // arrivals before it are ordered before the barrier).
@@ -294,9 +301,11 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     // The whole warpgroup scans the flags once its copies are issued: the consumers still
     // have up to kStages stages to run. (Session 22, and this session's first fold: lanes
     // 1-31 scanning while lane 0 issued copies held up lane 0, +2 to +17 us per call.)
-    __syncwarp();
-    scan_stored_flags<BM, BN, WN, PAIR>(p, rank, krank, first, clusters, &flagged, &scan_bar);
-    close_cluster(false);
+    if constexpr (P::kFixInGemm) {
+      __syncwarp();
+      scan_stored_flags<BM, BN, WN, PAIR>(p, &flagged, &scan_bar);
+    }
+    if constexpr (P::kFixInGemm) close_cluster(false);
   } else {
     // Consumer warpgroup `wg`: tokens tb*64 .. tb*64+63 of the CTA's tile, weight rows
     // wb*WN .. wb*WN+WN-1.
@@ -530,21 +539,22 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         for (int jn = 0; jn < WN / 8; ++jn) store_pair(p, m, n_base + 8 * jn, acc[4 * jn + 2 * i], acc[4 * jn + 2 * i + 1]);
       }
     }
-    close_cluster(first < tiles_total);
-    // The exact fix-up of the regions this CTA stored, when one has a flagged group (rare; the
-    // same answer in every consumer thread). The stage ring is drained (and, split-K or PAIR,
-    // no longer read or written by the cluster's other CTA): it holds the fix-up's staging.
-    mbarrier_wait(&scan_bar, 0u);
-    if (flagged != 0u) {
-      static_assert(sizeof(FixSmem) <= P::kStages * P::kTileBytes && BM <= kListCap && BN <= kListCap,
-                    "the fix-up's staging fits the ring, a region's lines its list");
-      FixSmem& sm = *reinterpret_cast<FixSmem*>(tiles);
-      for_each_stored_region<BM, BN, WN, PAIR>(p, rank, krank, first, clusters,
-                                               [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-                                                 fix_region<kCons * 128>(p, m0, m1, n0, n1, 0, 1, sm);
-                                               });
+    if constexpr (P::kFixInGemm) close_cluster(first < tiles_total);
+    // The exact fix-up of the region this CTA stored, when it has a flagged group (rare; the
+    // same answer in every consumer thread; only where p.fix_in_gemm). The stage ring is
+    // drained (and, split-K or PAIR, no longer read or written by the cluster's other CTA):
+    // it holds the fix-up's staging.
+    if constexpr (P::kFixInGemm) {
+      mbarrier_wait(&scan_bar, 0u);
+      if (flagged != 0u) {
+        static_assert(sizeof(FixSmem) <= P::kStages * P::kTileBytes && BM <= kListCap && BN <= kListCap,
+                      "the fix-up's staging fits the ring, a region's lines one window");
+        const Region r = stored_region<BM, BN, WN, PAIR>(p);
+        fix_region<kCons * 128>(p, r.m0, r.m1, r.n0, r.n1, 0, 1, *reinterpret_cast<FixSmem*>(smem_raw));
+      }
     }
   }
+  if constexpr (!P::kFixInGemm) close_cluster(wg < kCons && first < tiles_total);
 }
 
 }  // namespace
