@@ -10,9 +10,8 @@
 namespace mxfp4::cuda {
 namespace {
 
-/// Launches the GEMM; returns whether it fixes its own tiles (Fp8Params::fix_in_gemm).
 template <int BM, int BN, int WN, bool PAIR>
-bool launch(Fp8Params p, int sm_count, cudaStream_t stream) {
+void launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   using P = Plan<BM, BN, WN>;
   constexpr int kCtas = PAIR ? 2 : 1;
   auto kernel = gemm_fp8_kernel<BM, BN, WN, PAIR>;
@@ -36,9 +35,8 @@ bool launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   cfg.numAttrs = ctas > 1 ? 2 : 1;
   if (p.split > 1) {  // split-K: one cluster per tile, as many waves as it takes
     cfg.gridDim = dim3(unsigned(tiles * p.split));
-    p.fix_in_gemm = P::kFixInGemm;
     check(cudaLaunchKernelEx(&cfg, kernel, p), "cudaLaunchKernelEx(gemm_fp8_kernel)");
-    return true;
+    return;
   }
   // Persistent: as many clusters as can be resident at once (pairs need two SMs of one GPC,
   // so fewer than sm_count / 2 may fit); the device's answer is cached per instantiation.
@@ -55,16 +53,13 @@ bool launch(Fp8Params p, int sm_count, cudaStream_t stream) {
   }
   const int64_t clusters = std::min<int64_t>(tiles, resident);
   cfg.gridDim = dim3(unsigned(clusters * kCtas));
-  p.fix_in_gemm = P::kFixInGemm && clusters == tiles;  // one tile per cluster
   check(cudaLaunchKernelEx(&cfg, kernel, p), "cudaLaunchKernelEx(gemm_fp8_kernel)");
-  return p.fix_in_gemm;
 }
 
 }  // namespace
 
-void gemm_fp8(const uint16_t* A, int64_t lda, ScaleRule rule, const uint8_t* a_img, int64_t M, int64_t K,
-              const PackedWeights& B, void* C, bool c_f32, int64_t ldc, const GemmConfig& cfg, int sm_count,
-              cudaStream_t stream) {
+void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B, void* C, bool c_f32, int64_t ldc,
+              const GemmConfig& cfg, int sm_count, cudaStream_t stream) {
   const fp8::ImageGeometry ga = fp8::ImageGeometry::of(M, K), gb = fp8::ImageGeometry::of(B.N, K);
   Fp8Params p{};
   p.a_img = a_img;
@@ -88,32 +83,22 @@ void gemm_fp8(const uint16_t* A, int64_t lda, ScaleRule rule, const uint8_t* a_i
   p.vec_store = ldc % 2 == 0 && reinterpret_cast<uintptr_t>(C) % (2 * elem) == 0;
   p.row16_store = !c_f32 && ldc % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
   p.split = cfg.split_k;
-  p.A = A;
-  p.lda = lda;
-  p.K = K;
-  p.rule = rule;
-  p.b_packed = B.data;
   // The explicit list of instantiations (gemm_config_problem admits exactly these configs):
   // warps = 4 x (consumer warpgroups + 1); 20 warps on 128 x 128 and 12 on 64 x 128 select the
   // 64 x 64 consumer warpgroups.
   const int bm = cfg.block_m, bn = cfg.block_n, w = cfg.warps;
-  bool fixed = false;
   if (bm == 256) {
-    fixed = launch<128, 128, 128, true>(p, sm_count, stream);  // a 2-CTA cluster of 128 x 128 tiles sharing B
+    launch<128, 128, 128, true>(p, sm_count, stream);  // a 2-CTA cluster of 128 x 128 tiles sharing B
   } else if (bm == 192) {
-    fixed = launch<192, 128, 128, false>(p, sm_count, stream);  // three 64 x 128 consumer warpgroups (16 warps)
+    launch<192, 128, 128, false>(p, sm_count, stream);  // three 64 x 128 consumer warpgroups (16 warps)
   } else if (bm == 128 && bn == 128) {
-    fixed = w == 20 ? launch<128, 128, 64, false>(p, sm_count, stream) : launch<128, 128, 128, false>(p, sm_count, stream);
+    w == 20 ? launch<128, 128, 64, false>(p, sm_count, stream) : launch<128, 128, 128, false>(p, sm_count, stream);
   } else if (bm == 64 && bn == 128) {
-    fixed = w == 12 ? launch<64, 128, 64, false>(p, sm_count, stream) : launch<64, 128, 128, false>(p, sm_count, stream);
+    w == 12 ? launch<64, 128, 64, false>(p, sm_count, stream) : launch<64, 128, 128, false>(p, sm_count, stream);
   } else if (bm == 128) {
-    fixed = launch<128, 64, 64, false>(p, sm_count, stream);
+    launch<128, 64, 64, false>(p, sm_count, stream);
   } else {
-    fixed = launch<64, 64, 64, false>(p, sm_count, stream);
-  }
-  if (!fixed) {  // CTAs that store several tiles: the separate fix-up (PDL after the GEMM)
-    p.fix_in_gemm = false;
-    launch_pdl(fp8_fixup_kernel, dim3(kFixupGrid), dim3(kFixupThreads), stream, "cudaLaunchKernelEx(fp8_fixup_kernel)", p);
+    launch<64, 64, 64, false>(p, sm_count, stream);
   }
 }
 

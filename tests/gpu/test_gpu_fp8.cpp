@@ -218,12 +218,11 @@ TEST(GpuFp8, FlaggedGroupsInWeightsAndActivationsStayWithinContract) {
   }
 }
 
-/// Many flagged lines scattered over both operands (the fix-up collects a region's flagged
-/// lines in row order and recomputes them 16 lines x 64 rows of the other operand at a time):
-/// every 7th activation row and every 5th weight row with a 2^-60 / 2^60 pair of blocks
-/// (exponents out of range), then every activation row flagged. Tiles of 128 x 128 and split-K
-/// fix their own regions in the GEMM; 64 x 64 (180 tiles, more than the SMs) takes the separate
-/// fix-up kernel over all of C (1100 flagged rows: five windows of 256 lines).
+/// Many flagged lines scattered over both operands (the fix-up collects them in row order and
+/// recomputes them 16 lines x 64 rows of the other operand at a time): every 7th activation
+/// row and every 5th weight row with a 2^-60 / 2^60 pair of blocks (exponents out of range),
+/// then every activation row flagged (1100 lines: three windows of 512). Tiles of 128 x 128,
+/// split-K, and 64 x 64 (180 tiles: more than the SMs, CTAs store several).
 /// M and N are not multiples of 64, K = 224 ends in a partial slice; every element of C within
 /// the contract, and bitwise reproducible.
 TEST(GpuFp8, ManyScatteredFlaggedLinesStayWithinContract) {
@@ -256,12 +255,11 @@ TEST(GpuFp8, ManyScatteredFlaggedLinesStayWithinContract) {
   }
 }
 
-/// Both forms of the fix-up: flagged lines (every 9th activation row, every 11th weight row: a
-/// 2^-60 / 2^60 pair of blocks) under a persistent grid whose CTAs store several tiles (64 x 64:
-/// 170 tiles, the separate kernel), and in the GEMM on the regions each CTA stored: 128 x 128,
-/// the 20-warp 128 x 128, the 2-CTA pair, 192 x 128, and split-K clusters whose ranks store
-/// uneven row shares, some without a slice (K = 160: 2 slices, split 3 and 6). Every element
-/// within the contract, bitwise reproducible.
+/// The fix-up on every grid shape: flagged lines (every 9th activation row, every 11th weight
+/// row: a 2^-60 / 2^60 pair of blocks) under a persistent grid whose CTAs store several tiles
+/// (64 x 64: 170 tiles), 128 x 128, the 20-warp 128 x 128, the 2-CTA pair, 192 x 128, and
+/// split-K clusters whose ranks store uneven row shares, some without a slice (K = 160: 2
+/// slices, split 3 and 6). Every element within the contract, bitwise reproducible.
 TEST(GpuFp8, FlaggedLinesInPersistentAndSplitTilesStayWithinContract) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t M = 1040, N = 600, K = 160;

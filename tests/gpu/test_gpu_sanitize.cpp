@@ -78,9 +78,9 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
             forced_cfg(GemmPath::splitk, 3, 8, 2), fp8_cfg(64, 64)}},  // path fp8 at 32 < M <= 64 (session 23)
       {130, {forced_cfg(GemmPath::tiled), forced_cfg(GemmPath::splitk, 2, 4, 1), fp8_cfg(128, 128), fp8_cfg(64, 64),
              fp8_cfg(256, 128),  // the 2-CTA pair: multicast B, remote releases
-             fp8_cfg(128, 64, false, 3),  // split-K ranks fix their own rows (43 or 42 of 128)
+             fp8_cfg(128, 64, false, 3),  // split-K: ranks store 43 or 42 of 128 rows
              GemmConfig{GemmPath::fp8, 128, 192, 1, 16}}},  // 192 x 128: three consumer warpgroups
-      {2200, {fp8_cfg(64, 64)}}};  // 140 tiles, more than the SMs: the separate fp8 fix-up kernel
+      {2200, {fp8_cfg(64, 64)}}};  // path fp8's flagged row under 140 tiles: CTAs store several
   for (const Run& run : runs) {
     const int64_t M = run.M, lda = K + 32;
     std::vector<uint16_t> a = randn_bf16(size_t(M * K), uint64_t(8200 + M));

@@ -110,16 +110,16 @@ EDITS = [
      "        auto release_stage = [&](int rit) {\n"
      "          if (wg == 0 && threadIdx.x == 0) fp8_stamp(rit, 3);\n"),
     # Consumer warpgroup 0 thread 0 past its last tile: end time, iterations and the plan.
-    ("    }\n    close_cluster(first < tiles_total);",
+    ("    }\n  }\n  if (split) fp8_splitk_reduce<",
      "    }\n"
      "    if (wg == 0 && threadIdx.x == 0 && fp8_traced()) {\n"
      "      g_fp8_cta[blockIdx.x][6] = fp8_clock();\n      g_fp8_cta[blockIdx.x][3] = fp8_gtime();\n"
      "      g_fp8_cta[blockIdx.x][4] = unsigned(it);\n      g_fp8_cta[blockIdx.x][8] = P::kStages;\n"
      "      g_fp8_cta[blockIdx.x][9] = unsigned(j1 - j0);\n      g_fp8_cta[blockIdx.x][10] = kCons;\n"
      "      g_fp8_cta[blockIdx.x][11] = PAIR ? 1 : 0;\n    }\n"
-     "    close_cluster(first < tiles_total);"),
+     "  }\n  if (split) fp8_splitk_reduce<"),
     # Host read-back (gemm_fp8.cu, namespace mxfp4::cuda).
-    ("void gemm_fp8(const uint16_t* A,",
+    ("void gemm_fp8(const uint8_t* a_img,",
      "void debug_fp8_trace_shape(int* ctas, int* iters) { *ctas = kTraceCtas, *iters = kTraceIters; }\n"
      "/// host: g_fp8_trace (kTraceCtas * kTraceIters * 5 words), then g_fp8_clock (as many), then\n"
      "/// g_fp8_cta (kTraceCtas * 12).\n"
@@ -139,7 +139,7 @@ EDITS = [
      "  check(cudaMemset(p, 0, sizeof(g_fp8_cta)), \"debug_clear_fp8_trace\");\n"
      "  check(cudaDeviceSynchronize(), \"debug_clear_fp8_trace\");\n"
      "}\n\n"
-     "void gemm_fp8(const uint16_t* A,"),
+     "void gemm_fp8(const uint8_t* a_img,"),
 ]
 
 
