@@ -5,8 +5,10 @@
 #     shards (session 44's new flagged tests have run only against the fold, never against the
 #     separate fix-up kernel the tree has), memcheck / racecheck / synccheck on
 #     GpuSanitize.GemmEveryPathSmall (new: M = 2200 with 64 x 64 fp8 tiles, split 3);
-#   - A/B "hybrid": new = the tree (separate kernel), base = the hybrid: does 4096x7168x2048
-#     recover with the fix-up code compiled out of the 192 x 128 tile (call 5: +11 us)?
+#   - A/B "hybrid": new = the tree (separate kernel), base = the hybrid (the fix-up as the GEMM
+#     kernel's FIX template parameter, picked where every cluster stores one tile; persistent
+#     grids run plain instantiations close to the tree's kernels): do the single-wave shapes
+#     keep call 5's gains while 1024 and 4096 stay level (call 5: +0.5 and +11 us)?
 #   - the flagged bench (16 flagged weight rows) of both;
 #   - on an H200: the workload bench, default and --weights-static (bench/results/h200.md is
 #     session 36's run).
