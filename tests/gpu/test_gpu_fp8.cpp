@@ -66,6 +66,30 @@ std::vector<uint16_t> run_gemm(const DeviceBuf& a, int64_t M, int64_t K, const P
   return c.download<uint16_t>();
 }
 
+/// Flags every `every`-th weight row of b for path fp8's fix-up: its first two blocks get the
+/// scales 2^-60 and 2^60 (block exponents out of [-47, 49], fp8::group_range).
+void flag_weight_rows(HostMx& b, int64_t every) {
+  for (int64_t r = 0; r < b.rows; r += every) {
+    b.scales[size_t(r * (b.K / 32))] = 127 - 60;
+    b.scales[size_t(r * (b.K / 32) + 1)] = 127 + 60;
+  }
+}
+
+/// Flags every `every`-th row of bf16 A [M, K] likewise: its first two blocks scaled by 2^-60
+/// and 2^60.
+void flag_activation_rows(std::vector<uint16_t>& a, int64_t M, int64_t K, int64_t every) {
+  for (int64_t r = 0; r < M; r += every)
+    for (int64_t k = 0; k < 64; ++k)
+      a[size_t(r * K + k)] = fmt::f32_to_bf16(std::ldexp(fmt::bf16_to_f32(a[size_t(r * K + k)]), k < 32 ? -60 : 60));
+}
+
+/// Asserts that exactly the rows r % every == 0 of m have a flagged group in their first slice
+/// (fp8::plan_groups), so that a test flags what it means to.
+void assert_flagged_every(const HostMx& m, int64_t every, const char* what) {
+  const fp8::GroupPlan plan = fp8::plan_groups(m.view());
+  for (int64_t r = 0; r < m.rows; ++r) ASSERT_EQ(plan.exact[size_t(r * plan.slices)], r % every != 0) << what << " " << r;
+}
+
 /// ImageKernel::automatic, then every kernel it can stand for, each forced.
 std::vector<cuda::ImageKernel> automatic_and_every_image_kernel() {
   std::vector<cuda::ImageKernel> k{cuda::ImageKernel::automatic};
@@ -229,21 +253,14 @@ TEST(GpuFp8, ManyScatteredFlaggedLinesStayWithinContract) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t M = 1100, N = 600, K = 224;
   HostMx b = random_mx(N, K, 931002);
-  for (int64_t r = 0; r < N; r += 5) {
-    b.scales[size_t(r * (K / 32))] = 127 - 60;
-    b.scales[size_t(r * (K / 32) + 1)] = 127 + 60;
-  }
-  const fp8::GroupPlan bplan = fp8::plan_groups(b.view());
-  for (int64_t r = 0; r < N; ++r) ASSERT_EQ(bplan.exact[size_t(r * bplan.slices)], r % 5 != 0) << "weight row " << r;
+  flag_weight_rows(b, 5);
+  ASSERT_NO_FATAL_FAILURE(assert_flagged_every(b, 5, "weight row"));
   const DevicePacked pk(b);
   for (int64_t every : {7, 1}) {
     std::vector<uint16_t> a = randn_bf16(size_t(M * K), 931001 + every);
-    for (int64_t r = 0; r < M; r += every)
-      for (int64_t k = 0; k < 64; ++k)
-        a[size_t(r * K + k)] = fmt::f32_to_bf16(std::ldexp(fmt::bf16_to_f32(a[size_t(r * K + k)]), k < 32 ? -60 : 60));
+    flag_activation_rows(a, M, K, every);
     const HostMx aq = quantize_bf16(a, M, K);
-    const fp8::GroupPlan aplan = fp8::plan_groups(aq.view());
-    for (int64_t r = 0; r < M; ++r) ASSERT_EQ(aplan.exact[size_t(r * aplan.slices)], r % every != 0) << "row " << r;
+    ASSERT_NO_FATAL_FAILURE(assert_flagged_every(aq, every, "row"));
     const DeviceBuf da(a);
     const Reference r(aq, b);
     for (const GemmConfig& cfg : {fp8_cfg(128, 128), fp8_cfg(128, 64, false, 2), fp8_cfg(64, 64)}) {
@@ -264,18 +281,12 @@ TEST(GpuFp8, FlaggedLinesInPersistentAndSplitTilesStayWithinContract) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t M = 1040, N = 600, K = 160;
   HostMx b = random_mx(N, K, 932002);
-  for (int64_t r = 0; r < N; r += 11) {
-    b.scales[size_t(r * (K / 32))] = 127 - 60;
-    b.scales[size_t(r * (K / 32) + 1)] = 127 + 60;
-  }
+  flag_weight_rows(b, 11);
   std::vector<uint16_t> a = randn_bf16(size_t(M * K), 932001);
-  for (int64_t r = 0; r < M; r += 9)
-    for (int64_t k = 0; k < 64; ++k)
-      a[size_t(r * K + k)] = fmt::f32_to_bf16(std::ldexp(fmt::bf16_to_f32(a[size_t(r * K + k)]), k < 32 ? -60 : 60));
+  flag_activation_rows(a, M, K, 9);
   const HostMx aq = quantize_bf16(a, M, K);
-  const fp8::GroupPlan aplan = fp8::plan_groups(aq.view()), bplan = fp8::plan_groups(b.view());
-  for (int64_t r = 0; r < M; ++r) ASSERT_EQ(aplan.exact[size_t(r * aplan.slices)], r % 9 != 0) << "row " << r;
-  for (int64_t r = 0; r < N; ++r) ASSERT_EQ(bplan.exact[size_t(r * bplan.slices)], r % 11 != 0) << "weight row " << r;
+  ASSERT_NO_FATAL_FAILURE(assert_flagged_every(aq, 9, "row"));
+  ASSERT_NO_FATAL_FAILURE(assert_flagged_every(b, 11, "weight row"));
   const DeviceBuf da(a);
   const DevicePacked pk(b);
   const Reference ref(aq, b);
