@@ -42,7 +42,7 @@
 //   flags      S * Rp/16 bytes after the records: [j][q] = 1 when a group of 16-row
 //              quarter tile q (rows 16q .. 16q+15) in slice j is flagged, else 0 (written by
 //              the image-kernel CTA of those 16 rows).
-// A group is flagged (computed by the exact fix-up kernel instead) when a block has the NaN
+// A group is flagged (computed by the exact fix-up instead) when a block has the NaN
 // scale 0xFF or lo - 1 or hi - 1 leaves [-kMaxAbsR, kMaxAbsR] (then 2^(ea + eb) times a slice
 // sum could leave fp32's normal range).
 #pragma once

@@ -34,16 +34,14 @@ void fp8_image_from_packed(const PackedWeights& B, uint8_t* out, cudaStream_t st
 
 /// C [M, N] = A * B^T on s8 wgmma from the two 8-bit images (a_img: activations, B.fp8:
 /// weights); tile cfg.block_m x cfg.block_n (64 or 128 each, or the 256 x 128 cluster pair),
-/// a persistent grid of at most `sm_count` CTAs, or split-K clusters. Flagged groups
-/// contribute zero: call fp8_fixup afterwards.
-void gemm_fp8(const uint8_t* a_img, int64_t M, int64_t K, const PackedWeights& B, void* C, bool c_f32, int64_t ldc,
-              const GemmConfig& cfg, int sm_count, cudaStream_t stream);
-
-/// Rewrites, exactly (exact block products, fp32 sums of 2^(sa+sb)-scaled block sums), every
-/// row of C whose activation row has a flagged group in a_img and every column whose weight
-/// row has one in B.fp8, reading A (bf16, quantized again under `rule`) and B (packed). Costs
-/// one launch that reads the images' tile flags when nothing is flagged.
-void fp8_fixup(const uint16_t* A, int64_t M, int64_t K, int64_t lda, ScaleRule rule, const uint8_t* a_img,
-               const PackedWeights& B, void* C, bool c_f32, int64_t ldc, cudaStream_t stream);
+/// a persistent grid of at most `sm_count` CTAs, or split-K clusters. Elements of C whose
+/// activation row has a flagged group in a_img, or whose weight row has one in B.fp8, are
+/// recomputed exactly (exact block products, fp32 sums of 2^(sa+sb)-scaled block sums;
+/// gemm_fp8_exact.cuh) from A (bf16 [M, K], row stride lda, quantized again under `rule`) and
+/// B's packed weights: by the GEMM kernel itself where each CTA stores one tile, else by a
+/// second kernel launched here.
+void gemm_fp8(const uint16_t* A, int64_t lda, ScaleRule rule, const uint8_t* a_img, int64_t M, int64_t K,
+              const PackedWeights& B, void* C, bool c_f32, int64_t ldc, const GemmConfig& cfg, int sm_count,
+              cudaStream_t stream);
 
 }  // namespace mxfp4::cuda

@@ -137,11 +137,10 @@ void gemm(const uint16_t* A, int64_t M, int64_t K, int64_t lda, const PackedWeig
       partials = reinterpret_cast<float*>(static_cast<uint8_t*>(ws) + scratch.partials_offset);
       n_counters = scratch.tiles;
     }
-    if (cfg.path == GemmPath::fp8) {  // A's FP8 image, the wgmma GEMM, the exact fix-up
+    if (cfg.path == GemmPath::fp8) {  // A's FP8 image, then the wgmma GEMM with its exact fix-up
       uint8_t* a_img = static_cast<uint8_t*>(ws);
       fp8_image_from_bf16(A, M, K, lda, rule, a_img, s);
-      gemm_fp8(a_img, M, K, B, C, c_f32, ldc, cfg, cached_device_info(current_device()).sm_count, s);
-      fp8_fixup(A, M, K, lda, rule, a_img, B, C, c_f32, ldc, s);
+      gemm_fp8(A, lda, rule, a_img, M, K, B, C, c_f32, ldc, cfg, cached_device_info(current_device()).sm_count, s);
       return;
     }
     const bool wgmma_order = cfg.path == GemmPath::splitk && splitk_uses_wgmma(M);

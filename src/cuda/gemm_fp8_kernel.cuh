@@ -25,13 +25,15 @@
 //     chain's end they are promoted once: acc += float(S) * 2^Ra * 2^Rb, one FFMA per element
 //     (S < 2^24 converts exactly; the add rounds). Otherwise (a wide group: one exponent per
 //     block) each k32 step is promoted with its block's exponents.
-// Groups the image flagged carry zero codes here; fp8_fixup (gemm_fp8_fixup.cu) rewrites the
-// rows and columns of C they touch afterwards. (Sessions 3-16 used e4m3 codes, whose MMA adds
-// with a truncating 13-fraction-bit accumulator and so needed one promotion per k32 step
-// everywhere: docs/perf-notes.md.)
+// Groups the image flagged carry zero codes here; the elements of C whose rows or columns have
+// one are recomputed exactly (gemm_fp8_exact.cuh): at the end of the kernel by the CTA that
+// stored them in the FIX instantiations, else by fp8_fixup_kernel after it. (Sessions 3-16 used
+// e4m3 codes, whose MMA adds with a truncating 13-fraction-bit accumulator and so needed one
+// promotion per k32 step everywhere: docs/perf-notes.md.)
 #include "core/fp8_layout.hpp"
 #include "cuda/common.cuh"
 #include "cuda/gemm_fp8_common.cuh"
+#include "cuda/gemm_fp8_exact.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace mxfp4::cuda {
@@ -62,12 +64,16 @@ constexpr bool kExpMmaOnly = MXFP4_EXP_FP8_MMA_ONLY != 0;
 /// 2^(e - 127) as fp32 for byte b of exponent word w (fp8::exp2_of_exponent_byte).
 __device__ __forceinline__ float exp2_byte(uint32_t w, int b) { return fp8::exp2_of_exponent_byte(uint8_t(w >> (8 * b))); }
 
-/// PDL in both directions: waits for the A image kernel (complete, writes visible), then lets
-/// the fix-up start; the fix-up reads A's flags before its own wait, so no thread may signal
-/// before its wait.
-__device__ __forceinline__ void wait_then_release_dependents() {
+/// PDL: waits for the A image kernel (complete, writes visible). A kernel that fixes its own
+/// tiles (FIX) signals no early launch of its dependents: they launch as its CTAs exit
+/// (session 44: with the signal, the next call's image kernel took SM slots while the GEMM
+/// still ran, 0.3-2.7 us per call on 6 of 7 path fp8 shapes; session 22 found the same). Else it lets fp8_fixup_kernel
+/// start now: that kernel reads A's flags before its own wait, so no thread may signal before
+/// its wait.
+template <bool FIX>
+__device__ __forceinline__ void wait_for_image() {
   if constexpr (!kExpNoWait) grid_dependency_wait();
-  grid_dependents_launch();
+  if constexpr (!FIX) grid_dependents_launch();
 }
 
 /// A 192-row tile reaching past the A image (its rows are padded to 256 only), part `atoms`
@@ -100,7 +106,7 @@ constexpr int kProducerThreads = 4;
 /// per stage, longer than the consumers' ~0.5, and four took 1024x7168x2048's GEMM from 43.0
 /// to 39.9 us (two: 42.4). The weight parts issue their first kStages stages before the PDL
 /// wait (the weights never depend on the previous kernel); the activation parts wait first.
-template <int BM, int BN, int WN, bool PAIR>
+template <int BM, int BN, int WN, bool PAIR, bool FIX>
 __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles, uint32_t* metas, uint64_t* full,
                                              uint64_t* empty, uint32_t rank, int first, int clusters, int j0, int j1,
                                              int tiles_total, Part part) {
@@ -126,9 +132,9 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
   };
   if (id < tiles_total) locate();
   bool waited = !weights;
-  if (waited) wait_then_release_dependents();
+  if (waited) wait_for_image<FIX>();
   for (int it = 0; id < tiles_total; ++it) {
-    if (!waited && it == P::kStages) wait_then_release_dependents(), waited = true;
+    if (!waited && it == P::kStages) wait_for_image<FIX>(), waited = true;
     const int s = it % P::kStages;
     if (it >= P::kStages) mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);
     mbarrier_arrive_expect_tx(&full[s], bytes);
@@ -154,7 +160,51 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
       if (id < tiles_total) locate();
     }
   }
-  if (!waited) wait_then_release_dependents();
+  if (!waited) wait_for_image<FIX>();
+}
+
+/// Rows [m0, m1) x columns [n0, n1) of C (clipped to M and N; empty when m0 >= m1).
+struct Region {
+  int64_t m0, m1, n0, n1;
+};
+
+/// The one region of C this CTA stores in a kernel that fixes its own tiles (FIX: one tile per
+/// CTA or pair, never split-K: gemm_fp8.cu's launch): its tile (PAIR: its half of the pair's
+/// rows). Computed afresh from %ctaid.x and %cluster_ctarank (asm volatile: not reused from
+/// before the K loops) so that nothing stays live across them (values kept for after the loops
+/// spilled in the 152-register consumers' epilogue, session 44).
+template <int BM, int BN, int WN, bool PAIR>
+__device__ __forceinline__ Region stored_region(const Fp8Params& p) {
+  using P = Plan<BM, BN, WN>;
+  uint32_t cta;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(cta));
+  const uint32_t crank = cluster_rank();
+  int mt, nt;
+  raster(int(cta) / (PAIR ? 2 : 1), p.m_tiles, p.n_tiles, mt, nt);
+  const int64_t m0 = (int64_t(mt) * (PAIR ? 2 : 1) + (PAIR ? crank : 0)) * P::kBM, m1 = m0 + P::kBM;
+  const int64_t n0 = int64_t(nt) * BN;
+  return {m0, min(m1, p.M), n0, min(n0 + BN, p.N)};
+}
+
+/// Threads that scan the flags: the producer warpgroup, after its copies (scan_stored_flags).
+constexpr int kScanThreads = 128;
+static_assert(kScanQuarters * kScanSlices == kScanThreads, "a (quarter, slice phase) per thread");
+
+/// Run by the producer warpgroup of a FIX kernel once its copies are issued: ORs the flag
+/// bytes of the region this CTA stores (A's rows, B's columns; fp8_layout.hpp) into *flagged
+/// (shared memory) and arrives on `scan_bar`, which the consumers wait for before deciding on
+/// the fix-up. A's flags are complete: the caller has passed griddepcontrol.wait.
+template <int BM, int BN, int WN, bool PAIR>
+__device__ __forceinline__ void scan_stored_flags(const Fp8Params& p, uint32_t* flagged, uint64_t* scan_bar) {
+  static_assert(Plan<BM, BN, WN>::kBM <= 16 * kScanQuarters && BN <= 16 * kScanQuarters, "a quarter per thread");
+  const Region r = stored_region<BM, BN, WN, PAIR>(p);
+  const int t = int(threadIdx.x) % 128;
+  uint32_t any = 0;
+  if (r.m0 < r.m1)
+    any = flags_of_rows(p.a_img, fp8::ImageGeometry{p.a_rows, p.slices}, r.m0, r.m1, t) |
+          flags_of_rows(p.b_img, fp8::ImageGeometry{p.b_rows, p.slices}, r.n0, r.n1, t);
+  if (any != 0u) atomicOr(flagged, 1u);
+  mbarrier_arrive(scan_bar);  // releases the OR above (CTA scope)
 }
 
 /// Persistent kernel: CTAs (PAIR: clusters of 2 CTAs) take tiles id = cluster, cluster +
@@ -167,7 +217,7 @@ __device__ __forceinline__ void produce_part(const Fp8Params& p, uint8_t* tiles,
 /// their fp32 partial tiles in their own (drained) stage ring and sum them through distributed
 /// shared memory in rank order 0..split-1 (deterministic), each CTA storing 1/split of the
 /// tile's rows.
-template <int BM, int BN, int WN, bool PAIR>
+template <int BM, int BN, int WN, bool PAIR, bool FIX>
 __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel(const Fp8Params p) {
   using P = Plan<BM, BN, WN>;
   constexpr int kCons = P::kCons;
@@ -177,6 +227,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   uint32_t* metas = reinterpret_cast<uint32_t*>(tiles + P::kStages * P::kTileBytes);  // per stage: kMetaWords
   uint64_t* full = reinterpret_cast<uint64_t*>(metas + P::kStages * P::kMetaWords);
   uint64_t* empty = full + P::kStages;
+  __shared__ uint64_t scan_bar;   // FIX: scan_stored_flags is done
+  __shared__ uint32_t flagged;    // FIX: the region this CTA stores has a flagged group
 
   const int wg = int(threadIdx.x) / 128;
   const uint32_t rank = PAIR ? cluster_rank() : 0;
@@ -184,6 +236,10 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     for (int s = 0; s < P::kStages; ++s) {
       mbarrier_init(&full[s], kProducerThreads);  // one arrival (with its part's bytes) per producer thread
       mbarrier_init(&empty[s], kCtas * kCons * 128);  // one arrival per consumer thread of the cluster
+    }
+    if constexpr (FIX) {
+      mbarrier_init(&scan_bar, kScanThreads);
+      flagged = 0u;
     }
     fence_mbarrier_init();
   }
@@ -216,19 +272,40 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
                 kProducerRegs = WN == 128 ? (kCons == 3 ? 56 : 40) : 32;
   static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
                 "register rebalance exceeds the CTA's pool");
+  // The cluster's closing steps, run by both warpgroup kinds (where the GEMM may fix its own
+  // tiles, in their own branches, before the consumers' fix-up: code after the branches is
+  // compiled to the producer's register cap): the split-K reduction
+  // (`stores`: this thread stores rows) and, PAIR, the barrier that keeps every CTA alive
+  // while its peer may still multicast into it or arrive on its barriers (release: the remote
+  // arrivals before it are ordered before the barrier).
+  auto close_cluster = [&](bool stores) {
+    if (split) fp8_splitk_reduce<BM, BN, WN>(p, tiles, krank, stores, first);
+    if constexpr (PAIR) {
+      __syncwarp();  // the barrier is .aligned: reconverge the producer warp first
+      cluster_sync_acq_rel();
+    }
+  };
   if (wg == kCons) {  // producer warpgroup: lane 0 of each warp issues one part of every stage
     if constexpr (kRebalance) setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x % 32 == 0 && !kExpMmaOnly) {
-      produce_part<BM, BN, WN, PAIR>(p, tiles, metas, full, empty, rank, first, clusters, j0, j1, tiles_total,
+      produce_part<BM, BN, WN, PAIR, FIX>(p, tiles, metas, full, empty, rank, first, clusters, j0, j1, tiles_total,
                                      Part(int(threadIdx.x) / 32 - 4 * kCons));
     } else {
-      wait_then_release_dependents();
+      wait_for_image<FIX>();
     }
+    // The whole warpgroup scans the flags once its copies are issued: the consumers still
+    // have up to kStages stages to run. (Session 22, and this session's first fold: lanes
+    // 1-31 scanning while lane 0 issued copies held up lane 0, +2 to +17 us per call.)
+    if constexpr (FIX) {
+      __syncwarp();
+      scan_stored_flags<BM, BN, WN, PAIR>(p, &flagged, &scan_bar);
+    }
+    if constexpr (FIX) close_cluster(false);
   } else {
     // Consumer warpgroup `wg`: tokens tb*64 .. tb*64+63 of the CTA's tile, weight rows
     // wb*WN .. wb*WN+WN-1.
     if constexpr (kRebalance) setmaxnreg_inc<kConsumerRegs>();
-    wait_then_release_dependents();  // C is written below
+    wait_for_image<FIX>();  // C is written below
     const int tb = wg / P::kWeightBlocks, wb = wg % P::kWeightBlocks;
     const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
     const int row0 = tb * 64 + warp * 16 + lane / 4;  // rows row0 and row0 + 8 of the tile
@@ -457,14 +534,22 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
         for (int jn = 0; jn < WN / 8; ++jn) store_pair(p, m, n_base + 8 * jn, acc[4 * jn + 2 * i], acc[4 * jn + 2 * i + 1]);
       }
     }
+    if constexpr (FIX) close_cluster(first < tiles_total);
+    // The exact fix-up of the region this CTA stored, when it has a flagged group (rare; the
+    // same answer in every consumer thread; FIX kernels only). Its staging lies in the drained
+    // stage ring. PAIR: the peer's multicasts into the ring have all landed (this CTA's
+    // consumers waited for every stage).
+    if constexpr (FIX) {
+      mbarrier_wait(&scan_bar, 0u);
+      if (flagged != 0u) {
+        static_assert(sizeof(FixSmem) <= P::kStages * P::kTileBytes && BM <= kListCap && BN <= kListCap,
+                      "the fix-up's staging fits the ring, a region's lines one window");
+        const Region r = stored_region<BM, BN, WN, PAIR>(p);
+        fix_region<kCons * 128>(p, r.m0, r.m1, r.n0, r.n1, 0, 1, *reinterpret_cast<FixSmem*>(tiles));
+      }
+    }
   }
-  if (split) fp8_splitk_reduce<BM, BN, WN>(p, tiles, krank, wg < kCons && first < tiles_total, first);
-  // PAIR: no CTA leaves while its peer may still multicast into it or arrive on its barriers
-  // (release: the remote arrivals above are ordered before the barrier).
-  if constexpr (PAIR) {
-    __syncwarp();  // the barrier is .aligned: reconverge the producer warp first
-    cluster_sync_acq_rel();
-  }
+  if constexpr (!FIX) close_cluster(wg < kCons && first < tiles_total);
 }
 
 }  // namespace

@@ -245,7 +245,7 @@ TEST(GpuFp8, FlaggedGroupsInWeightsAndActivationsStayWithinContract) {
 /// Many flagged lines scattered over both operands (the fix-up collects them in row order and
 /// recomputes them 16 lines x 64 rows of the other operand at a time): every 7th activation
 /// row and every 5th weight row with a 2^-60 / 2^60 pair of blocks (exponents out of range),
-/// then every activation row flagged (1100 lines: three windows of 512). Tiles of 128 x 128,
+/// then every activation row flagged (1100 lines: five windows of 256). Tiles of 128 x 128,
 /// split-K, and 64 x 64 (180 tiles: more than the SMs, CTAs store several).
 /// M and N are not multiples of 64, K = 224 ends in a partial slice; every element of C within
 /// the contract, and bitwise reproducible.

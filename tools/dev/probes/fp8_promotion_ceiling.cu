@@ -79,7 +79,7 @@ int main() {
       std::vector<float> t;
       for (int i = 0; i < 23; ++i) {
         cudaEventRecord(e0);
-        cuda::gemm_fp8(dimg, M, K, pw, dc, false, N, v.cfg, sms, nullptr);
+        cuda::gemm_fp8(da, K, ScaleRule::aiter, dimg, M, K, pw, dc, false, N, v.cfg, sms, nullptr);
         cudaEventRecord(e1);
         ok(cudaEventSynchronize(e1), "run");
         float ms = 0;

@@ -90,8 +90,8 @@ EDITS = [
      "    g_fp8_cta[blockIdx.x][1] = smid;\n  }\n"
      "  const int wg = int(threadIdx.x) / 128;\n  const uint32_t rank = PAIR ? cluster_rank() : 0;\n"),
     # Producer part @PART@ ([0], [1]) and the PDL wait's return (A's atoms thread).
-    ("  bool waited = !weights;\n  if (waited) wait_then_release_dependents();\n",
-     "  bool waited = !weights;\n  if (waited) wait_then_release_dependents();\n"
+    ("  bool waited = !weights;\n  if (waited) wait_for_image<FIX>();\n",
+     "  bool waited = !weights;\n  if (waited) wait_for_image<FIX>();\n"
      "  if (part == kAAtoms && fp8_traced()) {\n    g_fp8_cta[blockIdx.x][7] = fp8_clock();\n"
      "    g_fp8_cta[blockIdx.x][2] = fp8_gtime();\n  }\n"),
     ("    if (it >= P::kStages) mbarrier_wait(&empty[s], uint32_t((it / P::kStages) - 1) & 1u);\n",
@@ -110,16 +110,16 @@ EDITS = [
      "        auto release_stage = [&](int rit) {\n"
      "          if (wg == 0 && threadIdx.x == 0) fp8_stamp(rit, 3);\n"),
     # Consumer warpgroup 0 thread 0 past its last tile: end time, iterations and the plan.
-    ("    }\n  }\n  if (split) fp8_splitk_reduce<",
+    ("    }\n    if constexpr (FIX) close_cluster(first < tiles_total);",
      "    }\n"
      "    if (wg == 0 && threadIdx.x == 0 && fp8_traced()) {\n"
      "      g_fp8_cta[blockIdx.x][6] = fp8_clock();\n      g_fp8_cta[blockIdx.x][3] = fp8_gtime();\n"
      "      g_fp8_cta[blockIdx.x][4] = unsigned(it);\n      g_fp8_cta[blockIdx.x][8] = P::kStages;\n"
      "      g_fp8_cta[blockIdx.x][9] = unsigned(j1 - j0);\n      g_fp8_cta[blockIdx.x][10] = kCons;\n"
      "      g_fp8_cta[blockIdx.x][11] = PAIR ? 1 : 0;\n    }\n"
-     "  }\n  if (split) fp8_splitk_reduce<"),
+     "    if constexpr (FIX) close_cluster(first < tiles_total);"),
     # Host read-back (gemm_fp8.cu, namespace mxfp4::cuda).
-    ("void gemm_fp8(const uint8_t* a_img,",
+    ("void gemm_fp8(const uint16_t* A,",
      "void debug_fp8_trace_shape(int* ctas, int* iters) { *ctas = kTraceCtas, *iters = kTraceIters; }\n"
      "/// host: g_fp8_trace (kTraceCtas * kTraceIters * 5 words), then g_fp8_clock (as many), then\n"
      "/// g_fp8_cta (kTraceCtas * 12).\n"
@@ -139,7 +139,7 @@ EDITS = [
      "  check(cudaMemset(p, 0, sizeof(g_fp8_cta)), \"debug_clear_fp8_trace\");\n"
      "  check(cudaDeviceSynchronize(), \"debug_clear_fp8_trace\");\n"
      "}\n\n"
-     "void gemm_fp8(const uint8_t* a_img,"),
+     "void gemm_fp8(const uint16_t* A,"),
 ]
 
 
