@@ -38,8 +38,8 @@ void fp8_image_from_packed(const PackedWeights& B, uint8_t* out, cudaStream_t st
 /// activation row has a flagged group in a_img, or whose weight row has one in B.fp8, are
 /// recomputed exactly (exact block products, fp32 sums of 2^(sa+sb)-scaled block sums;
 /// gemm_fp8_exact.cuh) from A (bf16 [M, K], row stride lda, quantized again under `rule`) and
-/// B's packed weights: by the GEMM kernel itself where each CTA stores one tile, else by a
-/// second kernel launched here.
+/// B's packed weights: by the GEMM kernel itself where each CTA (PAIR: cluster) stores one
+/// tile without split-K and the tile is not 192 x 128, else by a second kernel launched here.
 void gemm_fp8(const uint16_t* A, int64_t lda, ScaleRule rule, const uint8_t* a_img, int64_t M, int64_t K,
               const PackedWeights& B, void* C, bool c_f32, int64_t ldc, const GemmConfig& cfg, int sm_count,
               cudaStream_t stream);

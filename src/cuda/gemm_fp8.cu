@@ -126,7 +126,7 @@ void gemm_fp8(const uint16_t* A, int64_t lda, ScaleRule rule, const uint8_t* a_i
   } else {
     fixed = launch<64, 64, 64, false>(p, sm_count, stream);
   }
-  if (!fixed)  // CTAs that store several tiles: the separate fix-up (PDL after the GEMM)
+  if (!fixed)  // several tiles per CTA, split-K or 192 x 128: the separate fix-up (PDL after the GEMM)
     launch_pdl(fp8_fixup_kernel, dim3(kFixupGrid), dim3(kFixupThreads), stream, "cudaLaunchKernelEx(fp8_fixup_kernel)", p);
 }
 

@@ -6,15 +6,18 @@
 // scaled by 2^(sa + sb) with one scalbnf (exponents added first, spec §3), and the block
 // contributions are summed in fp32 in K order. A NaN scale makes the element NaN.
 // Two forms, one code (fix_region):
-//   - in the GEMM kernel (gemm_fp8_kernel.cuh), where each CTA stores at most one region of
-//     C: its consumer warpgroups fix what their CTA stored. The common case (nothing flagged)
+//   - in the GEMM kernel (gemm_fp8_kernel.cuh), where each CTA (PAIR: cluster) stores one
+//     tile, without split-K, in tiles other than 192 x 128 (gemm_fp8.cu's launch): its
+//     consumer warpgroups fix what their CTA stored. The common case (nothing flagged)
 //     costs no launch: once its copies are issued, the producer warpgroup reads the flag
 //     bytes of the CTA's region (scan_stored_flags) and reports on an mbarrier; the consumers
 //     read that one word at the end. Session 44: 0.08-0.72 us off the single-wave calls
 //     (calls 4 and 5, earlier forms);
-//   - fp8_fixup_kernel after the GEMM, where its CTAs store several tiles (call 5: with the
-//     fix-up code compiled into every kernel, 1024x7168x2048 ran 0.5 us and 4096x7168x2048
-//     11 us slower even on the separate kernel; hence the FIX instantiations).
+//   - fp8_fixup_kernel after the GEMM elsewhere: CTAs that store several tiles, split-K
+//     (session 45: its FIX form lost 0.13-0.19 us at 128x2112x7168) and the 192 x 128 tile
+//     (session 44 call 5: with the fix-up code compiled into every kernel, 1024x7168x2048
+//     ran 0.5 us and 4096x7168x2048 11 us slower even on the separate kernel; hence the FIX
+//     instantiations).
 // Included only by gemm_fp8_kernel.cuh; the anonymous namespace keeps it in gemm_fp8.cu.
 #include "core/fp8_layout.hpp"
 #include "cuda/common.cuh"
@@ -290,7 +293,7 @@ __device__ __forceinline__ uint32_t any_flag(const uint8_t* img, const fp8::Imag
 }
 
 /// The separate fix-up, after the plain GEMM instantiations (grids whose CTAs store several
-/// tiles, and the 192 x 128 tile). Launched as a programmatic dependent
+/// tiles, split-K, and the 192 x 128 tile). Launched as a programmatic dependent
 /// of the GEMM, which signals right after its own wait for the A image: each CTA reads both
 /// images' flags, then waits for the GEMM (griddepcontrol.wait; work queued after this kernel
 /// finds the GEMM complete too) and returns unless something is flagged; then the CTAs share

@@ -272,9 +272,10 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
                 kProducerRegs = WN == 128 ? (kCons == 3 ? 56 : 40) : 32;
   static_assert(!kRebalance || kCons * kConsumerRegs + kProducerRegs <= 65536 / P::kThreads / 8 * 8 * (kCons + 1),
                 "register rebalance exceeds the CTA's pool");
-  // The cluster's closing steps, run by both warpgroup kinds (where the GEMM may fix its own
-  // tiles, in their own branches, before the consumers' fix-up: code after the branches is
-  // compiled to the producer's register cap): the split-K reduction
+  // The cluster's closing steps, run by both warpgroup kinds (in FIX kernels in their own
+  // branches, before the consumers' fix-up: code after the branches is compiled to the
+  // producer's register cap): the split-K reduction (plain kernels only at run time: FIX
+  // kernels never run split-K)
   // (`stores`: this thread stores rows) and, PAIR, the barrier that keeps every CTA alive
   // while its peer may still multicast into it or arrive on its barriers (release: the remote
   // arrivals before it are ordered before the barrier).

@@ -61,8 +61,17 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
   MXFP4_REQUIRE_GPU();
   const int64_t N = 200, K = 320;  // N tail in the last tile, K = 5 chunks of 64
   HostMx b = random_mx(N, K, 8101);
-  b.scales[size_t(7 * (K / 32))] = 127 - 20;  // row 7: a group spanning 40 binades (fp8 fix-up)
+  b.scales[size_t(7 * (K / 32))] = 127 - 20;  // row 7: a group spanning 40 binades (wide in path fp8)
   b.scales[size_t(7 * (K / 32) + 1)] = 127 + 20;
+  // Row 11: a flagged group (block exponents 60 and -60, outside [-47, 49]: path fp8's exact
+  // fix-up; crossed with A's flagged row 5 below so that no product leaves fp32's range).
+  b.scales[size_t(11 * (K / 32))] = 127 + 60;
+  b.scales[size_t(11 * (K / 32) + 1)] = 127 - 60;
+  {
+    const fp8::GroupPlan plan = fp8::plan_groups(b.view());
+    ASSERT_TRUE(plan.exact[size_t(7 * plan.slices)] && plan.wide[size_t(7 * plan.slices)]) << "row 7 wide";
+    ASSERT_FALSE(plan.exact[size_t(11 * plan.slices)]) << "row 11 flagged";
+  }
   DeviceBuf codes(b.codes), scales(b.scales), packed(size_t(packed_bytes(N, K)), NoInit{});
   DeviceBuf image(size_t(fp8_weights_bytes(N, K)), NoInit{});
   PackedWeights pw = prepack(MxMatrix{codes.get(), scales.get(), N, K}, packed.get(), cuda_exec());
@@ -80,13 +89,23 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
              fp8_cfg(256, 128),  // the 2-CTA pair: multicast B, remote releases
              fp8_cfg(128, 64, false, 3),  // split-K: ranks store 43 or 42 of 128 rows
              GemmConfig{GemmPath::fp8, 128, 192, 1, 16}}},  // 192 x 128: three consumer warpgroups
-      {2200, {fp8_cfg(64, 64)}}};  // path fp8's flagged row under 140 tiles: CTAs store several
+      {2200, {fp8_cfg(64, 64)}}};  // path fp8's flagged lines under 140 tiles: CTAs store several
   for (const Run& run : runs) {
     const int64_t M = run.M, lda = K + 32;
     std::vector<uint16_t> a = randn_bf16(size_t(M * K), uint64_t(8200 + M));
-    for (int64_t k = 0; k < 64; ++k)  // row 3: blocks scaled 2^-10 and 2^10 (the fp8 fix-up's rows pass)
+    for (int64_t k = 0; k < 64; ++k) {
+      // row 3: blocks scaled 2^-10 and 2^10 (a wide group); row 5: 2^-60 and 2^60 (flagged:
+      // the fix-up's activation-row pass, crossed with B's row 11)
       a[size_t(3 * K + k)] = fmt::f32_to_bf16(std::ldexp(fmt::bf16_to_f32(a[size_t(3 * K + k)]), k < 32 ? -10 : 10));
+      if (M > 5)
+        a[size_t(5 * K + k)] = fmt::f32_to_bf16(std::ldexp(fmt::bf16_to_f32(a[size_t(5 * K + k)]), k < 32 ? -60 : 60));
+    }
     const HostMx aq = quantize_bf16(a, M, K);
+    {
+      const fp8::GroupPlan plan = fp8::plan_groups(aq.view());
+      ASSERT_TRUE(plan.exact[size_t(3 * plan.slices)] && plan.wide[size_t(3 * plan.slices)]) << "A row 3 wide";
+      if (M > 5) ASSERT_FALSE(plan.exact[size_t(5 * plan.slices)]) << "A row 5 flagged";
+    }
     const auto da = strided_upload(a, M, K, lda);
     std::vector<const GemmConfig*> cfgs{nullptr};
     for (const GemmConfig& c : run.cfgs) cfgs.push_back(&c);
