@@ -16,6 +16,10 @@
 # AB_NEW_FILES=1 lets the overlay add files the tree lacks (a base with a file the tree removed).
 # AB_BUILD_ONLY=1 only builds the base (e.g. while tests run); AB_PREBUILT=1 then reuses that
 # build instead of copying and building again (the overlay must be the same).
+# AB_ROTATE=1: rep i runs the shapes rotated by i - 1 lines (new and base alike), so that the
+# medians span several process states (session 45: another order of the same shapes moved a
+# difference by up to 0.4 us while one order repeated to 0.02); the summary's last column
+# gives the range of the per-rep differences (new i - base i) either way.
 # Usage (repository root, on the device): tools/dev/ab.sh NAME SHAPES REPS [BENCH_ARGS...]
 #   e.g. tools/dev/ab.sh gemv tools/dev/shapes-gemv.txt 2 --weights-static
 set -u
@@ -45,14 +49,20 @@ done < <(cd "$overlay" && find . -type f)
 fi
 [ "${AB_BUILD_ONLY:-0}" = 1 ] && exit 0
 failed=0
+nshapes=$(grep -c . "$shapes")
 for i in $(seq 1 "$reps"); do
+  run_shapes=$shapes
+  if [ "${AB_ROTATE:-0}" = 1 ] && [ "$nshapes" -gt 1 ]; then
+    k=$(( (i - 1) % nshapes )) run_shapes=/tmp/ab-shapes-$name-$i.txt
+    { grep . "$shapes" | tail -n +$((k + 1)); grep . "$shapes" | head -n "$k"; } > "$run_shapes"
+  fi
   for v in new base; do
     bin=build-device/mxfp4
     [ $v = base ] && bin=$tree/build/mxfp4
     out=/tmp/ab-out-$v
     rm -rf "$out"
     # rc 1 with a bench file: a result was not correct (flagged in the summary); no file: a failure
-    "$bin" bench --shapes "$shapes" --no-baselines --out-dir "$out" "$@" > "$o/ab-$name-$v$i.log" 2>&1
+    "$bin" bench --shapes "$run_shapes" --no-baselines --out-dir "$out" "$@" > "$o/ab-$name-$v$i.log" 2>&1
     rc=$?
     if compgen -G "$out/*.json" > /dev/null; then
       cp "$out"/*.json "$o/ab-$name-$v$i.json"
@@ -66,7 +76,7 @@ done
 python3 - "$o" "$name" "$reps" <<'EOF' | tee "$o/ab-$name.txt"
 import json, statistics, sys
 o, name, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
-times, paths, wrong, runs, order = {}, {}, set(), {"new": 0, "base": 0}, []
+times, paths, wrong, runs, order, per_rep = {}, {}, set(), {"new": 0, "base": 0}, [], {}
 for v in ("new", "base"):
     for i in range(1, reps + 1):
         try:
@@ -79,12 +89,13 @@ for v in ("new", "base"):
             if shape not in order:
                 order.append(shape)
             times.setdefault((shape, v), []).append(r["ours_us"])
+            per_rep[(shape, v, i)] = r["ours_us"]
             paths.setdefault((shape, v), set()).add(r["path"])
             if not r["correct"]:
                 wrong.add((shape, v))
 print(f"# ab.sh {name}: median us of {runs['new']} new and {runs['base']} base runs, interleaved "
       f"(new = the tree, base = tools/dev/pending/base/ over it)")
-print(f"{'shape':>16} {'new':>8} {'base':>8} {'new-base':>9}  notes")
+print(f"{'shape':>16} {'new':>8} {'base':>8} {'new-base':>9} {'per-rep range':>15}  notes")
 for s in order:
     n, b = times.get((s, "new")), times.get((s, "base"))
     notes = [f"{v} not correct" for v in ("new", "base") if (s, v) in wrong]
@@ -93,7 +104,10 @@ for s in order:
                      ", base " + "; ".join(sorted(paths.get((s, "base"), {"-"}))))
     fmt = lambda x: f"{statistics.median(x):8.2f}" if x else f"{'-':>8}"
     diff = f"{statistics.median(n) - statistics.median(b):+9.2f}" if n and b else f"{'-':>9}"
-    print(f"{s:>16} {fmt(n)} {fmt(b)} {diff}  {', '.join(notes)}")
+    d = [per_rep[(s, "new", i)] - per_rep[(s, "base", i)] for i in range(1, reps + 1)
+         if (s, "new", i) in per_rep and (s, "base", i) in per_rep]
+    rng = f"{min(d):+.2f}..{max(d):+.2f}" if d else "-"
+    print(f"{s:>16} {fmt(n)} {fmt(b)} {diff} {rng:>15}  {', '.join(notes)}")
 sys.exit(1 if wrong else 0)
 EOF
 [ "${PIPESTATUS[0]}" = 0 ] || failed=1

@@ -53,7 +53,7 @@ for b in tree patch; do
 done
 mkdir -p tools/dev/pending/base
 printf '64 7168 2048\n256 3072 1536\n256 7168 2048\n256 2880 512\n1024 7168 2048\n4 2880 512\n' > /tmp/ab.txt
-AB_PREBUILT=1 OUT=$o tools/dev/ab.sh nosplit /tmp/ab.txt 6
+AB_ROTATE=1 AB_PREBUILT=1 OUT=$o tools/dev/ab.sh nosplit /tmp/ab.txt 6
 echo "ab done $((SECONDS-t0)) s"
 if grep -q H200 "$o/logs/gpu0.txt"; then
   build-device/mxfp4 bench --out-dir "$o/default" > "$o/logs/bench-default.log" 2>&1
