@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The next session's first device call (written at the end of session 45), ~2.5 minutes. Run
 # tools/dev/pending/prep-first-call.sh HERE first (it writes the untracked overlay
-# tools/dev/pending/hyb/: the tree with tools/dev/pending/fix-nosplit-code.patch, plan item d).
+# tools/dev/pending/hyb/: the tree with tools/dev/pending/fix-nosplit-code.patch, plan item d,
+# and fixup-stage-block.patch, the fix-up's staging as one helper).
 #   - builds, at once, the tree (build-device) and the patched tree (/tmp/ab-tree/build, every
 #     target: tools/dev/ab.sh's base with AB_PREBUILT=1);
 #   - at once, for both builds: the whole Gpu* suite in 3 shards and memcheck / racecheck /
