@@ -34,16 +34,6 @@ struct Fp8Params {
   const uint8_t* b_packed;   ///< the packed weights (layout v3) whose image is b_img
 };
 
-/// Rows [first, first + count) of a BM-row tile that split-K rank `krank` of `split` stores
-/// (fp8_splitk_reduce; any split: 6 ranks take 21 or 22 of 128 rows).
-struct RowShare {
-  int first, count;
-};
-__device__ __forceinline__ RowShare splitk_row_share(int bm, uint32_t krank, int split) {
-  const int first = bm * int(krank) / split;
-  return {first, bm * (int(krank) + 1) / split - first};
-}
-
 /// Most ring stages of any tile: the 64 x 64 tile's 17 KB stages would fit 13, but 13 were
 /// slower (session 24: 64x7168x2048 GEMM alone 7.02 -> 7.27 us).
 constexpr int kMaxStages = 8;
@@ -146,8 +136,8 @@ __device__ __forceinline__ void fp8_splitk_reduce(const Fp8Params& p, const uint
     int mt, nt;
     raster(id, p.m_tiles, p.n_tiles, mt, nt);
     const float* red = reinterpret_cast<const float*>(tiles);
-    const RowShare share = splitk_row_share(P::kBM, krank, p.split);
-    const int first_row = share.first, quads = share.count * (BN / 4);
+    const int first_row = P::kBM * int(krank) / p.split, rows = P::kBM * (int(krank) + 1) / p.split - first_row;
+    const int quads = rows * (BN / 4);
     for (int q = int(threadIdx.x); q < quads; q += kCons * 128) {
       const int ml = first_row + q / (BN / 4), nl = 4 * (q % (BN / 4));
       const int64_t m = int64_t(mt) * P::kBM + ml, n = int64_t(nt) * BN + nl;
