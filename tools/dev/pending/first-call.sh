@@ -56,6 +56,30 @@ mkdir -p tools/dev/pending/base
 printf '64 7168 2048\n256 3072 1536\n256 7168 2048\n256 2880 512\n1024 7168 2048\n4 2880 512\n' > /tmp/ab.txt
 AB_ROTATE=1 AB_PREBUILT=1 OUT=$o tools/dev/ab.sh nosplit /tmp/ab.txt 6
 echo "ab done $((SECONDS-t0)) s"
+# Item m: does the cached workspace make a shape's time depend on the order? The tree's bench,
+# shapes forward and reversed, cached workspace vs --own-workspace (per-shape), 2 reps each.
+printf '64 7168 2048\n256 7168 2048\n1024 7168 2048\n4096 7168 2048\n16 2112 7168\n128 2112 7168\n4 2880 512\n' > /tmp/ord-fwd.txt
+tac /tmp/ord-fwd.txt > /tmp/ord-rev.txt
+for rep in 1 2; do for ws in cached own; do for ord in fwd rev; do
+  flag=; [ $ws = own ] && flag=--own-workspace
+  build-device/mxfp4 bench --shapes /tmp/ord-$ord.txt --no-baselines $flag --out-dir /tmp/ord-out > /dev/null 2>&1
+  cp /tmp/ord-out/*.json "$o/logs/ord-$ws-$ord-$rep.json"
+done; done; done
+python3 - "$o/logs" <<'PY' | tee "$o/logs/order.txt"
+import json, sys, glob, collections
+t = collections.defaultdict(dict)
+for f in sorted(glob.glob(sys.argv[1] + "/ord-*.json")):
+    tag = f.rsplit("/", 1)[1][4:-5]
+    for r in json.load(open(f))["rows"]:
+        t[(r["M"], r["N"], r["K"])][tag] = r["ours_us"]
+for s, d in t.items():
+    line = "%-16s" % ("x".join(map(str, s)))
+    for ws in ("cached", "own"):
+        v = [d[k] for k in sorted(d) if k.startswith(ws)]
+        line += "  %s: %s (range %.2f)" % (ws, " ".join("%.2f" % x for x in v), max(v) - min(v))
+    print(line)
+PY
+echo "order done $((SECONDS-t0)) s"
 if grep -q H200 "$o/logs/gpu0.txt"; then
   build-device/mxfp4 bench --out-dir "$o/default" > "$o/logs/bench-default.log" 2>&1
   build-device/mxfp4 bench --weights-static --out-dir "$o/static" > "$o/logs/bench-static.log" 2>&1
