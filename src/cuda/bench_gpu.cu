@@ -91,8 +91,7 @@ int copies_for(int64_t bytes, int64_t rotate_bytes) {
 }  // namespace
 
 BenchResult bench_gemm(const uint16_t* A_host, int64_t M, int64_t K, const MxMatrix& B_host, int replays,
-                       int64_t rotate_bytes, const GemmConfig* config, bool baselines, bool weights_static,
-                       bool own_workspace) {
+                       int64_t rotate_bytes, const GemmConfig* config, bool baselines, bool weights_static) {
   const int64_t N = B_host.rows;
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -121,20 +120,15 @@ BenchResult bench_gemm(const uint16_t* A_host, int64_t M, int64_t K, const MxMat
     prepack(dB, packed.as<uint8_t>() + c * pbytes, stream);
     if (fp8) prepack_fp8(PackedWeights{packed.as<uint8_t>() + c * pbytes, N, K}, images.as<uint8_t>() + c * fbytes, stream);
   }
-  // own_workspace: this shape's workspace, allocated and freed with its other buffers, in
-  // place of the library's cache (which outlives the shape, so its address would depend on the
-  // shapes run before).
-  const size_t ws_bytes = own_workspace ? gemm_workspace_bytes(M, N, K, res.config) : 0;
-  DeviceBuffer ws(ws_bytes);
   auto ours = [&](int i) {
     const int c = i % ours_copies;
     const PackedWeights w{packed.as<uint8_t>() + c * pbytes, N, K, kPackedLayoutVersion,
                           fp8 ? images.as<uint8_t>() + c * fbytes : nullptr};
     gemm(dA.as<uint16_t>(), M, K, K, w, dC.as<uint16_t>(), /*c_f32=*/false, N, res.config,
-         ScaleRule::aiter, own_workspace ? ws.ptr : nullptr, ws_bytes, stream, weights_static);
+         ScaleRule::aiter, nullptr, 0, stream, weights_static);
   };
   check(cudaMemsetAsync(dC.ptr, 0xFF, size_t(M * N * 2), stream), "cudaMemset(C poison)");
-  ours(0);  // also grows the cached workspace (without own_workspace) outside capture
+  ours(0);  // also grows the cached workspace outside capture
   res.C.resize(size_t(M * N));
   check(cudaMemcpyAsync(res.C.data(), dC.ptr, size_t(M * N * 2), cudaMemcpyDeviceToHost, stream), "cudaMemcpy(C)");
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");

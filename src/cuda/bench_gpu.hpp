@@ -23,12 +23,9 @@ struct BenchResult {
 /// Runs one shape: A host bf16 [M, K] (dense), B host plain MXFP4 [N, K]. Uploads, prepacks,
 /// runs once (C copied back), then times ours and the baselines. `config` forces a
 /// configuration (nullptr: the library's choice); `weights_static` times ours with
-/// GemmOptions::weights_static (the benchmark's weights are written once, before any call);
-/// `own_workspace` passes ours a workspace allocated for this shape alone (GemmOptions::workspace,
-/// gemm_workspace_bytes(M, N, K, config)) instead of the library's cache, whose address depends
-/// on the shapes run before. Throws CudaError / Error.
+/// GemmOptions::weights_static (the benchmark's weights are written once, before any call).
+/// Throws CudaError / Error.
 BenchResult bench_gemm(const uint16_t* A, int64_t M, int64_t K, const MxMatrix& B, int replays,
-                       int64_t rotate_bytes, const GemmConfig* config, bool baselines, bool weights_static = false,
-                       bool own_workspace = false);
+                       int64_t rotate_bytes, const GemmConfig* config, bool baselines, bool weights_static = false);
 
 }  // namespace mxfp4::cuda

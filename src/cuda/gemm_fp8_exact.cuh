@@ -52,6 +52,23 @@ __device__ uint8_t weight_block(const Fp8Params& p, int64_t n, int64_t b, float 
   return p.b_packed[packed::scale_offset(n, b, g.rows_padded, g.k_padded)];
 }
 
+/// Stages block b of row r (an activation row when `activation`, else a weight row) into dst
+/// (e2m1 values, unscaled) and its scale byte into *dst_sb; zeros and byte 0 when !valid.
+__device__ __forceinline__ void stage_block(const Fp8Params& p, bool activation, bool valid, int64_t r, int64_t b,
+                                            float* dst, uint8_t* dst_sb) {
+  float v[32];
+  uint8_t sb = 0;
+  if (valid) {
+    sb = activation ? activation_block(p, r, b, v) : weight_block(p, r, b, v);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) v[i] = 0.f;
+  }
+#pragma unroll
+  for (int i = 0; i < 32; ++i) dst[i] = v[i];
+  *dst_sb = sb;
+}
+
 /// Exact contribution of one block pair: (sum of e2m1 products) * 2^(sa + sb), NaN for 0xFF.
 __device__ float block_term(const float* x, uint8_t sx, const float (&y)[32], uint8_t sy) {
   float s = 0.f;
@@ -185,30 +202,11 @@ __device__ void fix_item(const Fp8Params& p, const int* lines, int nl, int64_t o
   float acc[kHalf] = {};
   for (int64_t b = 0; b < kblocks; ++b) {
     consumers_sync<kT>();
-    float v[32];
     if (threadIdx.x < kOthers) {
-      uint8_t sb = 0;
-      if (o < o1) {
-        sb = kColumns ? activation_block(p, o, b, v) : weight_block(p, o, b, v);
-      } else {
-#pragma unroll
-        for (int i = 0; i < 32; ++i) v[i] = 0.f;
-      }
-#pragma unroll
-      for (int i = 0; i < 32; ++i) sm.ys[ol][i] = v[i];
-      sm.ysb[ol] = sb;
+      stage_block(p, kColumns, o < o1, o, b, sm.ys[ol], &sm.ysb[ol]);
     } else if (threadIdx.x < kOthers + kLines) {
       const int j = threadIdx.x - kOthers;
-      uint8_t sb = 0;
-      if (j < nl) {
-        sb = kColumns ? weight_block(p, lines[j], b, v) : activation_block(p, lines[j], b, v);
-      } else {
-#pragma unroll
-        for (int i = 0; i < 32; ++i) v[i] = 0.f;
-      }
-#pragma unroll
-      for (int i = 0; i < 32; ++i) sm.xs[j][i] = v[i];
-      sm.xsb[j] = sb;
+      stage_block(p, !kColumns, j < nl, j < nl ? lines[j] : 0, b, sm.xs[j], &sm.xsb[j]);
     }
     consumers_sync<kT>();
     if (threadIdx.x < kItemThreads) {

@@ -251,11 +251,13 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   } else {
     __syncthreads();
   }
-  // Split-K: this CTA's rank in the cluster takes slices [j0, j1) of its tile.
-  const bool split = !PAIR && p.split > 1;
+  // Split-K: this CTA's rank in the cluster takes slices [j0, j1) of its tile. FIX kernels
+  // never run split-K (gemm_fp8.cu's launch), so they compile it out.
+  const bool split = !PAIR && !FIX && p.split > 1;
+  const int kparts = FIX ? 1 : p.split;
   const uint32_t krank = split ? cluster_rank() : 0;
-  const int j0 = int(int64_t(p.slices) * krank / p.split), j1 = int(int64_t(p.slices) * (krank + 1) / p.split);
-  const int ctas = PAIR ? 2 : p.split;  // CTAs per cluster
+  const int j0 = int(int64_t(p.slices) * krank / kparts), j1 = int(int64_t(p.slices) * (krank + 1) / kparts);
+  const int ctas = PAIR ? 2 : kparts;  // CTAs per cluster
   const int clusters = int(gridDim.x) / ctas, first = int(blockIdx.x) / ctas;
   const int tiles_total = p.m_tiles * p.n_tiles;
 
@@ -274,8 +276,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
                 "register rebalance exceeds the CTA's pool");
   // The cluster's closing steps, run by both warpgroup kinds (in FIX kernels in their own
   // branches, before the consumers' fix-up: code after the branches is compiled to the
-  // producer's register cap): the split-K reduction (`stores`: this thread stores rows; at run
-  // time plain kernels only, as FIX kernels never run split-K) and, PAIR, the barrier that
+  // producer's register cap): the split-K reduction (`stores`: this thread stores rows; plain
+  // kernels only) and, PAIR, the barrier that
   // keeps every CTA alive while its peer may still multicast into it or arrive on its
   // barriers (release: the remote arrivals before it are ordered before the barrier).
   auto close_cluster = [&](bool stores) {

@@ -1,6 +1,6 @@
 // mxfp4 bench [--shapes FILE] [--backend auto|cpu|cuda] [--out-dir DIR] [--name STEM] [--replays N]
 //             [--seed S] [--no-baselines] [--flagged-weight-rows R] [--wide-activations]
-//             [--weights-static] [--own-workspace]
+//             [--weights-static]
 // For each shape: seeded randn bf16 A [M, K] and B [N, K], B quantized by mxfp4::quantize,
 // C from the backend, checked against mxfp4::gemm_reference (spec §3 bound), timed.
 // CUDA: mxfp4::cuda::bench_gemm (CUDA graph, rotated weights, cuBLAS baselines).
@@ -38,7 +38,6 @@ struct BenchArgs {
   int64_t flagged_weight_rows = 0;  ///< weight rows with a flagged FP8 group (bench_data flag_rows)
   bool wide_activations = false;    ///< every 128-K group of A wide (bench_data widen_groups)
   bool weights_static = false;      ///< ours with GemmOptions::weights_static
-  bool own_workspace = false;       ///< ours with a per-shape GemmOptions::workspace, not the cache
 };
 
 constexpr int64_t kRotateBytes = int64_t(256) << 20;
@@ -115,7 +114,7 @@ bench::Row run_shape(const bench::Shape& s, bool cuda, const BenchArgs& a) {
     if (cuda) {
       mxfp4::cuda::BenchResult r = mxfp4::cuda::bench_gemm(A.data(), s.M, s.K, B.view(), std::max(a.replays, 10),
                                                            kRotateBytes, nullptr, !a.no_baselines,
-                                                           a.weights_static, a.own_workspace);
+                                                           a.weights_static);
       if (r.C.size() != C.size()) throw mxfp4::Error("bench_gemm returned a C of the wrong size");
       C = std::move(r.C);
       row.ours_us = r.ours_us;
@@ -234,10 +233,6 @@ Command add_bench(CLI::App& app) {
                 "GPU: time ours with GemmOptions::weights_static (the weights are read while the previous call "
                 "finishes: path gemv loads them before its PDL wait, path splitk's GEMM launches before its "
                 "quantizer's wait; the CPU backend ignores it); results go to <stem>-static");
-  sub->add_flag("--own-workspace", a->own_workspace,
-                "GPU: pass ours a workspace allocated for each shape alone (GemmOptions::workspace) instead of the "
-                "library's cached one, whose address depends on the shapes run before (an A/B aid; the CPU "
-                "backend ignores it)");
   return {sub, [a] { return run_bench(*a); }};
 }
 
