@@ -15,5 +15,5 @@ printf '64 7168 2048\n128 2112 7168\n256 3072 1536\n256 7168 2048\n256 2880 512\
 MXFP4_TUNE_CACHE=/tmp/tune.json timeout 240 build-device/mxfp4 tune --verbose --paths fp8 --shapes /tmp/tune-fp8.txt \
   > "$o/logs/tune-fp8.log" 2>&1
 echo "tune rc=$? $((SECONDS-t0)) s"
-grep -E "^ {0,5}[0-9]+ +[0-9]+ +[0-9]+ " "$o/logs/tune-fp8.log" | head -20
+grep -B1 "dispatcher's choice" "$o/logs/tune-fp8.log"
 cd "$o" && tar czf logs.tgz logs && rm -rf logs
