@@ -277,9 +277,9 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
   // The cluster's closing steps, run by both warpgroup kinds (in FIX kernels in their own
   // branches, before the consumers' fix-up: code after the branches is compiled to the
   // producer's register cap): the split-K reduction (`stores`: this thread stores rows; plain
-  // kernels only) and, PAIR, the barrier that
-  // keeps every CTA alive while its peer may still multicast into it or arrive on its
-  // barriers (release: the remote arrivals before it are ordered before the barrier).
+  // kernels only) and, PAIR, the barrier that keeps every CTA alive while its peer may still
+  // multicast into it or arrive on its barriers (release: the remote arrivals before it are
+  // ordered before the barrier).
   auto close_cluster = [&](bool stores) {
     if (split) fp8_splitk_reduce<BM, BN, WN>(p, tiles, krank, stores, first);
     if constexpr (PAIR) {
