@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 46, call 2 (~2.5 minutes): the workload bench of the landed code (39922bf: path fp8's
+# Session 46, call 2 (~5 minutes with call 3's steps): the workload bench of the landed code (39922bf: path fp8's
 # FIX kernels without split-K code), default and --weights-static, into $OUT/results/, with the
 # GPU's clocks, temperature, power and throttle reasons sampled every 100 ms meanwhile (item m:
 # call 1 found that a shape runs 2-4% slower the later it comes in a bench run, whatever the
@@ -35,5 +35,8 @@ print("samples", n, "sm MHz first/last tenth", sum(x for x in sm[:q] if x) / q, 
       "min", min(x for x in sm if x), "temp C", t[0], max(x for x in t if x), "power W max", max(x for x in p if x), "throttle", th)
 PY
 echo "benches $((SECONDS-t0)) s"
-if grep -q H200 "$o/logs/gpu0.txt"; then OUT=$o/h200 bash tools/dev/pending/h200-first-call.sh; fi
-cd "$o" && tar czf logs.tgz logs && rm -rf logs
+h200=0; grep -q H200 "$o/logs/gpu0.txt" && h200=1
+(cd "$o" && tar czf logs.tgz logs && rm -rf logs)
+# Then call 3's steps in the same call (one machine start fewer): the Gpu* suite and the fp8 tune.
+OUT=$o/c3 bash tools/dev/pending/call3-s46.sh
+if [ $h200 = 1 ]; then OUT=$o/h200 bash tools/dev/pending/h200-first-call.sh; fi
