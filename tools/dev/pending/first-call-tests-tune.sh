@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Session 46, call 3 (warm, right after call 2; ~3 minutes): the Gpu* suite on the landed tree
-# (call 1 ran it on the same code as a patched copy), then `mxfp4 tune --paths fp8` on the
+# Run by tools/dev/pending/first-call.sh after its benches (~3 minutes): the Gpu* suite on the
+# landed tree (session 46's call 1 ran it on the same code as a patched copy), then `mxfp4 tune --paths fp8` on the
 # workload's path fp8 shapes below M = 1024: do the dispatcher's tiles still win now that the
 # FIX kernels (one tile per CTA, no split-K) gained 0.3-0.4 us in call 1? A faster candidate
 # there would be a rule change to make and bench next. Logs in $OUT/logs.tgz.
-# Usage (repository root, on the device, after call2-s46.sh built build-device):
-#   bash tools/dev/pending/call3-s46.sh
+# Usage (repository root, on the device, after first-call.sh built build-device):
+#   OUT=... bash tools/dev/pending/first-call-tests-tune.sh
 set -u
 o=${OUT:?}; mkdir -p "$o/logs"
 t0=$SECONDS
