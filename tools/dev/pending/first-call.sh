@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The next session's first device call (written in session 46 as its call 2, never run: every
-# machine start after call 1 failed; ~5 minutes): the workload bench of the landed code
+# machine start after call 1 failed; ~7 minutes; run tools/dev/pending/prep-first-call.sh here
+# first): the workload bench of the landed code
 # (39922bf: path fp8's FIX kernels without split-K code; bench/results/*.md predate it), default
 # and --weights-static, into $OUT/results/ (commit them as bench/results/), with the
 # GPU's clocks, temperature, power and throttle reasons sampled every 100 ms meanwhile (item m:
 # call 1 found that a shape runs 2-4% slower the later it comes in a bench run, whatever the
 # workspace; clocks falling as the GPU warms would explain it). On an H200 it then runs
 # tools/dev/pending/h200-first-call.sh (item w's tunes). Logs in $OUT/logs.tgz. Then
-# first-call-tests-tune.sh: the Gpu* suite and an fp8 tune, in the same call.
+# first-call-tests-tune.sh: the Gpu* suite, an fp8 tune and plan item d's A/B, in the same call.
 # Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/first-call.sh
 set -u
 o=${OUT:?}; mkdir -p "$o/logs" "$o/results"
