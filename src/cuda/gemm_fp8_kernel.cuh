@@ -301,8 +301,8 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     if constexpr (FIX) {
       __syncwarp();
       scan_stored_flags<BM, BN, WN, PAIR>(p, &flagged, &scan_bar);
+      close_cluster(false);
     }
-    if constexpr (FIX) close_cluster(false);
   } else {
     // Consumer warpgroup `wg`: tokens tb*64 .. tb*64+63 of the CTA's tile, weight rows
     // wb*WN .. wb*WN+WN-1.
