@@ -134,6 +134,18 @@ std::vector<uint16_t> dense_rows(const std::vector<uint16_t>& a, int64_t M, int6
   return d;
 }
 
+void spread_first_blocks(std::vector<uint16_t>& a, int64_t K, int64_t r, int e) {
+  for (int64_t k = 0; k < 64; ++k) {
+    uint16_t& x = a[size_t(r * K + k)];
+    x = f32_to_bf16(std::ldexp(bf16_to_f32(x), k < 32 ? -e : e));
+  }
+}
+
+void set_first_scales(HostMx& b, int64_t r, int e0, int e1) {
+  b.scales[size_t(r * (b.K / 32))] = uint8_t(127 + e0);
+  b.scales[size_t(r * (b.K / 32) + 1)] = uint8_t(127 + e1);
+}
+
 HostMx identity_mx(int64_t K) {
   std::vector<uint16_t> eye(size_t(K * K), 0);
   for (int64_t n = 0; n < K; ++n) eye[size_t(n * K + n)] = f32_to_bf16(1.0f);

@@ -67,6 +67,12 @@ HostMx random_mx(int64_t rows, int64_t K, uint64_t seed, float stddev = 1.0f, Sc
 std::vector<uint16_t> quantizer_probe_bf16(int64_t M, int64_t K, int64_t lda, uint64_t seed);
 /// The same rows without the stride padding (dense [M, K]).
 std::vector<uint16_t> dense_rows(const std::vector<uint16_t>& a, int64_t M, int64_t K, int64_t lda);
+/// Scales the first two 32-element blocks of row r of bf16 a [rows, K] (dense, K >= 64) by 2^-e
+/// and 2^e (exact for normal values): a scaling group whose blocks lie 2e binades apart (path
+/// fp8: a wide group for small e, a flagged one for e = 60; fp8_layout.hpp).
+void spread_first_blocks(std::vector<uint16_t>& a, int64_t K, int64_t r, int e);
+/// Sets the scale bytes of row r's first two blocks of b (K >= 64) to 127 + e0 and 127 + e1.
+void set_first_scales(HostMx& b, int64_t r, int e0, int e1);
 /// Identity weights [K, K] in MXFP4 (1.0 on the diagonal, exact): C = A * I^T is A's
 /// quantized value, exact in bf16 (at most two significant bits).
 HostMx identity_mx(int64_t K);

@@ -69,18 +69,13 @@ std::vector<uint16_t> run_gemm(const DeviceBuf& a, int64_t M, int64_t K, const P
 /// Flags every `every`-th weight row of b for path fp8's fix-up: its first two blocks get the
 /// scales 2^-60 and 2^60 (block exponents out of [-47, 49], fp8::group_range).
 void flag_weight_rows(HostMx& b, int64_t every) {
-  for (int64_t r = 0; r < b.rows; r += every) {
-    b.scales[size_t(r * (b.K / 32))] = 127 - 60;
-    b.scales[size_t(r * (b.K / 32) + 1)] = 127 + 60;
-  }
+  for (int64_t r = 0; r < b.rows; r += every) set_first_scales(b, r, -60, 60);
 }
 
 /// Flags every `every`-th row of bf16 A [M, K] likewise: its first two blocks scaled by 2^-60
 /// and 2^60.
 void flag_activation_rows(std::vector<uint16_t>& a, int64_t M, int64_t K, int64_t every) {
-  for (int64_t r = 0; r < M; r += every)
-    for (int64_t k = 0; k < 64; ++k)
-      a[size_t(r * K + k)] = fmt::f32_to_bf16(std::ldexp(fmt::bf16_to_f32(a[size_t(r * K + k)]), k < 32 ? -60 : 60));
+  for (int64_t r = 0; r < M; r += every) spread_first_blocks(a, K, r, 60);
 }
 
 /// Asserts that exactly the rows r % every == 0 of m have a flagged group in their first slice

@@ -12,7 +12,6 @@
 #include "mxfp4/mxfp4.hpp"
 
 #if defined(MXFP4_WITH_CUDA)
-#include <cmath>
 
 #include "cpu/fp8_plan.hpp"
 #include "cuda/fp8_kernels.hpp"
@@ -61,12 +60,10 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
   MXFP4_REQUIRE_GPU();
   const int64_t N = 200, K = 320;  // N tail in the last tile, K = 5 chunks of 64
   HostMx b = random_mx(N, K, 8101);
-  b.scales[size_t(7 * (K / 32))] = 127 - 20;  // row 7: a group spanning 40 binades (wide in path fp8)
-  b.scales[size_t(7 * (K / 32) + 1)] = 127 + 20;
+  set_first_scales(b, 7, -20, 20);  // row 7: a group spanning 40 binades (wide in path fp8)
   // Row 11: a flagged group (block exponents 60 and -60, outside [-47, 49]: path fp8's exact
   // fix-up; crossed with A's flagged row 5 below so that no product leaves fp32's range).
-  b.scales[size_t(11 * (K / 32))] = 127 + 60;
-  b.scales[size_t(11 * (K / 32) + 1)] = 127 - 60;
+  set_first_scales(b, 11, 60, -60);
   {
     const fp8::GroupPlan plan = fp8::plan_groups(b.view());
     ASSERT_TRUE(plan.exact[size_t(7 * plan.slices)] && plan.wide[size_t(7 * plan.slices)]) << "row 7 wide";
@@ -93,13 +90,10 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
   for (const Run& run : runs) {
     const int64_t M = run.M, lda = K + 32;
     std::vector<uint16_t> a = randn_bf16(size_t(M * K), uint64_t(8200 + M));
-    for (int64_t k = 0; k < 64; ++k) {
-      // row 3: blocks scaled 2^-10 and 2^10 (a wide group); row 5: 2^-60 and 2^60 (flagged:
-      // the fix-up's activation-row pass, crossed with B's row 11)
-      a[size_t(3 * K + k)] = fmt::f32_to_bf16(std::ldexp(fmt::bf16_to_f32(a[size_t(3 * K + k)]), k < 32 ? -10 : 10));
-      if (M > 5)
-        a[size_t(5 * K + k)] = fmt::f32_to_bf16(std::ldexp(fmt::bf16_to_f32(a[size_t(5 * K + k)]), k < 32 ? -60 : 60));
-    }
+    // Row 3: blocks scaled 2^-10 and 2^10 (a wide group); row 5: 2^-60 and 2^60 (flagged: the
+    // fix-up's activation-row pass, crossed with B's row 11).
+    spread_first_blocks(a, K, 3, 10);
+    if (M > 5) spread_first_blocks(a, K, 5, 60);
     const HostMx aq = quantize_bf16(a, M, K);
     {
       const fp8::GroupPlan plan = fp8::plan_groups(aq.view());
