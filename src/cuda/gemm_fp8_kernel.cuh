@@ -252,9 +252,11 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
     __syncthreads();
   }
   // Split-K: this CTA's rank in the cluster takes slices [j0, j1) of its tile. FIX kernels
-  // never run split-K (gemm_fp8.cu's launch), so they compile it out.
-  const bool split = !PAIR && !FIX && p.split > 1;
-  const int kparts = FIX ? 1 : p.split;
+  // (gemm_fp8.cu's launch), pairs and 192 x 128 tiles (gemm_config_problem) never run split-K,
+  // so they compile it out.
+  constexpr bool kNeverSplit = FIX || PAIR || BM == 192;
+  const bool split = !kNeverSplit && p.split > 1;
+  const int kparts = kNeverSplit ? 1 : p.split;
   const uint32_t krank = split ? cluster_rank() : 0;
   const int j0 = int(int64_t(p.slices) * krank / kparts), j1 = int(int64_t(p.slices) * (krank + 1) / kparts);
   const int ctas = PAIR ? 2 : kparts;  // CTAs per cluster

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Session 47 call 2 (~4 minutes): the tree with tall-pair-nosplit applied (192 x 128 tiles and
+# pairs without split-K code): the Gpu* suite and memcheck / racecheck / synccheck on
+# GpuSanitize.* (it forces the pair and 192 x 128), then the workload bench default and
+# --weights-static into $OUT/results/ (commit as bench/results/). Logs in $OUT/logs.tgz.
+# Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/call2.sh
+set -u
+o=${OUT:?}; mkdir -p "$o/logs" "$o/results"
+nvidia-smi --query-gpu=name --format=csv,noheader | tee "$o/logs/gpu0.txt"
+t0=$SECONDS
+OUT=$o/logs/dc bash scripts/device-check.sh --filter 'Gpu*' --shards 3 --sanitizers memcheck,racecheck,synccheck --no-bench > "$o/logs/tests.log" 2>&1
+echo "tests+sanitizers rc=$? $((SECONDS-t0)) s"; grep -E "PASSED|FAILED|rc=|SUMMARY" "$o/logs/tests.log" | tail -20
+build-device/mxfp4 bench --out-dir "$o/results" > "$o/logs/bench-default.log" 2>&1; echo "default rc=$?"
+build-device/mxfp4 bench --weights-static --out-dir "$o/results" > "$o/logs/bench-static.log" 2>&1; echo "static rc=$?"
+grep -h geomean "$o"/results/*.md
+echo "total $((SECONDS-t0)) s"
+(cd "$o" && tar czf logs.tgz logs && rm -rf logs)
