@@ -9,6 +9,7 @@ set -u
 o=${OUT:?}; mkdir -p "$o/logs" "$o/results"
 nvidia-smi --query-gpu=name --format=csv,noheader | tee "$o/logs/gpu0.txt"
 t0=$SECONDS
+trap '(cd "$o" && tar czf logs.tgz logs && rm -rf logs); exit 124' TERM
 san='--sanitizers memcheck,racecheck,synccheck'; [ -n "${NO_SAN:-}" ] && san=''  # NO_SAN=1: tests only
 OUT=$o/logs/dc bash scripts/device-check.sh --filter 'Gpu*' --shards 3 --no-bench > "$o/logs/tests.log" 2>&1
 echo "tests rc=$? $((SECONDS-t0)) s"; grep -E "PASSED|FAILED|rc=|SUMMARY" "$o/logs/tests.log" | tail -20
