@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# Run HERE before tools/dev/pending/first-call.sh (session 46): writes the untracked overlay
-# tools/dev/pending/base/ = the tree's files as tools/dev/pending/tall-pair-nosplit.patch leaves
-# them (192 x 128 tiles and pairs compile split-K out: never split by gemm_config_problem;
-# cuobjdump: the 192 x 128 kernel 4824 -> 3920 instructions without its 4 cluster barriers,
-# the plain pair 3896 -> 3792, every other kernel identical, registers unchanged), which
-# first-call-tests-tune.sh A/Bs against the tree (tools/dev/ab.sh's base).
+# Run HERE before an A/B call: writes the untracked overlay tools/dev/pending/base/ = the
+# tree's files as PATCH (default tools/dev/pending/m256-64row-tiles.patch: path fp8 at M > 128
+# with few tiles and K >= 1024 on 64-row tiles) leaves them, which tools/dev/ab.sh on the device
+# builds as its base (positive new - base = the patch faster).
+# Usage: bash tools/dev/pending/prep-first-call.sh [PATCH]
 set -eu
 cd "$(git rev-parse --show-toplevel)"
-patch=tools/dev/pending/tall-pair-nosplit.patch
+patch=${1:-tools/dev/pending/m256-64row-tiles.patch}
 tmp=$(mktemp -d)
 git archive HEAD | tar xf - -C "$tmp"
 (cd "$tmp" && git apply "$OLDPWD/$patch")
