@@ -15,8 +15,9 @@ trap '(cd "$o" && tar czf logs.tgz logs && rm -rf logs); exit 124' TERM
 nvidia-smi --query-gpu=name --format=csv,noheader | tee "$o/logs/gpu0.txt"
 printf '256 3072 1536\n256 2048 1536\n256 3072 1024\n256 3072 2048\n192 3072 1536\n256 2880 512\n256 7168 2048\n' > /tmp/ab-m256.txt
 OUT=$o AB_BUILD_ONLY=1 tools/dev/ab.sh m256 /tmp/ab-m256.txt 1 > "$o/logs/ab-build.txt" 2>&1 &
-OUT=$o/logs/dc bash scripts/device-check.sh --no-tests --no-bench > "$o/logs/build.log" 2>&1 || { tail -30 "$o/logs/build.log"; }
+OUT=$o/logs/dc bash scripts/device-check.sh --no-tests --no-bench > "$o/logs/build.log" 2>&1; built=$?
 wait
+[ $built = 0 ] || { tail -30 "$o/logs/build.log"; (cd "$o" && tar czf logs.tgz logs && rm -rf logs); exit 1; }
 echo "builds $((SECONDS-t0)) s"; cat "$o/logs/ab-build.txt"
 if grep -q H200 "$o/logs/gpu0.txt"; then
   mkdir -p "$o/results"
