@@ -82,7 +82,7 @@ TEST(GpuSanitize, GemmEveryPathSmall) {
             forced_cfg(GemmPath::splitk, 4, 8), forced_cfg(GemmPath::splitk, 5, 4, 2), forced_cfg(GemmPath::splitk, 8, 4)}},
       {40, {forced_cfg(GemmPath::splitk, 2, 4, 2), forced_cfg(GemmPath::splitk, 8, 8),  // split 8 > 5 chunks
             forced_cfg(GemmPath::splitk, 3, 8, 2), fp8_cfg(64, 64)}},  // path fp8 at 32 < M <= 64 (session 23)
-      {130, {forced_cfg(GemmPath::tiled), forced_cfg(GemmPath::splitk, 2, 4, 1), fp8_cfg(128, 128), fp8_cfg(64, 64),
+      {130, {forced_cfg(GemmPath::tiled), forced_cfg(GemmPath::splitk, 2, 4, 1), fp8_cfg(128, 128), fp8_cfg(64, 64), fp8_cfg(64, 128),
              fp8_cfg(256, 128),  // the 2-CTA pair: multicast B, remote releases
              fp8_cfg(128, 64, false, 3),  // split-K: ranks store 43 or 42 of 128 rows
              GemmConfig{GemmPath::fp8, 128, 192, 1, 16}}},  // 192 x 128: three consumer warpgroups
