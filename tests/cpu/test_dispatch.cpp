@@ -223,9 +223,6 @@ TEST(Dispatch, WorkspaceWithNHoldsTheSplitKScratch) {
   EXPECT_EQ(gemm_workspace_bytes(256, 7168, 2048, fp8), gemm_workspace_bytes(256, 2048, fp8));
 }
 
-// Path fp8: 128 x 128 tiles (two 64 x 128 consumer warpgroups, session 19), 128 x 64 when
-// fewer than half the SMs would get a 128 x 128 tile (the tune winners of every M > 128
-// workload shape).
 // gemm() and explain_gemm substitute the bf16 fallback only for a path fp8 choice meeting
 // weights without an FP8 image (config_for_weights, the one place of that rule).
 TEST(Dispatch, ConfigForWeightsReplacesOnlyFp8WithoutAnImage) {
@@ -241,6 +238,10 @@ TEST(Dispatch, ConfigForWeightsReplacesOnlyFp8WithoutAnImage) {
   EXPECT_THROW(config_for_weights(fp8, false, 0, 8, 64, dev), InvalidArgument);
 }
 
+// Path fp8 at M > 128: 128 x 128 tiles (two 64 x 128 consumer warpgroups, session 19); when
+// fewer than half the SMs would get one, 64-row tiles with 8 warps at K >= 1024 (64 x 64 where
+// their grid fits the SMs, else 64 x 128; session 47's tune, landed in session 48) and 128 x 64
+// with 12 warps at shorter K.
 TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   const DeviceInfo dev = h200();
   const std::string wide = "path=fp8 block_n=128 block_m=128 split_k=1 warps=12";
@@ -252,6 +253,11 @@ TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   EXPECT_EQ(describe(choose_gemm_config(256, 3072, 1536, dev)), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");
   EXPECT_EQ(describe(choose_gemm_config(256, 2048, 1536, dev)), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
   EXPECT_EQ(describe(choose_gemm_config(192, 3072, 1024, dev)), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");
+  EXPECT_EQ(describe(choose_gemm_config(256, 3072, 992, dev)), narrow);    // K just under 1024
+  // The one-wave bound of 64 x 64 on 132 SMs: 4 x 33 = 132 CTAs fit, 4 x 34 = 136 do not.
+  EXPECT_EQ(describe(choose_gemm_config(256, 2112, 1536, dev)), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
+  EXPECT_EQ(describe(choose_gemm_config(256, 2113, 1536, dev)), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");
+  EXPECT_EQ(describe(choose_gemm_config(200, 2112, 1024, dev)), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
 }
 
 // 32 < M <= 64 with N x K >= 10 Mi weights: path fp8 on 64-row tiles (session 23 tune,
