@@ -70,9 +70,9 @@ bool fp8_tall_tile_wins(int64_t M, int64_t N, int64_t sms) {
 /// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048: choose_gemm_config), persistent (one
 /// CTA per SM walks the tiles): 128 x 128 tiles as two 64 x 128 consumer warpgroups (12 warps)
 /// when they give at least half the SMs a tile, or 192 x 128 (16 warps) where it takes fewer
-/// rounds (fp8_tall_tile_wins: 8192^3, 4096x7168x2048; since session 25); else, for M > 128, 64-row
-/// tiles with K >= 1024 (since session 47, below) and 128 x 64 tiles (two consumer warpgroups, 12
-/// warps) at shorter K. H200 tunes
+/// rounds (fp8_tall_tile_wins: 8192^3, 4096x7168x2048; since session 25); else, for M > 128,
+/// 64-row tiles with K >= 1024 (session 47's tune, landed in session 48, below) and 128 x 64
+/// tiles (two consumer warpgroups, 12 warps) at shorter K. H200 tunes
 /// (bench/results/logs/fp8-v2-tune-large-m-h200.log, fp8-v5-tune-h200.log,
 /// tune-fp8-large-session13-h200.log, tune-fp8-large-session19-h200.log):
 ///   - 128 x 128 won 256x7168x2048 (112 tiles) and every M >= 1024 shape. Until session 18
