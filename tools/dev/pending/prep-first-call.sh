@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # Run HERE before an A/B call: writes the untracked overlay tools/dev/pending/base/ = the
-# tree's files as PATCH (default tools/dev/pending/m256-64row-tiles.patch: path fp8 at M > 128
-# with few tiles and K >= 1024 on 64-row tiles) leaves them, which tools/dev/ab.sh on the device
-# builds as its base (positive new - base = the patch faster).
-# Usage: bash tools/dev/pending/prep-first-call.sh [PATCH]
+# tree's files as PATCH leaves them, which tools/dev/ab.sh on the device builds as its base
+# (positive new - base = the patch faster).
+# Usage: bash tools/dev/pending/prep-first-call.sh PATCH
 set -eu
 cd "$(git rev-parse --show-toplevel)"
-patch=${1:-tools/dev/pending/m256-64row-tiles.patch}
+patch=${1:?usage: prep-first-call.sh PATCH}
 tmp=$(mktemp -d)
 git archive HEAD | tar xf - -C "$tmp"
 (cd "$tmp" && git apply "$OLDPWD/$patch")
