@@ -246,18 +246,20 @@ TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   const DeviceInfo dev = h200();
   const std::string wide = "path=fp8 block_n=128 block_m=128 split_k=1 warps=12";
   const std::string narrow = "path=fp8 block_n=64 block_m=128 split_k=1 warps=12";
+  const std::string rows64 = "path=fp8 block_n=64 block_m=64 split_k=1 warps=8";
+  const std::string rows64_wide = "path=fp8 block_n=128 block_m=64 split_k=1 warps=8";
   EXPECT_EQ(describe(choose_gemm_config(1024, 7168, 2048, dev)), wide);
   EXPECT_EQ(describe(choose_gemm_config(256, 7168, 2048, dev)), wide);     // 112 tiles
   EXPECT_EQ(describe(choose_gemm_config(256, 2880, 512, dev)), narrow);    // 46 tiles, K = 512
   // K >= 1024: 64-row tiles, 64 wide where 4 x N / 64 CTAs fit the SMs, else 128 wide.
-  EXPECT_EQ(describe(choose_gemm_config(256, 3072, 1536, dev)), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");
-  EXPECT_EQ(describe(choose_gemm_config(256, 2048, 1536, dev)), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
-  EXPECT_EQ(describe(choose_gemm_config(192, 3072, 1024, dev)), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");
+  EXPECT_EQ(describe(choose_gemm_config(256, 3072, 1536, dev)), rows64_wide);
+  EXPECT_EQ(describe(choose_gemm_config(256, 2048, 1536, dev)), rows64);
+  EXPECT_EQ(describe(choose_gemm_config(192, 3072, 1024, dev)), rows64_wide);
   EXPECT_EQ(describe(choose_gemm_config(256, 3072, 992, dev)), narrow);    // K just under 1024
   // The one-wave bound of 64 x 64 on 132 SMs: 4 x 33 = 132 CTAs fit, 4 x 34 = 136 do not.
-  EXPECT_EQ(describe(choose_gemm_config(256, 2112, 1536, dev)), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
-  EXPECT_EQ(describe(choose_gemm_config(256, 2113, 1536, dev)), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");
-  EXPECT_EQ(describe(choose_gemm_config(200, 2112, 1024, dev)), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
+  EXPECT_EQ(describe(choose_gemm_config(256, 2112, 1536, dev)), rows64);
+  EXPECT_EQ(describe(choose_gemm_config(256, 2113, 1536, dev)), rows64_wide);
+  EXPECT_EQ(describe(choose_gemm_config(200, 2112, 1024, dev)), rows64);
 }
 
 // 32 < M <= 64 with N x K >= 10 Mi weights: path fp8 on 64-row tiles (session 23 tune,
