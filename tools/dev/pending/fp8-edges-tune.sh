@@ -14,10 +14,22 @@ o=${OUT:?}; mkdir -p "$o"
 nvidia-smi --query-gpu=name --format=csv,noheader | tee "$o/gpu0.txt"
 [ -x build-device/mxfp4 ] || OUT=$o/dc bash scripts/device-check.sh --no-tests --no-bench > "$o/build.log" 2>&1 ||
   { tail -20 "$o/build.log"; exit 1; }
-: > /tmp/fp8-edges.txt
-for M in 384 512; do for K in 1024 2048; do echo "$M 2048 $K" >> /tmp/fp8-edges.txt; done; done
-for s in "384 4096" "512 3072" "640 2048" "768 2048"; do for K in 1024 2048; do echo "$s $K" >> /tmp/fp8-edges.txt; done; done
-printf '256 3072 768\n256 2048 768\n' >> /tmp/fp8-edges.txt
+cat > /tmp/fp8-edges.txt <<'SHAPES'
+384 2048 1024
+384 2048 2048
+512 2048 1024
+512 2048 2048
+384 4096 1024
+384 4096 2048
+512 3072 1024
+512 3072 2048
+640 2048 1024
+640 2048 2048
+768 2048 1024
+768 2048 2048
+256 3072 768
+256 2048 768
+SHAPES
 MXFP4_TUNE_CACHE=/tmp/tune-edges.json timeout 300 build-device/mxfp4 tune --verbose --paths fp8 --shapes /tmp/fp8-edges.txt > "$o/tune-fp8-edges.log" 2>&1
 echo "tune rc=$?"; grep -B1 "dispatcher's choice" "$o/tune-fp8-edges.log"
 exit 0
