@@ -67,12 +67,16 @@ bool fp8_tall_tile_wins(int64_t M, int64_t N, int64_t sms) {
   return 4 * rounds(192) < 3 * rounds(128);
 }
 
+/// M > 128 with few 128-row tiles (fp8_config): 64-row tiles from this K on (session 49's H100
+/// A/B; 128 x 64 still won K = 512 in session 47's tune).
+constexpr int64_t kFp8Row64MinK = 768;
+
 /// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048: choose_gemm_config), persistent (one
 /// CTA per SM walks the tiles): 128 x 128 tiles as two 64 x 128 consumer warpgroups (12 warps)
 /// when they give at least half the SMs a tile, or 192 x 128 (16 warps) where it takes fewer
 /// rounds (fp8_tall_tile_wins: 8192^3, 4096x7168x2048; since session 25); else, for M > 128,
-/// 64-row tiles with K >= 1024 (session 47's tune, landed in session 48, below) and 128 x 64
-/// tiles (two consumer warpgroups, 12 warps) at shorter K. H200 tunes
+/// 64-row tiles with K >= 768 (session 47's tune, landed in session 48; session 49's bound and
+/// N rule, below) and 128 x 64 tiles (two consumer warpgroups, 12 warps) otherwise. H200 tunes
 /// (bench/results/logs/fp8-v2-tune-large-m-h200.log, fp8-v5-tune-h200.log,
 /// tune-fp8-large-session13-h200.log, tune-fp8-large-session19-h200.log):
 ///   - 128 x 128 won 256x7168x2048 (112 tiles) and every M >= 1024 shape. Until session 18
@@ -98,7 +102,7 @@ bool fp8_tall_tile_wins(int64_t M, int64_t N, int64_t sms) {
 ///     session 23 short K at 64 < M <= 128 goes to fp8_config_short_k instead: 5.86 on 64 x 64).
 /// Here (M > 128, or K >= 2048) 64-row tiles and the 2-CTA pair (block_m 256) never won in those
 /// H200 tunes; session 47's H100 tune has 64-row tiles winning at M > 128 with few tiles from K =
-/// 1024 on.
+/// 1024 on, session 49's from K = 768 on where N is a multiple of 128 (64 x 64 any N).
 GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   // Tiles of 128 rows x block_n, capped at the SM count (M and N up to 2^40 each: the product
@@ -114,15 +118,20 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     return GemmConfig{GemmPath::fp8, 128, 128, 1, 12};
   }
   if (M > 128) {
-    // Few 128-row tiles: with K >= 1024, 64-row tiles (one 64-row consumer warpgroup, 8 warps),
-    // 64 x 64 where their grid fits one wave, else 64 x 128 (session 47's H100 tunes,
+    // Few 128-row tiles: with K >= kFp8Row64MinK, 64-row tiles (one 64-row consumer warpgroup,
+    // 8 warps), 64 x 64 where their grid fits one wave, else 64 x 128 (session 47's H100 tunes,
     // bench/results/logs/tune-fp8-m256-call2-session47-h100.log: 256x2048x1536 8.55 against
     // 128 x 64's 9.73 us, 256x3072x1536 9.59 against 9.85, 256x3072x1024 7.71 / 7.98,
     // 256x3072x2048 11.10 / 11.56; at K = 512 128 x 64 wins, tune-fp8-call1-session47-h100.log:
     // 256x2880x512 6.21 against 7.38 and 7.82).
-    if (K >= 1024) {
+    // Session 49 (H100, bench/results/logs/*session49-h100*): from K = 768 on (A/B of call 2:
+    // 256x2048x768 6.39 against 6.90 us, 256x3072x768 7.11 / 7.25), and 64 x 128 only where N
+    // fills whole 128-column tiles: with a half-empty last tile it lost (A/B of call 3:
+    // 256x2880x1024 9.46 against 8.17, 256x2880x2048 12.40 / 11.33; tune of call 4:
+    // 256x3008x1024 9.52 / 8.39, 256x2400x1024 9.38 / 8.85), 256x2944x1024 won (7.94 / 8.21).
+    if (K >= kFp8Row64MinK) {
       if (ceil_div(M, 64) * ceil_div(N, 64) <= sms) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
-      return GemmConfig{GemmPath::fp8, 128, 64, 1, 8};
+      if (N % 128 == 0) return GemmConfig{GemmPath::fp8, 128, 64, 1, 8};
     }
     return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};
   }

@@ -69,7 +69,7 @@ inline std::vector<GemmConfig> path_configs(int64_t M, int64_t K) {
   v.push_back(fp8_cfg(128, 128, false, 4));  // split-K tiles of the dispatcher at 64 < M <= 128
   v.push_back(fp8_cfg(128, 64, false, 3));   // a split that does not divide the tile's rows
   v.push_back(fp8_cfg(64, 64));
-  v.push_back(fp8_cfg(64, 128));  // the dispatcher's at M > 128 with few tiles and K >= 1024
+  v.push_back(fp8_cfg(64, 128));  // the dispatcher's at M > 128 with few tiles and K >= 768
   v.push_back(fp8_cfg(256, 128));
   return v;
 }
