@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Session 50's first device call (~6-8 minutes, any Hopper GPU; say which in the notes). Run
+# `bash tools/dev/pending/prep-first-call.sh tools/dev/pending/fp8-epilogue-partial-n.patch`
+# here first: it writes the overlay tools/dev/pending/base/ = the tree with the patch (path
+# fp8's bf16 epilogue: a tile reaching past N keeps the 16-byte stores for the lanes whose 8
+# columns lie inside N, in a branch of its own; session 49 call 7's v1 of it sped up the N =
+# 2880 / 3008 shapes by 0.15-2.56 us but slowed full tiles by 0.46-2.51 us, see docs/perf-notes.md).
+# 1. A/B "epilogue": the tree against the overlay, 4 rotated reps (positive = the patch faster).
+# 2. The rule fixed before the call: the patch lands when no result is flagged, no control
+#    (N a multiple of 128: 1024x2944x2048, 1024x7168x2048, 256x3072x1536, 4096x7168x2048) is
+#    slower with it by more than max(0.05 us, 0.5%), and 1024x2880x2048 is faster by > 0.5 us.
+#    Then the overlay is copied over the tree here, and the Gpu* suite and memcheck run on it.
+# 3. If landed: `mxfp4 tune --paths fp8` of three few-tile M = 256 shapes whose N is not a
+#    multiple of 128 (session 49's dispatcher gives them 128 x 64 because 64 x 128 lost there).
+# 4. The workload bench, default and --weights-static, of the code that stands into
+#    $OUT/results/ (commit as bench/results/ with that code).
+# Logs in $OUT/logs.tgz. Usage (repository root, on the device; carry [".deps"]):
+#   bash tools/dev/pending/first-call.sh
+set -u
+o=${OUT:?}; mkdir -p "$o/logs" "$o/results"
+t0=$SECONDS
+trap '(cd "$o" && tar czf logs.tgz logs && rm -rf logs); exit 124' TERM
+nvidia-smi --query-gpu=name --format=csv,noheader | tee "$o/logs/gpu0.txt"
+ab=tools/dev/pending/shapes-ntail-ab.txt
+OUT=$o AB_BUILD_ONLY=1 tools/dev/ab.sh epilogue $ab 1 > "$o/logs/ab-build.txt" 2>&1 &
+OUT=$o/logs/dc bash scripts/device-check.sh --no-tests --no-bench > "$o/logs/build.log" 2>&1; built=$?
+wait
+[ $built = 0 ] || { tail -30 "$o/logs/build.log"; (cd "$o" && tar czf logs.tgz logs && rm -rf logs); exit 1; }
+echo "builds $((SECONDS-t0)) s"; cat "$o/logs/ab-build.txt"
+AB_ROTATE=1 AB_PREBUILT=1 OUT=$o tools/dev/ab.sh epilogue $ab 4; abrc=$?
+echo "ab rc=$abrc $((SECONDS-t0)) s"
+land=0
+if [ $abrc = 0 ] && python3 - "$o/logs/ab-epilogue.txt" <<'PY'
+import sys
+rows = {l.split()[0]: l.split() for l in open(sys.argv[1]) if l.strip() and l.split()[0][0].isdigit()}
+controls = ["1024x2944x2048", "1024x7168x2048", "256x3072x1536", "4096x7168x2048"]
+# columns: shape new base new-base; new = the tree (no patch), so new - base < 0: patch slower
+slower = [s for s in controls if s in rows and float(rows[s][3]) < -max(0.05, 0.005 * float(rows[s][2]))]
+gain = float(rows["1024x2880x2048"][3]) if "1024x2880x2048" in rows else 0.0
+print("patch slower at:", slower or "none", "; gain at 1024x2880x2048:", gain)
+sys.exit(1 if slower or gain <= 0.5 or len(rows) < 8 else 0)
+PY
+then land=1; fi
+echo "land=$land"
+if [ $land = 1 ]; then
+  (cd tools/dev/pending/base && find . -type f) | while IFS= read -r f; do cp "tools/dev/pending/base/$f" "$f"; done
+  OUT=$o/logs/dc2 bash scripts/device-check.sh --filter 'Gpu*' --shards 3 --no-bench --sanitizers memcheck > "$o/logs/tests.log" 2>&1
+  echo "tests + memcheck (landed) rc=$? $((SECONDS-t0)) s"; grep -E "PASSED|FAILED|rc=|SUMMARY" "$o/logs/tests.log" | tail -12
+  printf '256 2880 1024\n256 3008 1024\n256 2240 2048\n' > /tmp/ntail-tune.txt
+  MXFP4_TUNE_CACHE=/tmp/ntail.json timeout 100 build-device/mxfp4 tune --verbose --paths fp8 --shapes /tmp/ntail-tune.txt > "$o/logs/tune-ntail.log" 2>&1
+  grep -B1 "dispatcher's choice" "$o/logs/tune-ntail.log"; grep "block_n=128 block_m=64 split_k=1 warps=8" "$o/logs/tune-ntail.log"
+fi
+build-device/mxfp4 bench --out-dir "$o/results" > "$o/logs/bench-default.log" 2>&1; echo "default rc=$?"
+build-device/mxfp4 bench --weights-static --out-dir "$o/results" > "$o/logs/bench-static.log" 2>&1; echo "static rc=$?"
+grep -h geomean "$o"/results/*.md
+echo "done $((SECONDS-t0)) s"
+(cd "$o" && tar czf logs.tgz logs && rm -rf logs)
