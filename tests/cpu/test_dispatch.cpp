@@ -262,6 +262,7 @@ TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   EXPECT_EQ(describe(choose_gemm_config(256, 2048, 736, dev)), narrow);
   EXPECT_EQ(describe(choose_gemm_config(256, 2880, 1024, dev)), narrow);   // 2880 = 22.5 x 128
   EXPECT_EQ(describe(choose_gemm_config(256, 3008, 2048, dev)), narrow);   // 3008 = 23.5 x 128
+  EXPECT_EQ(describe(choose_gemm_config(256, 2400, 1024, dev)), narrow);   // 2400 = 18.75 x 128
   EXPECT_EQ(describe(choose_gemm_config(256, 2944, 1024, dev)), rows64_wide);  // 23 x 128
   // The one-wave bound of 64 x 64 on 132 SMs: 4 x 33 = 132 CTAs fit, 4 x 34 = 136 do not.
   EXPECT_EQ(describe(choose_gemm_config(256, 2112, 1536, dev)), rows64);

@@ -53,12 +53,15 @@ std::vector<uint16_t> checked_c(const Guarded& c, int64_t M, int64_t ldc, const 
 // Every GEMM path, C at a 16-byte-aligned address with ldc % 8 == 0 (the tiled path's vector
 // stores) and at a 2-byte-aligned one with an odd ldc; A at 2 bytes with an odd lda and NaN
 // in its gaps; the workspace passed explicitly with slack beyond the size the library needs.
-// 9x72x4096 on path splitk with split 8 reduces split-K through the workspace's scratch.
+// 9x72x4096 on path splitk with split 8 reduces split-K through the workspace's scratch. N =
+// 261 (N % 8 != 0 with ldc % 8 == 0): path fp8's 16-byte-store epilogue meets a lane whose 8
+// columns straddle N (session 49's review).
 TEST(GpuCanary, GemmEveryPathWritesOnlyInsideC) {
   MXFP4_REQUIRE_GPU();
   struct Shape { int64_t M, N, K; };
   uint64_t seed = 9000;
-  for (const Shape& s : {Shape{3, 40, 96}, Shape{40, 264, 1664}, Shape{129, 264, 160}, Shape{9, 72, 4096}}) {
+  for (const Shape& s : {Shape{3, 40, 96}, Shape{40, 264, 1664}, Shape{129, 264, 160}, Shape{9, 72, 4096},
+                        Shape{129, 261, 160}, Shape{40, 261, 1664}}) {
     const HostMx b = random_mx(s.N, s.K, ++seed);
     Guarded packed(size_t(packed_bytes(s.N, s.K)), 0, ++seed), image(size_t(fp8_weights_bytes(s.N, s.K)), 0, ++seed);
     {
