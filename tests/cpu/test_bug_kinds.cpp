@@ -1,5 +1,6 @@
 // Bug kinds K01-K09 of shared/spec/bug-kinds.md on the CPU paths (quantizer producers,
-// dequantizer, GEMM), with the right results as literals.
+// dequantizer, GEMM), with the right results as literals; K10-K14 are in
+// test_bug_kinds_gemm.cpp (docs/hardening.md §7 lists every kind's tests).
 #include <gtest/gtest.h>
 
 #include <cmath>
