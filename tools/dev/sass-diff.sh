@@ -4,8 +4,8 @@
 # and whether the code up to the last tensor-core instruction changed (tools/dev/sass_regions.py).
 # The CUDA toolkit here has no cuobjdump or nvdisasm; the script takes them from the PyPI
 # wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm (downloaded once into
-# ~/.cache/mxfp4-sass; the network is needed the first time). Compile flags are the build's
-# (sm_90a, -O3, -lineinfo). Session 49 used it for path fp8's epilogue: a check before a device
+# ~/.cache/mxfp4-sass; the network is needed the first time). Compile flags: CMakeLists.txt's
+# CUDA ones that shape the SASS (sm_90a, -O3, -lineinfo), copied here; keep them in step. Session 49 used it for path fp8's epilogue: a check before a device
 # call, not a substitute for the A/B.
 # Usage (repository root): tools/dev/sass-diff.sh src/cuda/gemm_fp8.cu [REV (default HEAD)]
 set -eu

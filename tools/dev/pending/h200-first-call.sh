@@ -7,7 +7,7 @@
 # preferred split 1 there, session 29's H200 tune split 2), and the bench again with that tune
 # cache (a preview of what a rule change would give); last, a path fp8 tune of six M = 256
 # shapes (session 48-49's rule for few-tile M > 128, measured on an H100 only: K >= 768, 64 x
-# 128 only where N % 128 == 0) three of them at its new edges. About 5 minutes.
+# 128 only where N % 128 == 0), three of them at its new edges. About 5 minutes.
 # Usage (repository root, on the device): OUT=... bash tools/dev/pending/h200-first-call.sh
 set -u
 o=${OUT:?}; mkdir -p "$o/logs"
