@@ -17,8 +17,10 @@
 #    multiple of 128 (session 49's dispatcher gives them 128 x 64 because 64 x 128 lost there).
 # 5. The workload bench, default and --weights-static, of the code that stands into
 #    $OUT/results/ (commit as bench/results/ with that code).
+# The default bench runs before the tune. Steps 4-5 start only while fewer than STOP_AFTER seconds (default 420) have passed, so that a
+# call cut short by the session's device budget still brings back its logs.
 # Logs in $OUT/logs.tgz. Usage (repository root, on the device; carry [".deps"]):
-#   bash tools/dev/pending/first-call.sh
+#   [STOP_AFTER=SECONDS] bash tools/dev/pending/first-call.sh
 set -u
 o=${OUT:?}; mkdir -p "$o/logs" "$o/results"
 t0=$SECONDS
@@ -56,13 +58,18 @@ OUT=$o/logs/dc2 bash scripts/device-check.sh --filter 'Gpu*' --shards 3 --test-t
 tests=$?
 echo "tests + memcheck (land=$land) rc=$tests $((SECONDS-t0)) s"; grep -E "PASSED|FAILED|rc=|SUMMARY" "$o/logs/tests.log" | tail -12
 [ $tests = 0 ] || { echo "tests failed: no tune, no benches"; (cd "$o" && tar czf logs.tgz logs && rm -rf logs); exit 1; }
-if [ $land = 1 ]; then
+time_left() { [ $((SECONDS - t0)) -lt "${STOP_AFTER:-420}" ] || { echo "skipped after $((SECONDS-t0)) s: $1"; false; }; }
+if time_left "default bench"; then
+  build-device/mxfp4 bench --out-dir "$o/results" > "$o/logs/bench-default.log" 2>&1; echo "default rc=$?"
+fi
+if [ $land = 1 ] && time_left "tune"; then
   printf '256 2880 1024\n256 3008 1024\n256 2240 2048\n' > /tmp/ntail-tune.txt
   MXFP4_TUNE_CACHE=/tmp/ntail.json timeout 100 build-device/mxfp4 tune --verbose --paths fp8 --shapes /tmp/ntail-tune.txt > "$o/logs/tune-ntail.log" 2>&1
   grep -B1 "dispatcher's choice" "$o/logs/tune-ntail.log"; grep "block_n=128 block_m=64 split_k=1 warps=8" "$o/logs/tune-ntail.log"
 fi
-build-device/mxfp4 bench --out-dir "$o/results" > "$o/logs/bench-default.log" 2>&1; echo "default rc=$?"
-build-device/mxfp4 bench --weights-static --out-dir "$o/results" > "$o/logs/bench-static.log" 2>&1; echo "static rc=$?"
+if time_left "static bench"; then
+  build-device/mxfp4 bench --weights-static --out-dir "$o/results" > "$o/logs/bench-static.log" 2>&1; echo "static rc=$?"
+fi
 grep -h geomean "$o"/results/*.md
 echo "done $((SECONDS-t0)) s"
 (cd "$o" && tar czf logs.tgz logs && rm -rf logs)
