@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Compares the SASS of two `cuobjdump -sass` dumps kernel by kernel (tools/dev/sass-diff.sh).
 
-For each kernel: the instruction count of each dump and whether the opcode sequence up to the
+For each kernel: the instruction count of each dump, whether the opcode sequence up to the
 last tensor-core instruction (IGMMA, QGMMA, HGMMA, HMMA, IMMA: the K loop and what precedes it)
-is the same. Opcodes only (registers, predicates and addresses are ignored), so a changed
+is the same, and where the K loop (the shortest backward branch's span that holds a tensor-core
+instruction) starts, in bytes mod 128 (an instruction-cache line). Opcodes only (registers, predicates and addresses are ignored), so a changed
 register allocation alone reads as identical. Session 49: path fp8's epilogue v1 changed no
 K loop by more than one instruction yet cost full tiles 0.46-2.51 us, so "identical" here
 does not mean "as fast"; a differing loop region is a reason to measure before landing.
+Session 50: v2 of it moved the K loops of the 128 x 128 and 192 x 128 kernels off their 128-byte
+boundaries (0 -> 16 and 0 -> 48) and cost full tiles 1.0-7.7 us; whether the offset is the cause
+is tools/dev/pending/align-call.sh's question.
 Usage: sass_regions.py BASE.sass NEW.sass
 """
 import re
@@ -26,6 +30,7 @@ def demangle(name):
 
 
 def kernels(path):
+    """{demangled kernel name: [(address, opcode, instruction text)]}."""
     out, cur = {}, None
     for line in open(path, errors="replace"):
         m = re.search(r"Function : (\S+)", line)
@@ -33,16 +38,30 @@ def kernels(path):
             cur = demangle(m.group(1))
             out[cur] = []
             continue
-        m = re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+(.*?);", line)
+        m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
         if m and cur:
-            ins = re.sub(r"^@!?U?P\w+\s+", "", m.group(1))  # drop the predicate guard
-            out[cur].append(ins.split()[0])
+            ins = re.sub(r"^@!?U?P\w+\s+", "", m.group(2))  # drop the predicate guard
+            out[cur].append((int(m.group(1), 16), ins.split()[0], ins))
     return out
 
 
-def loop_region(ops):
+def loop_region(code):
+    ops = [op for _, op, _ in code]
     last = [i for i, op in enumerate(ops) if op.startswith(MMA)]
     return ops[: last[-1] + 1] if last else ops
+
+
+def k_loop_offset(code):
+    """The K loop's first address mod 128 (the target of the shortest backward branch whose span
+    holds a tensor-core instruction), or None."""
+    mma = [a for a, op, _ in code if op.startswith(MMA)]
+    best = None
+    for a, op, ins in code:
+        m = re.search(r"0x([0-9a-f]+)", ins) if op == "BRA" else None
+        t = int(m.group(1), 16) if m else a
+        if t < a and any(t <= x <= a for x in mma) and (best is None or a - t < best[0]):
+            best = (a - t, t)
+    return None if best is None else best[1] % 128
 
 
 def main():
@@ -56,7 +75,9 @@ def main():
             continue
         ra, rb = loop_region(a), loop_region(b)
         same = "identical" if ra == rb else f"DIFFERS ({len(ra)} -> {len(rb)} instructions)"
-        print(f"{len(a):6d} -> {len(b):6d}  up to the last MMA: {same}  {name}")
+        oa, ob = k_loop_offset(a), k_loop_offset(b)
+        where = "" if oa is None and ob is None else f"  K loop at {oa} -> {ob} mod 128"
+        print(f"{len(a):6d} -> {len(b):6d}  up to the last MMA: {same}{where}  {name}")
 
 
 if __name__ == "__main__":
