@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 51's first device call (~2.5 minutes, any Hopper GPU; written in session 50 after its
+# Session 51's first device call (~3.5 minutes, any Hopper GPU; written in session 50 after its
 # budget ran out). Question: is path fp8's K loop slower when its first instruction is not
 # 128-byte aligned? Session 50 call 1 rejected the epilogue patch v2
 # (tools/dev/pending/fp8-epilogue-partial-n.patch): full tiles +1.0 to +7.7 us although its K-loop
@@ -11,20 +11,29 @@
 # loop, so the loop moves by 16 bytes per instruction, 32 in the 192 x 128 kernel):
 #   pad1: 128 x 128 plain 0 -> 16, 192 x 128 0 -> 32, 64 x 128 FIX 48 -> 64 (bytes mod 128);
 #   pad8: every kernel back on its own offset but 192 x 128 (0 -> 16).
+#   v2pad7 (only if tools/dev/pending/base/ holds v2, see Usage): v2 with 7 NANOSLEEPs, which puts
+#     the 128 x 128 plain kernel's loop back on 0 (192 x 128 stays at v2's 48).
 # Predicted if alignment is the cause: pad1 slower by ~2.3 us at 1024x7168x2048, ~1 at
-# 1024x2944x2048, several at 4096x7168x2048; pad8 as HEAD at the first two, 4096 slower. If pad1
-# is as HEAD, alignment is not the cause (then: v2's register allocation or its larger tile loop).
-# Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/align-call.sh
+# 1024x2944x2048, several at 4096x7168x2048; pad8 as HEAD at the first two, 4096 slower;
+# v2pad7 as HEAD at 1024x7168x2048 and 1024x2944x2048, faster at 1024x2880x2048 (~1.7, v2's
+# gain), slower at 4096x7168x2048 (~7.7, v2's loss). If pad1 is as HEAD, alignment is not the
+# cause (then: v2's register allocation or its larger tile loop).
+# Usage (repository root): here `bash tools/dev/pending/prep-first-call.sh
+# tools/dev/pending/fp8-epilogue-partial-n.patch` (writes the untracked overlay
+# tools/dev/pending/base/ = v2; without it the v2pad7 A/B is skipped), then on the device (carry
+# [".deps"]): bash tools/dev/pending/align-call.sh
 set -u
 o=${OUT:?}; mkdir -p "$o/logs"; t0=$SECONDS
 nvidia-smi --query-gpu=name --format=csv,noheader
-printf '1024 7168 2048\n4096 7168 2048\n1024 2944 2048\n256 3072 1536\n' > /tmp/pad-shapes.txt
-overlay() {  # N: tools/dev/pending/base/ = the tree's kernel header with N NANOSLEEPs
+printf '1024 7168 2048\n4096 7168 2048\n1024 2944 2048\n256 3072 1536\n1024 2880 2048\n' > /tmp/pad-shapes.txt
+k=src/cuda/gemm_fp8_kernel.cuh
+v2=""; [ -f tools/dev/pending/base/$k ] && { cp tools/dev/pending/base/$k /tmp/v2.cuh; v2=/tmp/v2.cuh; }
+overlay() {  # N [SRC]: tools/dev/pending/base/ = SRC (default the tree's kernel header) with N NANOSLEEPs
   rm -rf tools/dev/pending/base && mkdir -p tools/dev/pending/base/src/cuda
-  python3 - "$1" <<'PY'
+  python3 - "$1" "${2:-$k}" <<'PY'
 import sys
 f = "src/cuda/gemm_fp8_kernel.cuh"
-src = open(f).read()
+src = open(sys.argv[2]).read()
 anchor = "    int it = 0;\n    for (int id = first; id < tiles_total; id += clusters) {\n"
 assert src.count(anchor) == 1, "anchor not found"
 pad = "".join('    asm volatile("nanosleep.u32 0;");\n' for _ in range(int(sys.argv[1])))
@@ -38,5 +47,9 @@ wait; echo "builds $((SECONDS-t0)) s"
 AB_PREBUILT=1 OUT=$o tools/dev/ab.sh pad1 /tmp/pad-shapes.txt 3; echo "ab pad1 rc=$? $((SECONDS-t0)) s"
 overlay 8
 OUT=$o tools/dev/ab.sh pad8 /tmp/pad-shapes.txt 3; echo "ab pad8 rc=$? $((SECONDS-t0)) s"
+if [ -n "$v2" ]; then
+  overlay 7 "$v2"
+  OUT=$o tools/dev/ab.sh v2pad7 /tmp/pad-shapes.txt 3; echo "ab v2pad7 rc=$? $((SECONDS-t0)) s"
+fi
 rm -rf tools/dev/pending/base
 (cd "$o" && tar czf logs.tgz logs && rm -rf logs)
