@@ -13,11 +13,17 @@
 #   pad8: every kernel back on its own offset but 192 x 128 (0 -> 16).
 #   v2pad7 (only if tools/dev/pending/base/ holds v2, see Usage): v2 with 7 NANOSLEEPs, which puts
 #     the 128 x 128 plain kernel's loop back on 0 (192 x 128 stays at v2's 48).
-# Predicted if alignment is the cause: pad1 slower by ~2.3 us at 1024x7168x2048, ~1 at
-# 1024x2944x2048, several at 4096x7168x2048; pad8 as HEAD at the first two, 4096 slower;
-# v2pad7 as HEAD at 1024x7168x2048 and 1024x2944x2048, faster at 1024x2880x2048 (~1.7, v2's
-# gain), slower at 4096x7168x2048 (~7.7, v2's loss). If pad1 is as HEAD, alignment is not the
-# cause (then: v2's register allocation or its larger tile loop).
+# If alignment were the cause: pad1 slower by ~2.3 us at 1024x7168x2048, ~1 at 1024x2944x2048,
+# several at 4096x7168x2048; pad8 as HEAD at the first two; v2pad7 as HEAD at 1024x7168x2048 and
+# 1024x2944x2048, faster at 1024x2880x2048 (~1.7, v2's gain), slower at 4096x7168x2048.
+# Predicted (written after a look at history): pad1 and pad8 within ~0.3 us of HEAD, v2pad7
+# losing as v2 did. 879dde9 (session 44's standing code) had its 128 x 128 plain kernel's K loop
+# at 0x2510, v2's address (16 mod 128), and its 192 x 128 loop at 16, and ran 1024x7168x2048 and
+# 4096x7168x2048 within 0.3-0.7 us of ef3b66f, whose loops sit at 0 (session 45 call 4). What v2
+# moved besides: the full-tile stores ~9 KB further from the K loop (HEAD's first 16-byte store
+# of the 128 x 128 plain kernel at 0xd7f0, v2's at 0xfbxx) and a tile loop 567 instructions
+# longer; the same kind of loss came with the fix-up code compiled into the persistent kernels
+# in session 44 call 5 (4096x7168x2048 +11 us, never executed).
 # Usage (repository root): here `bash tools/dev/pending/prep-first-call.sh
 # tools/dev/pending/fp8-epilogue-partial-n.patch` (writes the untracked overlay
 # tools/dev/pending/base/ = v2; without it the v2pad7 A/B is skipped), then on the device (carry
