@@ -21,7 +21,7 @@
 # at 0x2510, v2's address (16 mod 128), and its 192 x 128 loop at 16, and ran 1024x7168x2048 and
 # 4096x7168x2048 within 0.3-0.7 us of ef3b66f, whose loops sit at 0 (session 45 call 4). What v2
 # moved besides: the full-tile stores ~9 KB further from the K loop (HEAD's first 16-byte store
-# of the 128 x 128 plain kernel at 0xd7f0, v2's at 0xfbxx) and a tile loop 567 instructions
+# of the 128 x 128 plain kernel at 0xd7f0, v2's at 0xfa10) and a tile loop 567 instructions
 # longer; the same kind of loss came with the fix-up code compiled into the persistent kernels
 # in session 44 call 5 (4096x7168x2048 +11 us, never executed).
 # Usage (repository root): here `bash tools/dev/pending/prep-first-call.sh
