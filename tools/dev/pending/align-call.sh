@@ -8,7 +8,8 @@
 # (48, 0) -> (64, 16), 192 x 128 (80, 0) -> (0, 48); its full-tile stores moved ~9 KB further on
 # (128 x 128 plain: HEAD's first 16-byte store at 0xd7f0, v2's at 0xfa10) in a tile loop 567
 # instructions longer; its slice loop has HEAD's opcodes, 125 of 325 in other positions.
-# Three A/Bs against HEAD (the tree); N NANOSLEEPs go once per CTA before the consumers' tile
+# Three A/Bs against HEAD (the tree; ab.sh's new = HEAD, base = the overlay, so new - base < 0
+# means the overlay is slower); N NANOSLEEPs go once per CTA before the consumers' tile
 # loop (never in a loop; they move everything after them):
 #   pad1: HEAD's code with v2's 128 x 128 plain offsets (64, 16); 192 x 128 (112, 32);
 #   pad8: 128 x 128 plain at HEAD's (48, 0); 192 x 128 (96, 16);
