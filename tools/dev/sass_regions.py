@@ -3,14 +3,15 @@
 
 For each kernel: the instruction count of each dump, whether the opcode sequence up to the
 last tensor-core instruction (IGMMA, QGMMA, HGMMA, HMMA, IMMA: the K loop and what precedes it)
-is the same, and where the innermost loops holding its first and its last tensor-core instruction
-start, in bytes mod 128 (an instruction-cache line; .text sections are 128-byte aligned). Opcodes only (registers, predicates and addresses are ignored), so a changed
-register allocation alone reads as identical. Session 49: path fp8's epilogue v1 changed no
-K loop by more than one instruction yet cost full tiles 0.46-2.51 us, so "identical" here
-does not mean "as fast"; a differing loop region is a reason to measure before landing.
-Session 50: v2 of it moved the slice loops of the 128 x 128 and 192 x 128 kernels (48 -> 64 and
-80 -> 0 bytes mod 128) and the full-tile stores ~9 KB further on, and cost full tiles 1.0-7.7 us;
-whether the loops' position is the cause is tools/dev/pending/align-call.sh's question.
+is the same, and where the innermost loops holding its first and its last tensor-core
+instruction start, in bytes mod 128 (an instruction-cache line; .text sections are 128-byte
+aligned). Opcodes only (registers, predicates and addresses are ignored), so a changed register
+allocation alone reads as identical. Session 49: path fp8's epilogue v1 changed no K loop by
+more than one instruction yet cost full tiles 0.46-2.51 us, so "identical" here does not mean
+"as fast"; a differing loop region is a reason to measure before landing. Session 50: v2 of it
+moved the slice loops of the 128 x 128 and 192 x 128 kernels (48 -> 64 and 80 -> 0 bytes mod
+128) and the full-tile stores ~9 KB further on, and cost full tiles 1.0-7.7 us; whether the
+loops' position is the cause is tools/dev/pending/align-call.sh's question.
 Usage: sass_regions.py BASE.sass NEW.sass
 """
 import re
@@ -51,23 +52,23 @@ def loop_region(code):
     return ops[: last[-1] + 1] if last else ops
 
 
-def mma_loop_offset(code, which):
-    """The first address mod 128 of the innermost loop (backward branch's span) that holds the
-    kernel's first (which=0) or last (which=-1) tensor-core instruction, or None. In path fp8's
-    kernels the first is the slice loop (chained narrow slices: what the benchmark shapes run),
-    the last the wide path's k32 loop inside it (session 50's review)."""
+def mma_loop_offsets(code):
+    """(first, last): the first address mod 128 of the innermost loop (a backward branch's span)
+    that holds the kernel's first and its last tensor-core instruction, None where there is none.
+    In path fp8's kernels the first is the slice loop (chained narrow slices: what the benchmark
+    shapes run), the last the wide path's k32 loop inside it (session 50's review)."""
     mma = [a for a, op, _ in code if op.startswith(MMA)]
-    if not mma:
-        return None
-    x, best = mma[which], None
+    loops = []  # (span, start) of every backward branch
     for a, op, ins in code:
         m = re.search(r"0x([0-9a-f]+)", ins) if op == "BRA" else None
-        if not m:
-            continue
-        t = int(m.group(1), 16)
-        if t < a and t <= x <= a and (best is None or a - t < best[0]):
-            best = (a - t, t)
-    return None if best is None else best[1] % 128
+        if m and int(m.group(1), 16) < a:
+            loops.append((a - int(m.group(1), 16), int(m.group(1), 16)))
+
+    def innermost(x):
+        spans = [(span, t) for span, t in loops if t <= x <= t + span]
+        return min(spans)[1] % 128 if spans else None
+
+    return (innermost(mma[0]), innermost(mma[-1])) if mma else (None, None)
 
 
 def main():
@@ -81,8 +82,7 @@ def main():
             continue
         ra, rb = loop_region(a), loop_region(b)
         same = "identical" if ra == rb else f"DIFFERS ({len(ra)} -> {len(rb)} instructions)"
-        oa = (mma_loop_offset(a, 0), mma_loop_offset(a, -1))
-        ob = (mma_loop_offset(b, 0), mma_loop_offset(b, -1))
+        oa, ob = mma_loop_offsets(a), mma_loop_offsets(b)
         where = "" if oa == ob == (None, None) else f"  MMA loops (first, last) at {oa} -> {ob} mod 128"
         print(f"{len(a):6d} -> {len(b):6d}  up to the last MMA: {same}{where}  {name}")
 
