@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 51's second device call (~6-8 minutes, any Hopper GPU; say which in the notes): v3
+# The first device call of session 52 (written in session 51, whose budget went to failed
+# starts after call 1; ~6-8 minutes, any Hopper GPU; say which in the notes): v3
 # of path fp8's epilogue for tiles reaching past N (tools/dev/pending/fp8-epilogue-predicated.
 # patch). Call 1 (align-call.sh) showed v2's full-tile loss is its code, not the loops'
 # offsets (pad1/pad8 within 0.25 us of HEAD, v2pad7 losing as v2). v3 adds no branch and no
