@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
+#include <string>
 #include <utility>
 
 #include "common/test_util.hpp"
@@ -568,6 +570,47 @@ TEST(GpuFp8, PersistentTilesWithPartialEdgesStayWithinContract) {
       const std::vector<uint16_t> C = run_gemm(da, M, K, pk.pw, &cfg);
       for (size_t e = 0; e < C.size(); ++e)
         ASSERT_EQ(fmt::bf16_to_f32(C[e]), 5 * 48 * a1) << describe(cfg) << " a1 " << a1 << " element " << e;
+    }
+  }
+}
+
+// Persistent tiles (more tiles than resident CTAs: the plain instantiations, not the FIX ones)
+// whose last tiles reach past N (N % 128 = 8, 64, 56: one 8-column group of a lane, a whole
+// 64-column warpgroup, seven groups) and past M (M % 16 = 13, 13, 4: a warp whose second row
+// lies past M), into a guarded C of random bytes: ldc % 8 == 0 with C 16-byte aligned (the
+// 16-byte stores) and an odd ldc at a 2-byte offset (the checked stores). Every element
+// inside C within the contract, no byte outside it changed (session 51's review of the
+// epilogue: no guarded-C test ran a persistent kernel past N).
+TEST(GpuFp8, PersistentTilesPastNAndMWriteOnlyInsideC) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t K = 128;
+  const std::vector<GemmConfig> cfgs = {fp8_cfg(128, 128), fp8_cfg(128, 128, true), fp8_cfg(64, 128),
+                                        fp8_cfg(64, 128, true), fp8_cfg(128, 64), fp8_cfg(64, 64),
+                                        fp8_cfg(256, 128), GemmConfig{GemmPath::fp8, 128, 192, 1, 16}};
+  uint64_t seed = 990000;
+  for (const auto& [M, N] : {std::pair<int64_t, int64_t>{2061, 1288}, {2109, 1216}, {2100, 1336}}) {
+    const std::vector<uint16_t> a = randn_bf16(size_t(M * K), ++seed);
+    const HostMx aq = quantize_bf16(a, M, K), b = random_mx(N, K, ++seed);
+    const DeviceBuf da(a);
+    const DevicePacked pk(b);
+    const Reference r(aq, b);
+    for (const GemmConfig& cfg : cfgs) {
+      for (const auto& [shift, ldc] : {std::pair<size_t, int64_t>{0, N + 8}, {0, N + 64}, {2, N + 5}}) {
+        const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " +
+                                 describe(cfg) + " C shift " + std::to_string(shift) + " ldc " + std::to_string(ldc);
+        const StridedRegion region{M, N * 2, ldc * 2};
+        const Guarded c(size_t(region.span()), shift, ++seed);
+        GemmOptions opt;
+        opt.config = &cfg;
+        gemm(da.get<uint16_t>(), M, K, K, pk.pw, c.data<uint16_t>(), ldc, opt, cuda_exec());
+        cuda_ok(cudaDeviceSynchronize(), "sync");
+        ASSERT_EQ(c.changed_outside(region), "") << what;
+        const std::vector<uint8_t> bytes = c.logical();
+        std::vector<uint16_t> C(bytes.size() / 2);
+        std::memcpy(C.data(), bytes.data(), C.size() * 2);
+        const ContractReport rep = check_gemm_contract(C.data(), M, N, ldc, r.sum.data(), r.abs_sum.data());
+        EXPECT_TRUE(rep.ok()) << what << ": " << rep.str();
+      }
     }
   }
 }

@@ -16,6 +16,9 @@
 # AB_NEW_FILES=1 lets the overlay add files the tree lacks (a base with a file the tree removed).
 # AB_BUILD_ONLY=1 only builds the base (e.g. while tests run); AB_PREBUILT=1 then reuses that
 # build instead of copying and building again (the overlay must be the same).
+# AB_OVERLAY=DIR takes the base's files from DIR instead of tools/dev/pending/base/, and
+# AB_TREE=DIR builds the base in DIR instead of /tmp/ab-tree, so that several bases can be
+# built side by side (e.g. AB_BUILD_ONLY=1 in the background) and A/B'd one after another.
 # AB_ROTATE=1: rep i runs the shapes rotated by i - 1 lines (new and base alike), so that the
 # medians span several process states (session 45: another order of the same shapes moved a
 # difference by up to 0.4 us while one order repeated to 0.02); the summary's last column
@@ -30,13 +33,13 @@ shift 3
 [[ $reps =~ ^[1-9][0-9]*$ ]] || usage
 o=${OUT:?set OUT}/logs
 mkdir -p "$o"
-overlay=tools/dev/pending/base
+overlay=${AB_OVERLAY:-tools/dev/pending/base}
 [ -d "$overlay" ] || { echo "ab.sh: no $overlay/ (the base's files)"; exit 2; }
 # AB_BUILD_ONLY builds only the base, so it may run beside the tree's own build.
 [ "${AB_BUILD_ONLY:-0}" = 1 ] || [ -x build-device/mxfp4 ] ||
   { echo "ab.sh: build-device/mxfp4 missing (run scripts/device-check.sh first)"; exit 2; }
 [ -f "$shapes" ] || { echo "ab.sh: no shapes file $shapes"; exit 2; }
-tree=/tmp/ab-tree
+tree=${AB_TREE:-/tmp/ab-tree}
 if [ "${AB_PREBUILT:-0}" = 1 ] && [ -x "$tree/build/mxfp4" ]; then :; else
 rm -rf "$tree" && mkdir -p "$tree"
 tar cf - --exclude='./build*' . | tar xf - -C "$tree"
@@ -75,9 +78,9 @@ for i in $(seq 1 "$reps"); do
     fi
   done
 done
-python3 - "$o" "$name" "$reps" <<'EOF' | tee "$o/ab-$name.txt"
+python3 - "$o" "$name" "$reps" "$overlay" <<'EOF' | tee "$o/ab-$name.txt"
 import json, statistics, sys
-o, name, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+o, name, reps, overlay = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 times, paths, wrong, runs, order, per_rep = {}, {}, set(), {"new": 0, "base": 0}, [], {}
 for v in ("new", "base"):
     for i in range(1, reps + 1):
@@ -96,7 +99,7 @@ for v in ("new", "base"):
             if not r["correct"]:
                 wrong.add((shape, v))
 print(f"# ab.sh {name}: median us of {runs['new']} new and {runs['base']} base runs, interleaved "
-      f"(new = the tree, base = tools/dev/pending/base/ over it)")
+      f"(new = the tree, base = {overlay}/ over it)")
 print(f"{'shape':>16} {'new':>8} {'base':>8} {'new-base':>9} {'per-rep range':>15}  notes")
 for s in order:
     n, b = times.get((s, "new")), times.get((s, "base"))
