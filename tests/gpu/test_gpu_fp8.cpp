@@ -576,11 +576,12 @@ TEST(GpuFp8, PersistentTilesWithPartialEdgesStayWithinContract) {
 
 // Persistent tiles (more tiles than resident CTAs: the plain instantiations, not the FIX ones)
 // whose last tiles reach past N (N % 128 = 8, 64, 56: one 8-column group of a lane, a whole
-// 64-column warpgroup, seven groups) and past M (M % 16 = 13, 13, 4: a warp whose second row
-// lies past M), into a guarded C of random bytes: ldc % 8 == 0 with C 16-byte aligned (the
-// 16-byte stores) and an odd ldc at a 2-byte offset (the checked stores). Every element
-// inside C within the contract, no byte outside it changed (session 51's review of the
-// epilogue: no guarded-C test ran a persistent kernel past N).
+// 64-column warpgroup, seven groups; 5: a lane's group straddling N) and past M (M % 16 = 13,
+// 13, 4: a warp whose second row lies past M), into a guarded C of random bytes: ldc % 8 == 0
+// with C 16-byte aligned (the 16-byte stores), an even ldc % 8 != 0 (4-byte pair stores) and
+// an odd ldc at a 2-byte offset (2-byte stores). Every element inside C within the contract,
+// no byte outside it changed (session 51's reviews of the epilogue: no guarded-C test ran a
+// persistent kernel past N).
 TEST(GpuFp8, PersistentTilesPastNAndMWriteOnlyInsideC) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t K = 128;
@@ -588,14 +589,15 @@ TEST(GpuFp8, PersistentTilesPastNAndMWriteOnlyInsideC) {
                                         fp8_cfg(64, 128, true), fp8_cfg(128, 64), fp8_cfg(64, 64),
                                         fp8_cfg(256, 128), GemmConfig{GemmPath::fp8, 128, 192, 1, 16}};
   uint64_t seed = 990000;
-  for (const auto& [M, N] : {std::pair<int64_t, int64_t>{2061, 1288}, {2109, 1216}, {2100, 1336}}) {
+  for (const auto& [M, N] : {std::pair<int64_t, int64_t>{2061, 1288}, {2109, 1216}, {2100, 1336}, {2061, 1285}}) {
     const std::vector<uint16_t> a = randn_bf16(size_t(M * K), ++seed);
     const HostMx aq = quantize_bf16(a, M, K), b = random_mx(N, K, ++seed);
     const DeviceBuf da(a);
     const DevicePacked pk(b);
     const Reference r(aq, b);
     for (const GemmConfig& cfg : cfgs) {
-      for (const auto& [shift, ldc] : {std::pair<size_t, int64_t>{0, N + 8}, {0, N + 64}, {2, N + 5}}) {
+      const int64_t n8 = (N + 7) / 8 * 8;
+      for (const auto& [shift, ldc] : {std::pair<size_t, int64_t>{0, n8 + 8}, {0, n8 + 64}, {0, n8 + 2}, {2, N + N % 2 + 5}}) {
         const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " +
                                  describe(cfg) + " C shift " + std::to_string(shift) + " ldc " + std::to_string(ldc);
         const StridedRegion region{M, N * 2, ldc * 2};
