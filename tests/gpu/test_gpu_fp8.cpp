@@ -595,8 +595,8 @@ TEST(GpuFp8, PersistentTilesPastNAndMWriteOnlyInsideC) {
     const DeviceBuf da(a);
     const DevicePacked pk(b);
     const Reference r(aq, b);
+    const int64_t n8 = (N + 7) / 8 * 8;
     for (const GemmConfig& cfg : cfgs) {
-      const int64_t n8 = (N + 7) / 8 * 8;
       for (const auto& [shift, ldc] : {std::pair<size_t, int64_t>{0, n8 + 8}, {0, n8 + 64}, {0, n8 + 2}, {2, N + N % 2 + 5}}) {
         const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " +
                                  describe(cfg) + " C shift " + std::to_string(shift) + " ldc " + std::to_string(ldc);

@@ -6,7 +6,7 @@
 #        past M, each store predicated on its row and 8-column group (no branch, no second
 #        store loop), and the checked store_pair path, left for NaN / fp32 C / unaligned C /
 #        N % 8 != 0, is rolled over a local copy of the accumulators (the 128 x 128 kernel:
-#        4520 -> 2472 instructions; the fast stores now ~3 KB after the K loop, not ~35 KB);
+#        4520 -> 2464 instructions; the fast stores now ~3 KB after the K loop, not ~35 KB);
 #   rolled = fp8-epilogue-fallback-rolled.patch: only the rolled store_pair path (is code that
 #        never runs in the tile loop what costs full tiles? session 51 call 1 says v2's loss
 #        came with its code);
