@@ -10,8 +10,9 @@ allocation alone reads as identical. Session 49: path fp8's epilogue v1 changed 
 more than one instruction yet cost full tiles 0.46-2.51 us, so "identical" here does not mean
 "as fast"; a differing loop region is a reason to measure before landing. Session 50: v2 of it
 moved the slice loops of the 128 x 128 and 192 x 128 kernels (48 -> 64 and 80 -> 0 bytes mod
-128) and the full-tile stores ~9 KB further on, and cost full tiles 1.0-7.7 us; whether the
-loops' position is the cause is tools/dev/pending/align-call.sh's question.
+128) and the full-tile stores ~9 KB further on, and cost full tiles 1.0-7.7 us. Session 51
+(H100): HEAD's code at v2's loop offsets ran as HEAD, v2's code at HEAD's offsets lost as v2:
+the cost came with the code, not the loops' position (docs/perf-notes.md).
 Usage: sass_regions.py BASE.sass NEW.sass
 """
 import re
