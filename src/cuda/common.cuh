@@ -88,6 +88,17 @@ __device__ __forceinline__ uint32_t bf16_pair_rn(float lo, float hi) {
   return d;
 }
 
+/// Stores 16 bytes {x0, x1, x2, x3} at global address `dst` (16-byte aligned) when `pred` is
+/// true: one predicated st.global.v4.b32 (PTX ISA), no branch, so that callers in
+/// warp-synchronous code (shuffles around the store) keep their schedule. `dst` is a generic
+/// address of global memory (cudaMalloc'd). No "memory" clobber: its callers (path fp8's
+/// epilogue) read nothing they store, and their next barrier carries one.
+__device__ __forceinline__ void st_global_v4_if(void* dst, uint32_t x0, uint32_t x1, uint32_t x2, uint32_t x3, bool pred) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.u32 p, %5, 0;\n @p st.global.v4.b32 [%0], {%1, %2, %3, %4};\n}" ::"l"(dst),
+      "r"(x0), "r"(x1), "r"(x2), "r"(x3), "r"(uint32_t(pred)));
+}
+
 /// bf16x2 with both halves equal to 2^e (e in [-133, 127]; 2^-127.. subnormal), or NaN for
 /// E8M0 byte 0xFF when called through scale_bf16x2.
 __device__ __forceinline__ uint32_t pow2_bf16x2(int e) {

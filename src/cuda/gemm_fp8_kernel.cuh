@@ -510,14 +510,21 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
 #pragma unroll
       for (int e = 0; e < WN / 2; ++e) nan |= acc[e] != acc[e];
       // Warp-uniform (quad_transpose shuffles over the whole warp): rows differ per lane.
-      if (__all_sync(0xFFFFFFFFu, p.row16_store && !nan && m_base + 8 < p.M && n_base - 2 * (lane % 4) + WN <= p.N)) {
-        // Both rows and all WN columns inside C and no NaN (almost every tile): one conversion
-        // per pair (bf16_pair_rn, the bits of fmt::f32_to_bf16), then per 32 columns a
-        // transpose over the quad, so that lane q holds 8 adjacent columns (8 jn + 0..7, jn =
-        // 4 g + q) and writes them with one 16-byte store: whole 32-byte sectors, a quarter of
-        // the store instructions (session 19, ncu at 1024x7168x2048: the checked 2-element
-        // stores below took a quarter of the stall samples, then a sixth unchecked).
-        uint16_t* c = static_cast<uint16_t*>(p.C) + m_base * p.ldc + (n_base - 2 * (lane % 4)) + 8 * (lane % 4);
+      const int64_t n_warp = n_base - 2 * (lane % 4);  // first column of this warpgroup's WN columns
+      const int64_t n_lane = n_warp + 8 * (lane % 4);  // lane q's first column after quad_transpose
+      if (__all_sync(0xFFFFFFFFu, p.row16_store && !nan && (p.N % 8 == 0 || n_warp + WN <= p.N))) {
+        // bf16 C with 16-byte stores allowed, no NaN, and each lane's groups of 8 columns
+        // wholly inside or wholly outside N (almost every tile): one conversion per pair
+        // (bf16_pair_rn, the bits of fmt::f32_to_bf16), then per 32 columns a transpose over
+        // the quad, so that lane q holds 8 adjacent columns of its row (8 jn + 0..7, jn = 4 g +
+        // q) and writes them with one 16-byte store: whole 32-byte sectors, a quarter of the
+        // store instructions (session 19, ncu at 1024x7168x2048: the checked 2-element stores
+        // below took a quarter of the stall samples, then a sixth unchecked). A row past M or
+        // a group past N is not stored: a predicated store, not a branch between the groups'
+        // shuffles (ptxas may branch around the last store, after every shuffle). Session 49's
+        // per-lane branch here cost full tiles +0.46-2.5 us, session 50's second store loop
+        // for tiles past N as much.
+        uint16_t* c = static_cast<uint16_t*>(p.C) + m_base * p.ldc + n_lane;
 #pragma unroll
         for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -526,16 +533,25 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
 #pragma unroll
             for (int t = 0; t < 4; ++t) x[t] = bf16_pair_rn(acc[4 * (4 * g + t) + 2 * i], acc[4 * (4 * g + t) + 2 * i + 1]);
             quad_transpose(x, lane);
-            *reinterpret_cast<uint4*>(c + 8 * i * p.ldc + 32 * g) = make_uint4(x[0], x[1], x[2], x[3]);
+            st_global_v4_if(c + 8 * i * p.ldc + 32 * g, x[0], x[1], x[2], x[3], m_base + 8 * i < p.M && n_lane + 32 * g < p.N);
           }
         continue;
       }
+      // The checked stores (a NaN, fp32 C, C or ldc not 16-byte aligned, a lane's 8 columns
+      // straddling N): rare, so rolled, over a copy of the accumulators in local memory. Unrolled
+      // they were ~2200 instructions of the tile loop (128 x 128) between the K loop and the
+      // 16-byte stores; code in the tile loop costs full tiles even where it never runs
+      // (session 51 call 1: epilogue v2's 567 instructions, never executed for full tiles,
+      // cost ~0.5 us per tile round at 1024x7168x2048).
+      float part[WN / 2];
 #pragma unroll
+      for (int e = 0; e < WN / 2; ++e) part[e] = acc[e];
+#pragma unroll 1
       for (int i = 0; i < 2; ++i) {
         const int64_t m = m_base + 8 * i;
         if (m >= p.M) continue;
-#pragma unroll
-        for (int jn = 0; jn < WN / 8; ++jn) store_pair(p, m, n_base + 8 * jn, acc[4 * jn + 2 * i], acc[4 * jn + 2 * i + 1]);
+#pragma unroll 1
+        for (int jn = 0; jn < WN / 8; ++jn) store_pair(p, m, n_base + 8 * jn, part[4 * jn + 2 * i], part[4 * jn + 2 * i + 1]);
       }
     }
     if constexpr (FIX) close_cluster(first < tiles_total);
