@@ -102,7 +102,8 @@ constexpr int64_t kFp8Row64MinK = 768;
 ///     session 23 short K at 64 < M <= 128 goes to fp8_config_short_k instead: 5.86 on 64 x 64).
 /// Here (M > 128, or K >= 2048) 64-row tiles and the 2-CTA pair (block_m 256) never won in those
 /// H200 tunes; session 47's H100 tune has 64-row tiles winning at M > 128 with few tiles from K =
-/// 1024 on, session 49's from K = 768 on where N is a multiple of 128 (64 x 64 any N).
+/// 1024 on, session 49's from K = 768 on (64 x 128 where N is a multiple of 128 until session 52's
+/// epilogue made tiles past N as fast).
 GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   // Tiles of 128 rows x block_n, capped at the SM count (M and N up to 2^40 each: the product
@@ -129,9 +130,17 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // fills whole 128-column tiles: with a half-empty last tile it lost (A/B of call 3:
     // 256x2880x1024 9.46 against 8.17, 256x2880x2048 12.40 / 11.33; tune of call 4:
     // 256x3008x1024 9.52 / 8.39, 256x2400x1024 9.38 / 8.85), 256x2944x1024 won (7.94 / 8.21).
+    // Session 52's epilogue (tiles past N on the predicated 16-byte stores) removed that loss:
+    // its tune (tune-m256-ntail-epilogue-v4-call1-session52-h100.log) has 64 x 128 winning at
+    // 256x2880x1024 7.69 against 7.93, 256x3008x1024 8.01 / 8.21, 256x2240x2048 10.85 / 11.44,
+    // and on an H200 (session 52 call 2, ab-row64-anyn-call2-session52-h200.txt) -0.25 to -0.65
+    // us on seven such shapes, but +2.74 at 256x2113x1536: with N % 8 != 0 a tile past N takes
+    // the checked store path. So 64 x 128 where N % 8 == 0 (A/B of call 4,
+    // ab-row64-n8-call4-session52-h200.txt: -0.28 to -0.69 us, 256x2113x1536 and the N % 128 ==
+    // 0 controls unchanged).
     if (K >= kFp8Row64MinK) {
       if (ceil_div(M, 64) * ceil_div(N, 64) <= sms) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
-      if (N % 128 == 0) return GemmConfig{GemmPath::fp8, 128, 64, 1, 8};
+      if (N % 8 == 0) return GemmConfig{GemmPath::fp8, 128, 64, 1, 8};
     }
     return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};
   }

@@ -240,8 +240,8 @@ TEST(Dispatch, ConfigForWeightsReplacesOnlyFp8WithoutAnImage) {
 
 // Path fp8 at M > 128: 128 x 128 tiles (two 64 x 128 consumer warpgroups, session 19); when
 // fewer than half the SMs would get one, 64-row tiles with 8 warps at K >= 768 (64 x 64 where
-// their grid fits the SMs, else 64 x 128 where N is a multiple of 128; session 47's tune, landed
-// in session 48, bound and N rule from session 49's A/B) and 128 x 64 with 12 warps otherwise.
+// their grid fits the SMs, else 64 x 128; session 47's tune, landed in session 48, bound from
+// session 49's A/B, any N since session 52's epilogue) and 128 x 64 with 12 warps otherwise.
 TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   const DeviceInfo dev = h200();
   const std::string wide = "path=fp8 block_n=128 block_m=128 split_k=1 warps=12";
@@ -251,8 +251,8 @@ TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   EXPECT_EQ(describe(choose_gemm_config(1024, 7168, 2048, dev)), wide);
   EXPECT_EQ(describe(choose_gemm_config(256, 7168, 2048, dev)), wide);     // 112 tiles
   EXPECT_EQ(describe(choose_gemm_config(256, 2880, 512, dev)), narrow);    // 46 tiles, K = 512
-  // K >= 768: 64-row tiles, 64 wide where 4 x N / 64 CTAs fit the SMs, else 128 wide where N is
-  // a multiple of 128 (a half-empty last 128-column tile lost, session 49), else 128 x 64.
+  // K >= 768: 64-row tiles, 64 wide where 4 x N / 64 CTAs fit the SMs, else 128 wide (a
+  // half-empty last 128-column tile lost in session 49, won after session 52's epilogue).
   EXPECT_EQ(describe(choose_gemm_config(256, 3072, 1536, dev)), rows64_wide);
   EXPECT_EQ(describe(choose_gemm_config(256, 2048, 1536, dev)), rows64);
   EXPECT_EQ(describe(choose_gemm_config(192, 3072, 1024, dev)), rows64_wide);
@@ -260,13 +260,13 @@ TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   EXPECT_EQ(describe(choose_gemm_config(256, 2048, 768, dev)), rows64);
   EXPECT_EQ(describe(choose_gemm_config(256, 3072, 736, dev)), narrow);    // K just under 768
   EXPECT_EQ(describe(choose_gemm_config(256, 2048, 736, dev)), narrow);
-  EXPECT_EQ(describe(choose_gemm_config(256, 2880, 1024, dev)), narrow);   // 2880 = 22.5 x 128
-  EXPECT_EQ(describe(choose_gemm_config(256, 3008, 2048, dev)), narrow);   // 3008 = 23.5 x 128
-  EXPECT_EQ(describe(choose_gemm_config(256, 2400, 1024, dev)), narrow);   // 2400 = 18.75 x 128
+  EXPECT_EQ(describe(choose_gemm_config(256, 2880, 1024, dev)), rows64_wide);  // 2880 = 22.5 x 128
+  EXPECT_EQ(describe(choose_gemm_config(256, 3008, 2048, dev)), rows64_wide);  // 3008 = 23.5 x 128
+  EXPECT_EQ(describe(choose_gemm_config(256, 2400, 1024, dev)), rows64_wide);  // 2400 = 18.75 x 128
   EXPECT_EQ(describe(choose_gemm_config(256, 2944, 1024, dev)), rows64_wide);  // 23 x 128
   // The one-wave bound of 64 x 64 on 132 SMs: 4 x 33 = 132 CTAs fit, 4 x 34 = 136 do not.
   EXPECT_EQ(describe(choose_gemm_config(256, 2112, 1536, dev)), rows64);
-  EXPECT_EQ(describe(choose_gemm_config(256, 2113, 1536, dev)), narrow);   // N % 128 != 0
+  EXPECT_EQ(describe(choose_gemm_config(256, 2113, 1536, dev)), narrow);   // N % 8 != 0: tiles past N store checked
   EXPECT_EQ(describe(choose_gemm_config(256, 2176, 1536, dev)), rows64_wide);  // 17 x 128
   EXPECT_EQ(describe(choose_gemm_config(200, 2112, 1024, dev)), rows64);
 }
