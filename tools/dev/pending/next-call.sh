@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The first device call of session 53 (written in session 52, whose budget ended before it ran;
-# any Hopper GPU, ~3 minutes): path fp8 at 64 < M <= 128 on unsplit 64-row tiles while each
+# any Hopper GPU, ~4 minutes): path fp8 at 64 < M <= 128 on unsplit 64-row tiles while each
 # CTA's K is short (tools/dev/pending/fp8-m128-unsplit.patch: K <= 2048; K <= 3072 where 64 x 64
 # fills >= 3/4 of the SMs; K <= 4096 where 64 x 64 would not fit one wave and 64 x 128 runs,
 # N % 8 == 0), against HEAD's split-K on 128-row tiles.
@@ -14,6 +14,7 @@
 # their mean gain is > 0.3 us; then the overlay is copied over the device's tree and the Gpu*
 # suite (3 shards) runs on it. If it lands: `git apply` the patch here, commit it with the logs
 # (bench/results/logs/), update docs/dispatch.md and docs/perf-notes.md.
+# Then a path fp8 tune for plan item b (docs/perf-notes.md).
 # Logs in $OUT/logs.tgz. Usage (repository root, on the device; carry [".deps"]):
 #   bash tools/dev/pending/next-call.sh
 set -u
@@ -52,4 +53,11 @@ echo "land=$land"
 [ $land = 1 ] && (cd $ov && find . -type f) | while IFS= read -r f; do cp "$ov/$f" "$f"; done
 OUT=$o/logs/dc2 bash scripts/device-check.sh --filter 'Gpu*' --shards 3 --test-timeout 150 --no-bench > "$o/logs/tests.log" 2>&1
 echo "tests (land=$land) rc=$? $((SECONDS-t0)) s"; grep -E "PASSED|FAILED" "$o/logs/tests.log" | tail -8
+# Plan item b's tune (~30 s; the tree as it stands after the landing step): 64 < M <= 128 under
+# fp8_config_short_k (K = 1024, 1536) and between the patch's K bounds (2560, 5120, 6144), and
+# M = 129-256 at K = 512.
+for M in 72 128; do for N in 2880 4096 7168; do for K in 1024 1536 2560 5120 6144; do echo "$M $N $K"; done; done; done > /tmp/grid2.txt
+printf '192 2880 512\n256 2880 512\n256 4096 512\n160 7168 512\n' >> /tmp/grid2.txt
+MXFP4_TUNE_CACHE=/tmp/grid2.json timeout 120 build-device/mxfp4 tune --verbose --paths fp8 --shapes /tmp/grid2.txt > "$o/logs/tune-fp8-grid2.log" 2>&1
+echo "tune rc=$? $((SECONDS-t0)) s"; grep "dispatcher's choice" "$o/logs/tune-fp8-grid2.log" | grep -v "(1.0[01]x"
 pack
