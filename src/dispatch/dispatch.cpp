@@ -103,7 +103,7 @@ constexpr int64_t kFp8Row64MinK = 768;
 /// Here (M > 128, or K >= 2048) 64-row tiles and the 2-CTA pair (block_m 256) never won in those
 /// H200 tunes; session 47's H100 tune has 64-row tiles winning at M > 128 with few tiles from K =
 /// 1024 on, session 49's from K = 768 on (64 x 128 where N is a multiple of 128 until session 52's
-/// epilogue made tiles past N as fast).
+/// epilogue kept tiles past N on its 16-byte stores; since then where N % 8 == 0).
 GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   // Tiles of 128 rows x block_n, capped at the SM count (M and N up to 2^40 each: the product
