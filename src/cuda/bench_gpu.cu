@@ -14,6 +14,7 @@
 #include "cuda/bench_gpu.hpp"
 #include "cuda/common.cuh"
 #include "cuda/cuda_backend.hpp"
+#include "mxfp4/format.hpp"
 
 namespace mxfp4::cuda {
 namespace {
@@ -91,7 +92,8 @@ int copies_for(int64_t bytes, int64_t rotate_bytes) {
 }  // namespace
 
 BenchResult bench_gemm(const uint16_t* A_host, int64_t M, int64_t K, const MxMatrix& B_host, int replays,
-                       int64_t rotate_bytes, const GemmConfig* config, bool baselines, bool weights_static) {
+                       int64_t rotate_bytes, const GemmConfig* config, bool baselines, bool weights_static,
+                       bool c_f32) {
   const int64_t N = B_host.rows;
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -101,7 +103,8 @@ BenchResult bench_gemm(const uint16_t* A_host, int64_t M, int64_t K, const MxMat
   BenchResult res;
   res.config = config ? *config : config_for(M, N, K);
 
-  DeviceBuffer dA(size_t(M * K * 2)), dC(size_t(M * N * 2));
+  const int64_t c_elem = c_f32 ? 4 : 2;
+  DeviceBuffer dA(size_t(M * K * 2)), dC(size_t(M * N * c_elem));
   DeviceBuffer dBc(size_t(N * K / 2)), dBs(size_t(N * K / 32));
   check(cudaMemcpy(dA.ptr, A_host, size_t(M * K * 2), cudaMemcpyHostToDevice), "cudaMemcpy(A)");
   check(cudaMemcpy(dBc.ptr, B_host.codes, size_t(N * K / 2), cudaMemcpyHostToDevice), "cudaMemcpy(B codes)");
@@ -124,13 +127,20 @@ BenchResult bench_gemm(const uint16_t* A_host, int64_t M, int64_t K, const MxMat
     const int c = i % ours_copies;
     const PackedWeights w{packed.as<uint8_t>() + c * pbytes, N, K, kPackedLayoutVersion,
                           fp8 ? images.as<uint8_t>() + c * fbytes : nullptr};
-    gemm(dA.as<uint16_t>(), M, K, K, w, dC.as<uint16_t>(), /*c_f32=*/false, N, res.config,
-         ScaleRule::aiter, nullptr, 0, stream, weights_static);
+    gemm(dA.as<uint16_t>(), M, K, K, w, dC.ptr, c_f32, N, res.config, ScaleRule::aiter, nullptr, 0, stream,
+         weights_static);
   };
-  check(cudaMemsetAsync(dC.ptr, 0xFF, size_t(M * N * 2), stream), "cudaMemset(C poison)");
+  check(cudaMemsetAsync(dC.ptr, 0xFF, size_t(M * N * c_elem), stream), "cudaMemset(C poison)");
   ours(0);  // also grows the cached workspace outside capture
   res.C.resize(size_t(M * N));
-  check(cudaMemcpyAsync(res.C.data(), dC.ptr, size_t(M * N * 2), cudaMemcpyDeviceToHost, stream), "cudaMemcpy(C)");
+  if (c_f32) {
+    std::vector<float> c32(size_t(M * N));
+    check(cudaMemcpyAsync(c32.data(), dC.ptr, size_t(M * N * 4), cudaMemcpyDeviceToHost, stream), "cudaMemcpy(C)");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    for (size_t i = 0; i < c32.size(); ++i) res.C[i] = fmt::f32_to_bf16(c32[i]);
+  } else {
+    check(cudaMemcpyAsync(res.C.data(), dC.ptr, size_t(M * N * 2), cudaMemcpyDeviceToHost, stream), "cudaMemcpy(C)");
+  }
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   const int calls = std::max(ours_copies, 20);
   res.ours_us = time_graph(stream, calls, replays, ours);

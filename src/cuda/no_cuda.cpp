@@ -31,7 +31,7 @@ void gemm(const uint16_t*, int64_t, int64_t, int64_t, const PackedWeights&, void
 
 #include "cuda/bench_gpu.hpp"
 namespace mxfp4::cuda {
-BenchResult bench_gemm(const uint16_t*, int64_t, int64_t, const MxMatrix&, int, int64_t, const GemmConfig*, bool, bool) {
+BenchResult bench_gemm(const uint16_t*, int64_t, int64_t, const MxMatrix&, int, int64_t, const GemmConfig*, bool, bool, bool) {
   throw Error("mxfp4 was built without the CUDA backend (no nvcc at configure time); GPU benchmark unavailable");
 }
 }  // namespace mxfp4::cuda

@@ -79,6 +79,26 @@ def test_bench_flagged_weight_rows(cli, tmp_path):
     assert "K >= 64" in json.loads((out / "cpu-flagged1.json").read_text())["rows"][0]["error"]
 
 
+def test_bench_out_dtype_f32(cli, tmp_path):
+    """--out-dtype f32: ours writes fp32 C, checked after rounding to bf16, which gives the bf16
+    run's bits (spec §3), so both runs find the same worst error; its own file stem and a note in
+    the JSON and the header; another dtype is refused."""
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("5 40 96\n9 72 64\n")
+    out = tmp_path / "results"
+    cli.ok("bench", "--shapes", shapes, "--backend", "cpu", "--out-dir", out, "--seed", 5)
+    cli.ok("bench", "--shapes", shapes, "--backend", "cpu", "--out-dir", out, "--seed", 5, "--out-dtype", "f32")
+    bf16 = json.loads((out / "cpu.json").read_text())
+    f32 = json.loads((out / "cpu-f32.json").read_text())
+    assert bf16["out_dtype"] == "bf16" and f32["out_dtype"] == "f32"
+    for a, b in zip(bf16["rows"], f32["rows"]):
+        assert a["correct"] is True and b["correct"] is True
+        assert 0 < b["max_err_ratio"] == a["max_err_ratio"]
+    assert "ours writing fp32 C" in (out / "cpu-f32.md").read_text()
+    assert "ours writing fp32 C" not in (out / "cpu.md").read_text()
+    assert "f16" in cli.fails("bench", "--shapes", shapes, "--backend", "cpu", "--out-dir", out, "--out-dtype", "f16")
+
+
 def test_bench_bad_shapes_file(cli, tmp_path):
     shapes = tmp_path / "shapes.txt"
     shapes.write_text("4 64 64\n4 64 63\n")
@@ -129,3 +149,11 @@ def test_bench_cuda_small(cli, tmp_path):
         assert row["ours_us"] > 0 and row["cublas_bf16_us"] > 0 and row["cublas_fp8_us"] > 0
         assert row["path"].startswith("path=")
     assert data["geomean_first8_cublas_fp8_us"] > 0
+    # fp32 C on every path (256 x 2880 x 1024: path fp8 with a tile past N), same check.
+    shapes.write_text("4 2880 512\n16 256 1024\n256 2880 1024\n")
+    cli.ok("bench", "--shapes", shapes, "--backend", "cuda", "--out-dir", out, "--replays", 10, "--name", "gpu32",
+           "--out-dtype", "f32", "--no-baselines")
+    data = json.loads((out / "gpu32.json").read_text())
+    assert data["out_dtype"] == "f32"
+    for row in data["rows"]:
+        assert row["correct"] is True and row["ours_us"] > 0, row

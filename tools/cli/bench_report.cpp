@@ -95,6 +95,7 @@ void write_json(const std::string& path, const Meta& meta, const std::vector<Row
   j["flagged_weight_rows"] = meta.flagged_weight_rows;
   j["wide_activations"] = meta.wide_activations;
   j["weights_static"] = meta.weights_static;
+  j["out_dtype"] = meta.out_dtype;
   j["replays"] = meta.replays;
   j["rotate_bytes"] = meta.rotate_bytes;
   j["floor_model"] = "max(bytes/4.27e12, 2MNK/1410e12)*1e6 + 0.57 us; bytes = 2MK + NK/2 + NK/32 + 2MN";
@@ -145,6 +146,7 @@ void write_markdown(const std::string& path, const Meta& meta, const std::vector
   if (meta.weights_static)
     f << ", ours with GemmOptions::weights_static (B read before the previous kernel has finished"
       << (meta.backend == "cpu" ? "; the CPU backend ignores it)" : ")");
+  if (meta.out_dtype == "f32") f << ", ours writing fp32 C (checked after rounding to bf16; cuBLAS with bf16 C)";
   if (meta.backend == "cuda")
     f << ", median of " << meta.replays << " CUDA-graph replays, weights rotated over " << (meta.rotate_bytes >> 20)
       << " MiB";

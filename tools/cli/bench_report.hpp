@@ -40,6 +40,7 @@ struct Meta {
   int64_t flagged_weight_rows = 0;  ///< `--flagged-weight-rows` (0: plain random weights)
   bool wide_activations = false;    ///< `--wide-activations`
   bool weights_static = false;      ///< `--weights-static` (GemmOptions::weights_static for ours)
+  std::string out_dtype = "bf16";   ///< `--out-dtype`: ours writes bf16 or fp32 C
   int replays = 0;
   int64_t rotate_bytes = 0;
 };

@@ -1,13 +1,14 @@
 // mxfp4 bench [--shapes FILE] [--backend auto|cpu|cuda] [--out-dir DIR] [--name STEM] [--replays N]
 //             [--seed S] [--no-baselines] [--flagged-weight-rows R] [--wide-activations]
-//             [--weights-static]
+//             [--weights-static] [--out-dtype bf16|f32]
 // For each shape: seeded randn bf16 A [M, K] and B [N, K], B quantized by mxfp4::quantize,
 // C from the backend, checked against mxfp4::gemm_reference (spec §3 bound), timed.
 // CUDA: mxfp4::cuda::bench_gemm (CUDA graph, rotated weights, cuBLAS baselines).
 // CPU: wall clock of mxfp4::gemm, median of a few calls.
 // Writes <out-dir>/<stem>.json and .md (stem: "cpu", "h200" on an H200, else the GPU name;
 // with --flagged-weight-rows R, "-flaggedR" appended; with --wide-activations, "-wide"; with
-// --weights-static, "-static").
+// --weights-static, "-static"; with --out-dtype f32, "-f32": ours writes fp32 C, checked after
+// rounding to bf16).
 // Exit code 1 if any shape is incorrect or failed.
 #include <algorithm>
 #include <cctype>
@@ -21,6 +22,7 @@
 #include "bench_report.hpp"
 #include "common.hpp"
 #include "cuda/bench_gpu.hpp"
+#include "mxfp4/format.hpp"
 
 #ifndef MXFP4_SOURCE_DIR
 #define MXFP4_SOURCE_DIR "."
@@ -38,6 +40,7 @@ struct BenchArgs {
   int64_t flagged_weight_rows = 0;  ///< weight rows with a flagged FP8 group (bench_data flag_rows)
   bool wide_activations = false;    ///< every 128-K group of A wide (bench_data widen_groups)
   bool weights_static = false;      ///< ours with GemmOptions::weights_static
+  std::string out_dtype = "bf16";   ///< C of ours: "bf16" or "f32" (fp32 sums, ldc = N)
 };
 
 constexpr int64_t kRotateBytes = int64_t(256) << 20;
@@ -79,20 +82,30 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Times mxfp4::gemm on the CPU: one call (its output is C), then, unless that took more than
-// 3 s, a few more calls (about 2 s in all, 3..7 calls); returns the median in microseconds.
-double time_cpu_gemm(const std::vector<uint16_t>& A, int64_t M, int64_t K, const HostMx& B, std::vector<uint16_t>& C) {
+// Times mxfp4::gemm on the CPU: one call (its output is C, bf16 bits; with c_f32 the fp32 C's
+// values rounded by fmt::f32_to_bf16), then, unless that took more than 3 s, a few more calls
+// (about 2 s in all, 3..7 calls); returns the median in microseconds.
+double time_cpu_gemm(const std::vector<uint16_t>& A, int64_t M, int64_t K, const HostMx& B, std::vector<uint16_t>& C,
+                     bool c_f32) {
+  std::vector<float> c32(c_f32 ? C.size() : 0);
   auto call = [&] {
     const auto t0 = std::chrono::steady_clock::now();
-    mxfp4::gemm(A.data(), M, K, K, B.view(), C.data(), B.rows);
+    if (c_f32)
+      mxfp4::gemm(A.data(), M, K, K, B.view(), c32.data(), B.rows);
+    else
+      mxfp4::gemm(A.data(), M, K, K, B.view(), C.data(), B.rows);
     return seconds_since(t0);
   };
+  auto finish = [&](double us) {
+    for (size_t i = 0; i < c32.size(); ++i) C[i] = mxfp4::fmt::f32_to_bf16(c32[i]);
+    return us;
+  };
   const double first = call();
-  if (first > 3.0) return first * 1e6;
+  if (first > 3.0) return finish(first * 1e6);
   const int reps = std::clamp(int(2.0 / std::max(first, 1e-9)), 3, 7);
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) t.push_back(call());
-  return median(t) * 1e6;
+  return finish(median(t) * 1e6);
 }
 
 bench::Row run_shape(const bench::Shape& s, bool cuda, const BenchArgs& a) {
@@ -114,7 +127,7 @@ bench::Row run_shape(const bench::Shape& s, bool cuda, const BenchArgs& a) {
     if (cuda) {
       mxfp4::cuda::BenchResult r = mxfp4::cuda::bench_gemm(A.data(), s.M, s.K, B.view(), std::max(a.replays, 10),
                                                            kRotateBytes, nullptr, !a.no_baselines,
-                                                           a.weights_static);
+                                                           a.weights_static, a.out_dtype == "f32");
       if (r.C.size() != C.size()) throw mxfp4::Error("bench_gemm returned a C of the wrong size");
       C = std::move(r.C);
       row.ours_us = r.ours_us;
@@ -124,7 +137,7 @@ bench::Row run_shape(const bench::Shape& s, bool cuda, const BenchArgs& a) {
       }
       row.path = mxfp4::describe(r.config, s.M, s.N, s.K);
     } else {
-      row.ours_us = time_cpu_gemm(A, s.M, s.K, B, C);
+      row.ours_us = time_cpu_gemm(A, s.M, s.K, B, C, a.out_dtype == "f32");
       row.path = "cpu: " + mxfp4::describe(mxfp4::explain_gemm(s.M, s.N, s.K));
     }
     const HostMx Aq = bench::quantize_bf16(A, s.M, s.K);
@@ -161,6 +174,7 @@ int run_bench(const BenchArgs& a) {
   meta.flagged_weight_rows = a.flagged_weight_rows;
   meta.wide_activations = a.wide_activations;
   meta.weights_static = a.weights_static;
+  meta.out_dtype = a.out_dtype;
   meta.replays = cuda ? std::max(a.replays, 10) : 0;
   meta.rotate_bytes = cuda ? kRotateBytes : 0;
 
@@ -173,7 +187,8 @@ int run_bench(const BenchArgs& a) {
       !a.name.empty() ? a.name
                       : file_stem(backend, meta.device) +
                             (a.flagged_weight_rows > 0 ? "-flagged" + std::to_string(a.flagged_weight_rows) : "") +
-                            (a.wide_activations ? "-wide" : "") + (a.weights_static ? "-static" : "");
+                            (a.wide_activations ? "-wide" : "") + (a.weights_static ? "-static" : "") +
+                            (a.out_dtype == "f32" ? "-f32" : "");
   const std::string json_path = a.out_dir + "/" + stem + ".json", md_path = a.out_dir + "/" + stem + ".md";
 
   std::printf("mxfp4 %s bench on %s (%s), %zu shapes from %s\n", backend.c_str(), meta.device.c_str(),
@@ -214,7 +229,7 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--out-dir", a->out_dir, "folder for <name>.json and <name>.md")->capture_default_str();
   sub->add_option("--name", a->name,
                   "file name stem (default: cpu, h200, or the GPU name; -flaggedR appended with --flagged-weight-rows R, "
-                  "-wide with --wide-activations, -static with --weights-static)");
+                  "-wide with --wide-activations, -static with --weights-static, -f32 with --out-dtype f32)");
   sub->add_option("--replays", a->replays, "CUDA graph replays per measurement (at least 10 are used)")
       ->capture_default_str();
   sub->add_option("--seed", a->seed, "seed of the random inputs")->capture_default_str();
@@ -233,6 +248,11 @@ Command add_bench(CLI::App& app) {
                 "GPU: time ours with GemmOptions::weights_static (the weights are read while the previous call "
                 "finishes: path gemv loads them before its PDL wait, path splitk's GEMM launches before its "
                 "quantizer's wait; the CPU backend ignores it); results go to <stem>-static");
+  sub->add_option("--out-dtype", a->out_dtype,
+                  "C of ours: bf16, or f32 (the fp32 sums, as tensor-parallel partials use them; checked after "
+                  "rounding to bf16; the cuBLAS baselines keep bf16 C); results go to <stem>-f32")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
   return {sub, [a] { return run_bench(*a); }};
 }
 
