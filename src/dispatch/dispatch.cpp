@@ -134,8 +134,9 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // its tune (tune-m256-ntail-epilogue-v4-call1-session52-h100.log) has 64 x 128 winning at
     // 256x2880x1024 7.69 against 7.93, 256x3008x1024 8.01 / 8.21, 256x2240x2048 10.85 / 11.44,
     // and on an H200 (session 52 call 2, ab-row64-anyn-call2-session52-h200.txt) -0.25 to -0.65
-    // us on seven such shapes, but +2.74 at 256x2113x1536: with N % 8 != 0 a tile past N takes
-    // the checked store path. So 64 x 128 where N % 8 == 0 (A/B of call 4,
+    // us on seven such shapes, but +2.74 at 256x2113x1536: with N % 8 != 0 (and ldc = N, as
+    // the bench has it) every tile takes the epilogue's checked store path, twice as many
+    // stores per thread on 64 x 128 (8 warps) as on 128 x 64 (12). So 64 x 128 where N % 8 == 0 (A/B of call 4,
     // ab-row64-n8-call4-session52-h200.txt: -0.28 to -0.69 us, 256x2113x1536 and the N % 128 ==
     // 0 controls unchanged).
     if (K >= kFp8Row64MinK) {

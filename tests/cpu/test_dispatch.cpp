@@ -266,7 +266,7 @@ TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   EXPECT_EQ(describe(choose_gemm_config(256, 2944, 1024, dev)), rows64_wide);  // 23 x 128
   // The one-wave bound of 64 x 64 on 132 SMs: 4 x 33 = 132 CTAs fit, 4 x 34 = 136 do not.
   EXPECT_EQ(describe(choose_gemm_config(256, 2112, 1536, dev)), rows64);
-  EXPECT_EQ(describe(choose_gemm_config(256, 2113, 1536, dev)), narrow);   // N % 8 != 0: tiles past N store checked
+  EXPECT_EQ(describe(choose_gemm_config(256, 2113, 1536, dev)), narrow);   // N % 8 != 0: every tile stores checked
   EXPECT_EQ(describe(choose_gemm_config(256, 2176, 1536, dev)), rows64_wide);  // 17 x 128
   EXPECT_EQ(describe(choose_gemm_config(200, 2112, 1024, dev)), rows64);
 }
