@@ -617,6 +617,54 @@ TEST(GpuFp8, PersistentTilesPastNAndMWriteOnlyInsideC) {
   }
 }
 
+// The same persistent kernels and shapes with fp32 C (the tensor-parallel partials): ldc even
+// with C 8-byte aligned (8-byte pair stores), an odd ldc (4-byte stores) and an even ldc at a
+// 4-byte offset (C not 8-byte aligned: 4-byte stores). Every element inside C within spec §3's
+// bound without the final rounding (|C - ref| <= 2^-12 sum |a b| + 2^-133, as the fp32 checks
+// above), no byte outside C changed. Session 52: v4 moved every fp32 tile onto the rolled
+// checked stores and the pending v5 onto stores of their own; this test covers both.
+TEST(GpuFp8, PersistentTilesPastNAndMWriteOnlyInsideF32C) {
+  MXFP4_REQUIRE_GPU();
+  constexpr int64_t K = 128;
+  const std::vector<GemmConfig> cfgs = {fp8_cfg(128, 128), fp8_cfg(128, 128, true), fp8_cfg(64, 128),
+                                        fp8_cfg(64, 128, true), fp8_cfg(128, 64), fp8_cfg(64, 64),
+                                        fp8_cfg(256, 128), GemmConfig{GemmPath::fp8, 128, 192, 1, 16}};
+  uint64_t seed = 991000;
+  for (const auto& [M, N] : {std::pair<int64_t, int64_t>{2061, 1288}, {2109, 1216}, {2100, 1336}, {2061, 1285}}) {
+    const std::vector<uint16_t> a = randn_bf16(size_t(M * K), ++seed);
+    const HostMx aq = quantize_bf16(a, M, K), b = random_mx(N, K, ++seed);
+    const DeviceBuf da(a);
+    const DevicePacked pk(b);
+    const Reference r(aq, b);
+    const int64_t even = N + N % 2;
+    for (const GemmConfig& cfg : cfgs) {
+      for (const auto& [shift, ldc] : {std::pair<size_t, int64_t>{0, even + 6}, {0, even + 3}, {4, even + 2}}) {
+        const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " +
+                                 describe(cfg) + " fp32 C shift " + std::to_string(shift) + " ldc " + std::to_string(ldc);
+        const StridedRegion region{M, N * 4, ldc * 4};
+        const Guarded c(size_t(region.span()), shift, ++seed);
+        GemmOptions opt;
+        opt.config = &cfg;
+        gemm(da.get<uint16_t>(), M, K, K, pk.pw, c.data<float>(), ldc, opt, cuda_exec());
+        cuda_ok(cudaDeviceSynchronize(), "sync");
+        ASSERT_EQ(c.changed_outside(region), "") << what;
+        const std::vector<uint8_t> bytes = c.logical();
+        int64_t bad = 0, first = -1;
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            float v;
+            std::memcpy(&v, bytes.data() + size_t((m * ldc + n) * 4), 4);
+            const size_t i = size_t(m * N + n);
+            const bool ok = std::isnan(r.sum[i]) ? std::isnan(v)
+                                                 : std::fabs(double(v) - r.sum[i]) <= 0x1p-12 * r.abs_sum[i] + 0x1p-133;
+            if (!ok && bad++ == 0) first = m * N + n;
+          }
+        EXPECT_EQ(bad, 0) << what << ": first at row " << first / N << " column " << first % N;
+      }
+    }
+  }
+}
+
 /// Chains in a persistent grid: more tiles than SMs, so CTAs run several tiles through one
 /// ring and a tile's last chain (ending at its last slice) is followed by the next tile's
 /// first; some rows break their chains mid-chunk. 64 x 64 tiles (144 tiles over at most 132
