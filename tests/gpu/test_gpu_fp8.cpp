@@ -577,11 +577,15 @@ TEST(GpuFp8, PersistentTilesWithPartialEdgesStayWithinContract) {
 // Persistent tiles (more tiles than resident CTAs: the plain instantiations, not the FIX ones)
 // whose last tiles reach past N (N % 128 = 8, 64, 56: one 8-column group of a lane, a whole
 // 64-column warpgroup, seven groups; 5: a lane's group straddling N) and past M (M % 16 = 13,
-// 13, 4: a warp whose second row lies past M), into a guarded C of random bytes: ldc % 8 == 0
-// with C 16-byte aligned (the 16-byte stores), an even ldc % 8 != 0 (4-byte pair stores) and
-// an odd ldc at a 2-byte offset (2-byte stores). Every element inside C within the contract,
-// no byte outside it changed (session 51's reviews of the epilogue: no guarded-C test ran a
-// persistent kernel past N).
+// 13, 4: a warp whose second row lies past M), into a guarded C of random bytes. bf16 C: ldc %
+// 8 == 0 with C 16-byte aligned (the 16-byte stores), an even ldc % 8 != 0 (4-byte pair stores)
+// and an odd ldc at a 2-byte offset (2-byte stores); every element within the contract. fp32 C
+// (the tensor-parallel partials): an even ldc with C 8-byte aligned (8-byte pair stores), an odd
+// ldc and an even ldc at a 4-byte offset (4-byte stores); every element within spec §3's bound
+// without the final rounding (|C - ref| <= 2^-12 sum |a b| + 2^-133, as the fp32 checks above).
+// No byte outside C changed (session 51's reviews of the epilogue: no guarded-C test ran a
+// persistent kernel past N; session 52: v4 moved every fp32 tile onto the rolled checked stores
+// and the pending v5 onto stores of their own).
 TEST(GpuFp8, PersistentTilesPastNAndMWriteOnlyInsideC) {
   MXFP4_REQUIRE_GPU();
   constexpr int64_t K = 128;
@@ -595,65 +599,43 @@ TEST(GpuFp8, PersistentTilesPastNAndMWriteOnlyInsideC) {
     const DeviceBuf da(a);
     const DevicePacked pk(b);
     const Reference r(aq, b);
-    const int64_t n8 = (N + 7) / 8 * 8;
+    const int64_t n8 = (N + 7) / 8 * 8, even = N + N % 2;
+    struct Layout {
+      bool f32;
+      size_t shift;
+      int64_t ldc;
+    };
+    const Layout layouts[] = {{false, 0, n8 + 8}, {false, 0, n8 + 64}, {false, 0, n8 + 2}, {false, 2, even + 5},
+                              {true, 0, even + 6}, {true, 0, even + 3},  {true, 4, even + 2}};
     for (const GemmConfig& cfg : cfgs) {
-      for (const auto& [shift, ldc] : {std::pair<size_t, int64_t>{0, n8 + 8}, {0, n8 + 64}, {0, n8 + 2}, {2, N + N % 2 + 5}}) {
+      for (const Layout& l : layouts) {
         const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " +
-                                 describe(cfg) + " C shift " + std::to_string(shift) + " ldc " + std::to_string(ldc);
-        const StridedRegion region{M, N * 2, ldc * 2};
-        const Guarded c(size_t(region.span()), shift, ++seed);
+                                 describe(cfg) + (l.f32 ? " fp32" : " bf16") + " C shift " + std::to_string(l.shift) +
+                                 " ldc " + std::to_string(l.ldc);
+        const int64_t elem = l.f32 ? 4 : 2;
+        const StridedRegion region{M, N * elem, l.ldc * elem};
+        const Guarded c(size_t(region.span()), l.shift, ++seed);
         GemmOptions opt;
         opt.config = &cfg;
-        gemm(da.get<uint16_t>(), M, K, K, pk.pw, c.data<uint16_t>(), ldc, opt, cuda_exec());
+        if (l.f32)
+          gemm(da.get<uint16_t>(), M, K, K, pk.pw, c.data<float>(), l.ldc, opt, cuda_exec());
+        else
+          gemm(da.get<uint16_t>(), M, K, K, pk.pw, c.data<uint16_t>(), l.ldc, opt, cuda_exec());
         cuda_ok(cudaDeviceSynchronize(), "sync");
         ASSERT_EQ(c.changed_outside(region), "") << what;
         const std::vector<uint8_t> bytes = c.logical();
-        std::vector<uint16_t> C(bytes.size() / 2);
-        std::memcpy(C.data(), bytes.data(), C.size() * 2);
-        const ContractReport rep = check_gemm_contract(C.data(), M, N, ldc, r.sum.data(), r.abs_sum.data());
-        EXPECT_TRUE(rep.ok()) << what << ": " << rep.str();
-      }
-    }
-  }
-}
-
-// The same persistent kernels and shapes with fp32 C (the tensor-parallel partials): ldc even
-// with C 8-byte aligned (8-byte pair stores), an odd ldc (4-byte stores) and an even ldc at a
-// 4-byte offset (C not 8-byte aligned: 4-byte stores). Every element inside C within spec §3's
-// bound without the final rounding (|C - ref| <= 2^-12 sum |a b| + 2^-133, as the fp32 checks
-// above), no byte outside C changed. Session 52: v4 moved every fp32 tile onto the rolled
-// checked stores and the pending v5 onto stores of their own; this test covers both.
-TEST(GpuFp8, PersistentTilesPastNAndMWriteOnlyInsideF32C) {
-  MXFP4_REQUIRE_GPU();
-  constexpr int64_t K = 128;
-  const std::vector<GemmConfig> cfgs = {fp8_cfg(128, 128), fp8_cfg(128, 128, true), fp8_cfg(64, 128),
-                                        fp8_cfg(64, 128, true), fp8_cfg(128, 64), fp8_cfg(64, 64),
-                                        fp8_cfg(256, 128), GemmConfig{GemmPath::fp8, 128, 192, 1, 16}};
-  uint64_t seed = 991000;
-  for (const auto& [M, N] : {std::pair<int64_t, int64_t>{2061, 1288}, {2109, 1216}, {2100, 1336}, {2061, 1285}}) {
-    const std::vector<uint16_t> a = randn_bf16(size_t(M * K), ++seed);
-    const HostMx aq = quantize_bf16(a, M, K), b = random_mx(N, K, ++seed);
-    const DeviceBuf da(a);
-    const DevicePacked pk(b);
-    const Reference r(aq, b);
-    const int64_t even = N + N % 2;
-    for (const GemmConfig& cfg : cfgs) {
-      for (const auto& [shift, ldc] : {std::pair<size_t, int64_t>{0, even + 6}, {0, even + 3}, {4, even + 2}}) {
-        const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " +
-                                 describe(cfg) + " fp32 C shift " + std::to_string(shift) + " ldc " + std::to_string(ldc);
-        const StridedRegion region{M, N * 4, ldc * 4};
-        const Guarded c(size_t(region.span()), shift, ++seed);
-        GemmOptions opt;
-        opt.config = &cfg;
-        gemm(da.get<uint16_t>(), M, K, K, pk.pw, c.data<float>(), ldc, opt, cuda_exec());
-        cuda_ok(cudaDeviceSynchronize(), "sync");
-        ASSERT_EQ(c.changed_outside(region), "") << what;
-        const std::vector<uint8_t> bytes = c.logical();
+        if (!l.f32) {
+          std::vector<uint16_t> C(bytes.size() / 2);
+          std::memcpy(C.data(), bytes.data(), C.size() * 2);
+          const ContractReport rep = check_gemm_contract(C.data(), M, N, l.ldc, r.sum.data(), r.abs_sum.data());
+          EXPECT_TRUE(rep.ok()) << what << ": " << rep.str();
+          continue;
+        }
         int64_t bad = 0, first = -1;
         for (int64_t m = 0; m < M; ++m)
           for (int64_t n = 0; n < N; ++n) {
             float v;
-            std::memcpy(&v, bytes.data() + size_t((m * ldc + n) * 4), 4);
+            std::memcpy(&v, bytes.data() + size_t((m * l.ldc + n) * 4), 4);
             const size_t i = size_t(m * N + n);
             const bool ok = std::isnan(r.sum[i]) ? std::isnan(v)
                                                  : std::fabs(double(v) - r.sum[i]) <= 0x1p-12 * r.abs_sum[i] + 0x1p-133;
