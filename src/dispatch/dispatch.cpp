@@ -84,7 +84,8 @@ constexpr int64_t kFp8Row64MinK = 768;
 ///     against 81.1 us); with chains (session 19) two win by 7-15%: 1024x7168x2048 62.6
 ///     against 66.9 us, 4096x7168x2048 201.1 against 223.8, 8192^3 1540 against 1764;
 ///   - 128 x 64 won 256x3072x1536 (13.9 us, 128 x 128 18.8) and 256x2880x512 (8.4, 10.2 split 2).
-/// M <= 128 with fewer tiles: split-K clusters (fp8_split_config since session 26: 2 to 6
+/// M <= 128 with fewer tiles: unsplit 64-row tiles while each CTA's K is short (session 52,
+/// below), else split-K clusters (fp8_split_config since session 26: 2 to 6
 /// CTAs per tile, the most CTAs in one wave; until then 2 or 4, whichever tile reached the
 /// larger split). A split needs >= 4 slices per CTA and a grid in one wave: for pairs at most the
 /// SM count less 1/32 of it (128 of 132: pairs need two SMs of one GPC, and 128 CTAs is the
@@ -101,7 +102,7 @@ constexpr int64_t kFp8Row64MinK = 768;
 ///   - 128x2880x512: the small-M kernel 6.2 us (session 12), the best fp8 tile 7.1 (since
 ///     session 23 short K at 64 < M <= 128 goes to fp8_config_short_k instead: 5.86 on 64 x 64).
 /// Here (M > 128, or K >= 2048) 64-row tiles and the 2-CTA pair (block_m 256) never won in those
-/// H200 tunes; session 47's H100 tune has 64-row tiles winning at M > 128 with few tiles from K =
+/// H200 tunes (64-row tiles at 64 < M <= 128 with K <= 4096 did in session 52's, on later kernels); session 47's H100 tune has 64-row tiles winning at M > 128 with few tiles from K =
 /// 1024 on, session 49's from K = 768 on (64 x 128 where N is a multiple of 128 until session 52's
 /// epilogue kept tiles past N on its 16-byte stores; since then where N % 8 == 0).
 GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
@@ -145,11 +146,26 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     }
     return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};
   }
+  // 64 < M <= 128: unsplit 64-row tiles (8 warps) while each CTA's K stays short enough, else
+  // split-K on 128-row tiles. Session 52's H200 tune (bench/results/logs/tune-fp8-m72-128-grid-
+  // call6-session52-h200.log, M = 72, 96, 128 x N = 2048-7168 x K = 2048-7168): unsplit won
+  // every K = 2048 shape by 6-29% (128x2880x2048 64 x 64 9.92 against split 4 12.36,
+  // 128x7168x2048 64 x 128 11.72 against split 2 14.92); at K = 3072 where 64 x 64 fills >= 3/4
+  // of the SMs (N = 4096: 4%; N = 2880, 90 CTAs, tied with 128 x 64 split 2; N = 2048 lost
+  // 13%); up to K = 4096 where 64 x 64 would not fit one wave and 64 x 128 fills >= 3/4 of the
+  // SMs (N = 7168, 112 CTAs: 7-14%; 128x4096x4096's 64 CTAs of 64 x 128 lost 11%); K = 7168
+  // split. Only N % 8 == 0, the only N tuned (with N % 8 != 0 and ldc = N every tile takes the
+  // epilogue's checked stores).
+  const int64_t ctas64 = ceil_div(M, 64) * ceil_div(N, 64), ctas64x128 = ceil_div(M, 64) * ceil_div(N, 128);
+  const bool fits64 = ctas64 <= sms;
+  if (N % 8 == 0 && (K <= 2048 || (K <= 3072 && fits64 && 4 * ctas64 >= 3 * sms) ||
+                     (K <= 4096 && !fits64 && 4 * ctas64x128 >= 3 * sms)))
+    return fits64 ? GemmConfig{GemmPath::fp8, 64, 64, 1, 8} : GemmConfig{GemmPath::fp8, 128, 64, 1, 8};
   return fp8_split_config(tiles_of(64), tiles, slices, sms);
 }
 
-/// 64 < M <= 128 from this K on: fp8_config (128-row tiles, split-K for few tiles); below it
-/// fp8_config_short_k.
+/// 64 < M <= 128 from this K on: fp8_config (128-row tiles, or for few tiles unsplit 64-row
+/// tiles up to K = 2048-4096 and split-K beyond); below it fp8_config_short_k.
 constexpr int64_t kFp8MinK = 2048;
 
 /// Path fp8 for 64 < M <= 128 with K < kFp8MinK (choose_gemm_config): the smallest tile whose

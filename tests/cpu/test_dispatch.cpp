@@ -306,7 +306,8 @@ TEST(Dispatch, Fp8TakesLargeWeightsFromM33To64) {
 
 // 64 < M <= 128 with K < 2048: path fp8 on the smallest tile whose tiles fit one wave (session
 // 23 tune, bench/results/logs/tune-mid-short-k-session23-h200.log: each shape below got the
-// fastest tile of that tune, or one within 1%).
+// fastest tile of that tune, or one within 1%). From K = 2048 fp8_config, which keeps unsplit
+// 64-row tiles up to K = 2048-4096 (session 52).
 TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   const DeviceInfo dev = h200();
   const std::string s64 = "path=fp8 block_n=64 block_m=64 split_k=1 warps=8";
@@ -323,10 +324,25 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   for (auto [M, N] : {std::pair<int64_t, int64_t>{100, 512}, {65, 64}, {128, 512}})  // <= 16 tiles
     EXPECT_NE(choose_gemm_config(M, N, 1024, dev).path, GemmPath::fp8) << M << "x" << N;
   EXPECT_EQ(choose_gemm_config(128, 513, 1024, dev).path, GemmPath::fp8);  // 18 tiles
-  // Long K (from kFp8MinK = 2048) keeps fp8_config's 128-row tiles and split-K.
+  // From kFp8MinK = 2048, fp8_config: unsplit 64-row tiles while each CTA's K is short (session
+  // 52's H200 tune, tune-fp8-m72-128-grid-call6-session52-h200.log), else split-K on 128-row tiles.
+  const std::string r64_wide = "path=fp8 block_n=128 block_m=64 split_k=1 warps=8";
   EXPECT_EQ(describe(choose_gemm_config(128, 7168, 2016, dev)), s128);
-  for (int64_t M : {65, 128})
-    EXPECT_EQ(describe(choose_gemm_config(M, 7168, 2048, dev)), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12") << M;
+  for (int64_t M : {65, 128}) EXPECT_EQ(describe(choose_gemm_config(M, 7168, 2048, dev)), r64_wide) << M;
+  EXPECT_EQ(describe(choose_gemm_config(128, 2880, 2048, dev)), s64);       // 90 CTAs
+  EXPECT_EQ(describe(choose_gemm_config(96, 2048, 2048, dev)), s64);        // 64 CTAs
+  EXPECT_EQ(describe(choose_gemm_config(128, 4096, 3072, dev)), s64);       // 128 CTAs >= 3/4 of 132
+  EXPECT_EQ(describe(choose_gemm_config(128, 2880, 3072, dev)).find("split_k=1"), std::string::npos);  // 90 < 99
+  EXPECT_EQ(describe(choose_gemm_config(128, 2048, 3072, dev)).find("split_k=1"), std::string::npos);
+  EXPECT_EQ(describe(choose_gemm_config(128, 7168, 4096, dev)), r64_wide);  // 64 x 64 would need 224 CTAs
+  EXPECT_EQ(describe(choose_gemm_config(128, 4096, 4096, dev)).find("split_k=1"), std::string::npos);
+  EXPECT_EQ(describe(choose_gemm_config(128, 7168, 4128, dev)).find("split_k=1"), std::string::npos);
+  EXPECT_EQ(describe(choose_gemm_config(128, 7160, 4096, dev)), r64_wide);  // N % 8 == 0
+  EXPECT_EQ(describe(choose_gemm_config(128, 7167, 4096, dev)).find("split_k=1"), std::string::npos);  // N % 8 != 0
+  EXPECT_EQ(describe(choose_gemm_config(128, 2884, 2048, dev)).find("split_k=1"), std::string::npos);  // N % 8 != 0
+  // 64 x 128 past K = 3072 only where it fills >= 3/4 of the SMs: 2 x 34 = 68 CTAs do not.
+  EXPECT_EQ(describe(choose_gemm_config(128, 4352, 4096, dev)).find("split_k=1"), std::string::npos);
+  EXPECT_EQ(describe(choose_gemm_config(128, 4352, 2048, dev)), r64_wide);  // K = 2048: any count
   EXPECT_EQ(describe(choose_gemm_config(128, 2112, 7168, dev)), "path=fp8 block_n=64 block_m=128 split_k=3 warps=12");
   // Without an FP8 image: the small-M kernel, 16 warps per 64-row CTA only where the grid fits
   // one CTA per SM and each CTA has >= 12 K chunks (session 23 tunes).
