@@ -99,6 +99,13 @@ __device__ __forceinline__ void st_global_v4_if(void* dst, uint32_t x0, uint32_t
       "r"(x0), "r"(x1), "r"(x2), "r"(x3), "r"(uint32_t(pred)));
 }
 
+/// Stores 8 bytes {x0, x1} at global address `dst` (8-byte aligned) when `pred` is true: one
+/// predicated st.global.v2.f32 (PTX ISA), no branch, as st_global_v4_if. Same caveats.
+__device__ __forceinline__ void st_global_v2_f32_if(void* dst, float x0, float x1, bool pred) {
+  asm volatile("{\n .reg .pred p;\n setp.ne.u32 p, %3, 0;\n @p st.global.v2.f32 [%0], {%1, %2};\n}" ::"l"(dst), "f"(x0),
+               "f"(x1), "r"(uint32_t(pred)));
+}
+
 /// bf16x2 with both halves equal to 2^e (e in [-133, 127]; 2^-127.. subnormal), or NaN for
 /// E8M0 byte 0xFF when called through scale_bf16x2.
 __device__ __forceinline__ uint32_t pow2_bf16x2(int e) {

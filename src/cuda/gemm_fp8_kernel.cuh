@@ -537,8 +537,25 @@ __global__ void __launch_bounds__(Plan<BM, BN, WN>::kThreads, 1) gemm_fp8_kernel
           }
         continue;
       }
-      // The checked stores (a NaN, fp32 C, C or ldc not 16-byte aligned, a lane's 8 columns
-      // straddling N): rare, so rolled, over a copy of the accumulators in local memory. Unrolled
+      if (p.c_f32 && p.vec_store && (p.N % 2 == 0 || n_warp + WN <= p.N)) {
+        // fp32 C (tensor-parallel partials) with 8-byte stores allowed: each lane's pairs straight
+        // from the accumulators (columns n_base + 8 jn, + 1), one predicated st.global.v2.f32
+        // each, rows past M and pairs past N not stored (with N even a pair is wholly inside or
+        // outside N); NaN stored as computed. No shuffles, so no vote: every condition is the
+        // warp's. Session 52 call 1: the rolled path below cost a tile ~5 us more than unrolled
+        // stores did, and every fp32 tile took it.
+        float* c = static_cast<float*>(p.C) + m_base * p.ldc + n_base;
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+          for (int jn = 0; jn < WN / 8; ++jn)
+            st_global_v2_f32_if(c + 8 * i * p.ldc + 8 * jn, acc[4 * jn + 2 * i], acc[4 * jn + 2 * i + 1],
+                                m_base + 8 * i < p.M && n_base + 8 * jn < p.N);
+        continue;
+      }
+      // The checked stores (a NaN in bf16 C, C or ldc not aligned for the paths above, a lane's
+      // 8 bf16 columns straddling N, an fp32 warp whose columns straddle an odd N): rare, so
+      // rolled, over a copy of the accumulators in local memory. Unrolled
       // they were ~2200 instructions of the tile loop (128 x 128) between the K loop and the
       // 16-byte stores; code in the tile loop costs full tiles even where it never runs
       // (session 51 call 1: epilogue v2's 567 instructions, never executed for full tiles,
