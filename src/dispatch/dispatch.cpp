@@ -102,7 +102,7 @@ constexpr int64_t kFp8Row64MinK = 768;
 ///   - 128x2880x512: the small-M kernel 6.2 us (session 12), the best fp8 tile 7.1 (since
 ///     session 23 short K at 64 < M <= 128 goes to fp8_config_short_k instead: 5.86 on 64 x 64).
 /// Here (M > 128, or K >= 2048) 64-row tiles and the 2-CTA pair (block_m 256) never won in those
-/// H200 tunes (64-row tiles at 64 < M <= 128 with K <= 4096 did in session 52's, on later kernels); session 47's H100 tune has 64-row tiles winning at M > 128 with few tiles from K =
+/// H200 tunes (64-row tiles at 64 < M <= 128 with K <= 4096 did in session 52's, on later kernels; K <= 5120 in session 53's A/B); session 47's H100 tune has 64-row tiles winning at M > 128 with few tiles from K =
 /// 1024 on, session 49's from K = 768 on (64 x 128 where N is a multiple of 128 until session 52's
 /// epilogue kept tiles past N on its 16-byte stores; since then where N % 8 == 0).
 GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
@@ -155,17 +155,22 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   // 13%); up to K = 4096 where 64 x 64 would not fit one wave and 64 x 128 fills >= 3/4 of the
   // SMs (N = 7168, 112 CTAs: 7-14%; 128x4096x4096's 64 CTAs of 64 x 128 lost 11%); K = 7168
   // split. Only N % 8 == 0, the only N tuned (with N % 8 != 0 and ldc = N every tile takes the
-  // epilogue's checked stores).
+  // epilogue's checked stores). Session 53 widened both bounds (H100 tune
+  // tune-fp8-grid2-call1-session53-h100.log, A/B ab-m128v2-call7-session53-h100.txt): 64 x 64
+  // from 2/3 of the SMs at K <= 3072 (N = 2880: 72x2880x2560 11.43 us against split 4's 13.50,
+  // 96x2880x3072 12.63 / 14.12; 128x3072x3072 12.65 / 13.07), 64 x 128 up to K = 5120
+  // (72x7168x5120 22.00 / 24.91, 128x7168x4608 20.70 / 23.88; at K = 6144 the H100 tune still
+  // had unsplit 9-12% ahead, session 52's H200 tune at K = 7168 split 7% ahead).
   const int64_t ctas64 = ceil_div(M, 64) * ceil_div(N, 64), ctas64x128 = ceil_div(M, 64) * ceil_div(N, 128);
   const bool fits64 = ctas64 <= sms;
-  if (N % 8 == 0 && (K <= 2048 || (K <= 3072 && fits64 && 4 * ctas64 >= 3 * sms) ||
-                     (K <= 4096 && !fits64 && 4 * ctas64x128 >= 3 * sms)))
+  if (N % 8 == 0 && (K <= 2048 || (K <= 3072 && fits64 && 3 * ctas64 >= 2 * sms) ||
+                     (K <= 5120 && !fits64 && 4 * ctas64x128 >= 3 * sms)))
     return fits64 ? GemmConfig{GemmPath::fp8, 64, 64, 1, 8} : GemmConfig{GemmPath::fp8, 128, 64, 1, 8};
   return fp8_split_config(tiles_of(64), tiles, slices, sms);
 }
 
 /// 64 < M <= 128 from this K on: fp8_config (128-row tiles, or for few tiles unsplit 64-row
-/// tiles up to K = 2048-4096 and split-K beyond); below it fp8_config_short_k.
+/// tiles up to K = 2048-5120 and split-K beyond); below it fp8_config_short_k.
 constexpr int64_t kFp8MinK = 2048;
 
 /// Path fp8 for 64 < M <= 128 with K < kFp8MinK (choose_gemm_config): the smallest tile whose

@@ -331,12 +331,15 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   for (int64_t M : {65, 128}) EXPECT_EQ(describe(choose_gemm_config(M, 7168, 2048, dev)), r64_wide) << M;
   EXPECT_EQ(describe(choose_gemm_config(128, 2880, 2048, dev)), s64);       // 90 CTAs
   EXPECT_EQ(describe(choose_gemm_config(96, 2048, 2048, dev)), s64);        // 64 CTAs
-  EXPECT_EQ(describe(choose_gemm_config(128, 4096, 3072, dev)), s64);       // 128 CTAs >= 3/4 of 132
-  EXPECT_EQ(describe(choose_gemm_config(128, 2880, 3072, dev)).find("split_k=1"), std::string::npos);  // 90 < 99
+  EXPECT_EQ(describe(choose_gemm_config(128, 4096, 3072, dev)), s64);       // 128 CTAs
+  EXPECT_EQ(describe(choose_gemm_config(128, 2880, 3072, dev)), s64);       // 90 CTAs >= 2/3 of 132 (session 53)
+  EXPECT_EQ(describe(choose_gemm_config(128, 2752, 3072, dev)).find("split_k=1"), std::string::npos);  // 86 < 88
+  EXPECT_EQ(describe(choose_gemm_config(128, 2880, 3200, dev)).find("split_k=1"), std::string::npos);  // K > 3072
   EXPECT_EQ(describe(choose_gemm_config(128, 2048, 3072, dev)).find("split_k=1"), std::string::npos);
   EXPECT_EQ(describe(choose_gemm_config(128, 7168, 4096, dev)), r64_wide);  // 64 x 64 would need 224 CTAs
   EXPECT_EQ(describe(choose_gemm_config(128, 4096, 4096, dev)).find("split_k=1"), std::string::npos);
-  EXPECT_EQ(describe(choose_gemm_config(128, 7168, 4128, dev)).find("split_k=1"), std::string::npos);
+  EXPECT_EQ(describe(choose_gemm_config(72, 7168, 5120, dev)), r64_wide);   // up to K = 5120 (session 53)
+  EXPECT_EQ(describe(choose_gemm_config(128, 7168, 5248, dev)).find("split_k=1"), std::string::npos);
   EXPECT_EQ(describe(choose_gemm_config(128, 7160, 4096, dev)), r64_wide);  // N % 8 == 0
   EXPECT_EQ(describe(choose_gemm_config(128, 7167, 4096, dev)).find("split_k=1"), std::string::npos);  // N % 8 != 0
   EXPECT_EQ(describe(choose_gemm_config(128, 2884, 2048, dev)).find("split_k=1"), std::string::npos);  // N % 8 != 0
