@@ -68,7 +68,7 @@ bool fp8_tall_tile_wins(int64_t M, int64_t N, int64_t sms) {
 }
 
 /// M > 128 with few 128-row tiles (fp8_config): 64-row tiles from this K on (session 49's H100
-/// A/B; 128 x 64 still won K = 512 in session 47's tune); from K = 512 where 64 x 64 fits one
+/// A/B; 128 x 64 still won K = 512 in session 47's tune); from K = 256 where 64 x 64 fits one
 /// wave (session 53).
 constexpr int64_t kFp8Row64MinK = 768;
 
@@ -141,12 +141,13 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // stores per thread on 64 x 128 (8 warps) as on 128 x 64 (12). So 64 x 128 where N % 8 == 0 (A/B of call 4,
     // ab-row64-n8-call4-session52-h200.txt: -0.28 to -0.69 us, 256x2113x1536 and the N % 128 ==
     // 0 controls unchanged).
-    // Session 53 (H100): 64 x 64 from K = 512 where its grid fits one wave (A/B of call 9,
+    // Session 53 (H100): 64 x 64 from K = 256 where its grid fits one wave (A/Bs of calls 9-10,
     // ab-r64s-call9-session53-h100.txt: 256x2048x512 5.69 against 128 x 64's 6.09 us,
-    // 192x2048x512 5.17 / 5.76, 256x1024x512 5.11 / 5.67); 64 x 128 below K = 768 lost (call 8,
+    // 192x2048x512 5.17 / 5.76, 256x1024x512 5.11 / 5.67; ab-r64k256-call10-session53-h100.txt:
+    // 192x2048x256 4.24 / 4.72, 256x2048x384 5.27 / 5.70); 64 x 128 below K = 768 lost (call 8,
     // ab-row64k512-call8-session53-h100.txt: 256x3072x640 7.06 / 6.82, 192x2880x512 5.94 / 5.87).
     const bool fits64 = ceil_div(M, 64) * ceil_div(N, 64) <= sms;
-    if (K >= kFp8Row64MinK || (K >= 512 && fits64)) {
+    if (K >= kFp8Row64MinK || (K >= 256 && fits64)) {
       if (fits64) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
       if (N % 8 == 0) return GemmConfig{GemmPath::fp8, 128, 64, 1, 8};
     }

@@ -241,7 +241,7 @@ TEST(Dispatch, ConfigForWeightsReplacesOnlyFp8WithoutAnImage) {
 // Path fp8 at M > 128: 128 x 128 tiles (two 64 x 128 consumer warpgroups, session 19); when
 // fewer than half the SMs would get one, 64-row tiles with 8 warps at K >= 768 (64 x 64 where
 // their grid fits the SMs, else 64 x 128; session 47's tune, landed in session 48, bound from
-// session 49's A/B, any N since session 52's epilogue; 64 x 64 from K = 512 since session 53)
+// session 49's A/B, any N since session 52's epilogue; 64 x 64 from K = 256 since session 53)
 // and 128 x 64 with 12 warps otherwise.
 TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   const DeviceInfo dev = h200();
@@ -260,9 +260,10 @@ TEST(Dispatch, Fp8TileNarrowsWhenTheGridIsSmall) {
   EXPECT_EQ(describe(choose_gemm_config(256, 3072, 768, dev)), rows64_wide);
   EXPECT_EQ(describe(choose_gemm_config(256, 2048, 768, dev)), rows64);
   EXPECT_EQ(describe(choose_gemm_config(256, 3072, 736, dev)), narrow);    // K just under 768
-  EXPECT_EQ(describe(choose_gemm_config(256, 2048, 736, dev)), rows64);    // 64 x 64 fits: from K = 512 (session 53)
+  EXPECT_EQ(describe(choose_gemm_config(256, 2048, 736, dev)), rows64);    // 64 x 64 fits: from K = 256 (session 53)
   EXPECT_EQ(describe(choose_gemm_config(192, 2048, 512, dev)), rows64);
-  EXPECT_EQ(describe(choose_gemm_config(256, 2048, 480, dev)), narrow);    // K < 512
+  EXPECT_EQ(describe(choose_gemm_config(256, 2048, 256, dev)), rows64);
+  EXPECT_EQ(describe(choose_gemm_config(256, 2048, 224, dev)), narrow);    // K < 256
   EXPECT_EQ(describe(choose_gemm_config(256, 3072, 640, dev)), narrow);    // 64 x 128 only from K = 768
   EXPECT_EQ(describe(choose_gemm_config(256, 2880, 1024, dev)), rows64_wide);  // 2880 = 22.5 x 128
   EXPECT_EQ(describe(choose_gemm_config(256, 3008, 2048, dev)), rows64_wide);  // 3008 = 23.5 x 128
