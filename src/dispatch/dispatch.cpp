@@ -76,8 +76,10 @@ constexpr int64_t kFp8Row64MinK = 768;
 /// CTA per SM walks the tiles): 128 x 128 tiles as two 64 x 128 consumer warpgroups (12 warps)
 /// when they give at least half the SMs a tile, or 192 x 128 (16 warps) where it takes fewer
 /// rounds (fp8_tall_tile_wins: 8192^3, 4096x7168x2048; since session 25); else, for M > 128,
-/// 64-row tiles with K >= 768 (session 47's tune, landed in session 48; session 49's bound and
-/// N rule, below) and 128 x 64 tiles (two consumer warpgroups, 12 warps) otherwise. H200 tunes
+/// 64-row tiles with K >= 768, 64 x 64 from K = 256 (session 47's tune, landed in session 48;
+/// session 49's bound and N rule, session 53's, below) and 128 x 64 tiles (two consumer
+/// warpgroups, 12 warps) otherwise; for 64 < M <= 128 with few tiles, unsplit 64-row tiles for
+/// short K, else split-K (sessions 52-53, below). H200 tunes
 /// (bench/results/logs/fp8-v2-tune-large-m-h200.log, fp8-v5-tune-h200.log,
 /// tune-fp8-large-session13-h200.log, tune-fp8-large-session19-h200.log):
 ///   - 128 x 128 won 256x7168x2048 (112 tiles) and every M >= 1024 shape. Until session 18
@@ -168,9 +170,13 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   // 96x2880x3072 12.63 / 14.12; 128x3072x3072 12.65 / 13.07), 64 x 128 up to K = 5120
   // (72x7168x5120 22.00 / 24.91, 128x7168x4608 20.70 / 23.88; at K = 6144 the H100 tune still
   // had unsplit 9-12% ahead, session 52's H200 tune at K = 7168 split 7% ahead).
+  // At K = 2048 (the only K < 2049 that reaches here) the fewest unsplit CTAs tuned were 64
+  // (N = 2048: 7% ahead of split-K); smaller grids (N < ~2000) keep split-K, untuned either way
+  // (session 53's review: 128x256x2048 would have run 8 CTAs of 16 slices instead of 16 of 4).
   const int64_t ctas64 = ceil_div(M, 64) * ceil_div(N, 64), ctas64x128 = ceil_div(M, 64) * ceil_div(N, 128);
   const bool fits64 = ctas64 <= sms;
-  if (N % 8 == 0 && (K <= 2048 || (K <= 3072 && fits64 && 3 * ctas64 >= 2 * sms) ||
+  const int64_t ctas = fits64 ? ctas64 : ctas64x128;
+  if (N % 8 == 0 && ((K <= 2048 && 32 * ctas >= 15 * sms) || (K <= 3072 && fits64 && 3 * ctas64 >= 2 * sms) ||
                      (K <= 5120 && !fits64 && 4 * ctas64x128 >= 3 * sms)))
     return fits64 ? GemmConfig{GemmPath::fp8, 64, 64, 1, 8} : GemmConfig{GemmPath::fp8, 128, 64, 1, 8};
   return fp8_split_config(tiles_of(64), tiles, slices, sms);

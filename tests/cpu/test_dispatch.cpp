@@ -312,7 +312,7 @@ TEST(Dispatch, Fp8TakesLargeWeightsFromM33To64) {
 // 64 < M <= 128 with K < 2048: path fp8 on the smallest tile whose tiles fit one wave (session
 // 23 tune, bench/results/logs/tune-mid-short-k-session23-h200.log: each shape below got the
 // fastest tile of that tune, or one within 1%). From K = 2048 fp8_config, which keeps unsplit
-// 64-row tiles up to K = 2048-4096 (session 52).
+// 64-row tiles up to K = 2048-5120 (sessions 52-53).
 TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   const DeviceInfo dev = h200();
   const std::string s64 = "path=fp8 block_n=64 block_m=64 split_k=1 warps=8";
@@ -336,6 +336,9 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   for (int64_t M : {65, 128}) EXPECT_EQ(describe(choose_gemm_config(M, 7168, 2048, dev)), r64_wide) << M;
   EXPECT_EQ(describe(choose_gemm_config(128, 2880, 2048, dev)), s64);       // 90 CTAs
   EXPECT_EQ(describe(choose_gemm_config(96, 2048, 2048, dev)), s64);        // 64 CTAs
+  EXPECT_EQ(describe(choose_gemm_config(128, 1984, 2048, dev)), s64);       // 62 CTAs >= 15/32 of 132
+  for (int64_t N : {64, 256, 1024, 1920})                                   // <= 60 CTAs: split-K
+    EXPECT_NE(choose_gemm_config(128, N, 2048, dev).split_k, 1) << N;
   EXPECT_EQ(describe(choose_gemm_config(128, 4096, 3072, dev)), s64);       // 128 CTAs
   EXPECT_EQ(describe(choose_gemm_config(128, 2880, 3072, dev)), s64);       // 90 CTAs >= 2/3 of 132 (session 53)
   EXPECT_EQ(describe(choose_gemm_config(128, 2752, 3072, dev)).find("split_k=1"), std::string::npos);  // 86 < 88
