@@ -163,13 +163,31 @@ std::string ContractReport::str() const {
   return os.str();
 }
 
+namespace {
+// Counts one checked element of a contract check and keeps the worst (largest ratio, or the
+// first failure when no ratio is larger).
+void record(ContractReport& rep, int64_t m, int64_t n, double c, double r, double err, double bound, double ratio,
+            bool fail) {
+  ++rep.checked;
+  if (fail) ++rep.failures;
+  if (ratio > rep.worst_ratio || (fail && rep.worst_m < 0)) {
+    rep.worst_m = m;
+    rep.worst_n = n;
+    rep.worst_c = c;
+    rep.worst_ref = r;
+    rep.worst_err = err;
+    rep.worst_bound = bound;
+    rep.worst_ratio = ratio;
+  }
+}
+}  // namespace
+
 ContractReport check_gemm_contract(const uint16_t* C, int64_t M, int64_t N, int64_t ldc, const double* ref,
                                    const double* abs_sum) {
   constexpr double kOverflow = 0x1p128 - 0x1p119;  // |x| >= this rounds to Inf in bf16
   ContractReport rep;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
-      ++rep.checked;
       const double c = bf16_to_f32(C[m * ldc + n]);
       const double r = ref[m * N + n];
       const double bound = 0x1p-8 * std::fabs(r) + 0x1p-12 * abs_sum[m * N + n] + kContractAbsSlack;
@@ -190,16 +208,32 @@ ContractReport check_gemm_contract(const uint16_t* C, int64_t M, int64_t N, int6
         ratio = err / bound;
         fail = !(err <= bound);
       }
-      if (fail) ++rep.failures;
-      if (ratio > rep.worst_ratio || (fail && rep.worst_m < 0)) {
-        rep.worst_m = m;
-        rep.worst_n = n;
-        rep.worst_c = c;
-        rep.worst_ref = r;
-        rep.worst_err = err;
-        rep.worst_bound = bound;
-        rep.worst_ratio = ratio;
+      record(rep, m, n, c, r, err, bound, ratio, fail);
+    }
+  return rep;
+}
+
+ContractReport check_gemm_contract_f32(const float* C, int64_t M, int64_t N, int64_t ldc, const double* ref,
+                                       const double* abs_sum) {
+  ContractReport rep;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      const double c = C[m * ldc + n], r = ref[m * N + n];
+      const double bound = 0x1p-12 * abs_sum[m * N + n] + 0x1p-133;
+      bool fail = false;
+      double err = 0, ratio = 0;
+      if (std::isnan(r) || std::isnan(c)) {
+        fail = std::isnan(r) != std::isnan(c);
+        if (fail) {
+          ++rep.nan_mismatches;
+          ratio = INFINITY;
+        }
+      } else {
+        err = std::fabs(c - r);  // an infinite C fails: ref is finite
+        ratio = err / bound;
+        fail = !(err <= bound);
       }
+      record(rep, m, n, c, r, err, bound, ratio, fail);
     }
   return rep;
 }

@@ -77,7 +77,7 @@ void set_first_scales(HostMx& b, int64_t r, int e0, int e1);
 /// quantized value, exact in bf16 (at most two significant bits).
 HostMx identity_mx(int64_t K);
 
-/// Result of check_gemm_contract().
+/// Result of check_gemm_contract() and check_gemm_contract_f32().
 struct ContractReport {
   int64_t checked = 0;         ///< elements compared
   int64_t failures = 0;        ///< elements outside the bound (NaN mismatches included)
@@ -103,6 +103,14 @@ inline constexpr double kContractAbsSlack = 0x1p-134;
 /// |ref| + bound reaches the bf16 overflow threshold (2^128 - 2^119).
 ContractReport check_gemm_contract(const uint16_t* C, int64_t M, int64_t N, int64_t ldc, const double* ref,
                                    const double* abs_sum);
+
+/// The fp32-output contract (spec §3 without the final rounding, as the `float* C` overloads
+/// of mxfp4::gemm promise) on C [M, N] (row stride ldc): |C - ref| <= 2^-12 abs_sum + 2^-133
+/// (the absolute term: K <= 2^16 products each losing at most 2^-150 below fp32's normal
+/// range, plus half an fp32 subnormal ulp), NaN exactly where ref is NaN; ref and abs_sum as
+/// for check_gemm_contract.
+ContractReport check_gemm_contract_f32(const float* C, int64_t M, int64_t N, int64_t ldc, const double* ref,
+                                       const double* abs_sum);
 
 /// Convenience: runs mxfp4::gemm_reference on host A, B and checks C against it.
 ContractReport check_gemm_contract(const uint16_t* C, int64_t ldc, const MxMatrix& A, const MxMatrix& B);

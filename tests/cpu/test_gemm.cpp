@@ -353,6 +353,22 @@ TEST(Gemm, CheckContractCatchesErrors) {
   bad[1] = 0x7FC0;
   bad[2] = 0x7F80;
   EXPECT_EQ(check_gemm_contract(bad, 1, 4, 4, ref, abs).failures, 1);
+  // The fp32 form: no final-rounding term (1 + 2^-11 fails, 1 + 2^-13 passes), NaN both ways, Inf.
+  float f[4] = {1.0f + 0x1p-13f, NAN, 3.0e38f, 0.0f};
+  EXPECT_TRUE(check_gemm_contract_f32(f, 1, 4, 4, ref, abs).ok());
+  f[0] = 1.0f + 0x1p-11f;
+  const ContractReport r2 = check_gemm_contract_f32(f, 1, 4, 4, ref, abs);
+  EXPECT_EQ(r2.failures, 1);
+  EXPECT_EQ(r2.worst_n, 0);
+  f[0] = 1.0f;
+  f[1] = 1.0f;
+  EXPECT_EQ(check_gemm_contract_f32(f, 1, 4, 4, ref, abs).nan_mismatches, 1);
+  f[1] = NAN;
+  f[0] = NAN;
+  EXPECT_EQ(check_gemm_contract_f32(f, 1, 4, 4, ref, abs).nan_mismatches, 1);
+  f[0] = 1.0f;
+  f[2] = INFINITY;
+  EXPECT_EQ(check_gemm_contract_f32(f, 1, 4, 4, ref, abs).failures, 1);
 }
 
 // The GPU tests' oracle for sampled rows (reference_rows, check_rows_contract): the same sums

@@ -22,30 +22,10 @@ namespace mxfp4::test {
 namespace {
 
 constexpr float kPoison = -12345.678f;  // a value no GEMM here produces
-// Absolute slack of the fp32-output bound (mxfp4.hpp): K <= 2^16 products each losing at most
-// 2^-150 below fp32's normal range (the fp32 path), plus half an fp32 subnormal ulp.
-constexpr double kF32AbsSlack = 0x1p-133;
-
 uint32_t bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
-}
-
-// Per element: |C - ref| <= 2^-12 abs + 2^-133, NaN exactly where ref is NaN. Returns the
-// number of failures and reports the first one.
-int64_t check_f32_bound(const float* C, int64_t M, int64_t N, int64_t ldc, const std::vector<double>& ref,
-                        const std::vector<double>& abs, const std::string& what) {
-  int64_t bad = 0;
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      const double c = C[m * ldc + n], r = ref[size_t(m * N + n)], a = abs[size_t(m * N + n)];
-      const bool ok =
-          std::isnan(r) ? std::isnan(c) : (!std::isnan(c) && std::fabs(c - r) <= 0x1p-12 * a + kF32AbsSlack);
-      if (!ok && bad++ == 0)
-        ADD_FAILURE() << what << ": C[" << m << "," << n << "] = " << c << ", ref " << r << ", abs " << a;
-    }
-  return bad;
 }
 
 TEST(GemmF32, BoundAgainstReferenceAndBf16Consistency) {
@@ -73,7 +53,8 @@ TEST(GemmF32, BoundAgainstReferenceAndBf16Consistency) {
     std::vector<uint16_t> rb(size_t(M * N));
     gemm_reference(A.view(), B.view(), rb.data(), N, ref.data(), abs.data());
     const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
-    EXPECT_EQ(check_f32_bound(c.data(), M, N, N, ref, abs, what), 0);
+    const ContractReport rep = check_gemm_contract_f32(c.data(), M, N, N, ref.data(), abs.data());
+    EXPECT_TRUE(rep.ok()) << what << ": " << rep.str();
     for (size_t i = 0; i < c.size(); ++i) {
       ASSERT_EQ(bits(c[i]), bits(cp[i])) << what << " MxMatrix vs packed B at " << i;
       ASSERT_EQ(f32_to_bf16(c[i]), c16[i]) << what << ": bf16(fp32 C) != bf16 C at " << i << " (" << c[i] << ")";
