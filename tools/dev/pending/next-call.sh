@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The first device call of session 54 (written in session 53; meant for an H200, useful on an
-# H100 too; ~4 minutes). Before it, here (writes the untracked overlay):
+# H100 too; ~5-6 minutes). Before it, here (writes the untracked overlay):
 #   bash tools/dev/pending/prep-first-call.sh tools/dev/pending/fp8-m128-k4096.patch tools/dev/pending/base-k4096
 # 1. A/B of a5fb0fc's K bound for 64 < M <= 128 on unsplit 64 x 128 tiles: the tree (K <= 5120)
 #    against the overlay (K <= 4096); new - base > 0 = the 4096 bound faster. The H100 had 5120
@@ -11,6 +11,8 @@
 #    H100 gain outweighs it (see perf-notes, session 53, plan item a).
 # 2. The workload benches: bf16, --out-dtype f32, --weights-static ($OUT/results: commit as
 #    bench/results/<gpu>{,-f32,-static}.{md,json}).
+# 2b. The Gpu* suite (3 shards): 4f0f97e moved the GPU tests' fp32 checks onto
+#    check_gemm_contract_f32 without a device.
 # 3. Tunes (plan items b and c): 64 < M <= 128 at K = 2048 with N = 256-2048 (the 15/32 bound of
 #    60711f1, all paths), and 64 < M <= 128 at K = 1024-1536 with N = 4096-8192 (path fp8).
 # Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/next-call.sh
@@ -28,6 +30,8 @@ wait $bp; bb=$?
 echo "builds $((SECONDS-t0)) s"
 AB_OVERLAY=$P/base-k4096 AB_TREE=/tmp/ab-k4096 AB_ROTATE=1 AB_PREBUILT=1 OUT=$o tools/dev/ab.sh k4096 $P/shapes-k4096.txt 5
 echo "ab rc=$? $((SECONDS-t0)) s"; cp "$o/logs/ab-k4096.txt" "$o/" 2>/dev/null
+OUT=$o/logs/dc2 bash scripts/device-check.sh --filter 'Gpu*' --shards 3 --test-timeout 150 --no-bench > "$o/logs/tests.log" 2>&1
+echo "Gpu* tests rc=$? $((SECONDS-t0)) s"; grep -E "PASSED|FAILED" "$o/logs/tests.log" | tail -6
 for a in "" "--out-dtype f32" "--weights-static"; do
   n=bench$(echo $a | tr -d ' -')
   timeout 200 build-device/mxfp4 bench --out-dir "$o/results" $a > "$o/logs/$n.log" 2>&1
