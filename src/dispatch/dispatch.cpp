@@ -170,13 +170,13 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   // 96x2880x3072 12.63 / 14.12; 128x3072x3072 12.65 / 13.07), 64 x 128 up to K = 5120
   // (72x7168x5120 22.00 / 24.91, 128x7168x4608 20.70 / 23.88; at K = 6144 the H100 tune still
   // had unsplit 9-12% ahead, session 52's H200 tune at K = 7168 split 7% ahead).
-  // At K = 2048 (the only K < 2049 that reaches here) the fewest unsplit CTAs tuned were 64
-  // (N = 2048: 7% ahead of split-K); smaller grids (N < ~2000) keep split-K, untuned either way
-  // (session 53's review: 128x256x2048 would have run 8 CTAs of 16 slices instead of 16 of 4).
+  // Grids of at most 62/132 of the SMs in 64 x 64 tiles up to K = 4096 (and of 1/8 at any K)
+  // never reach here: the small-M kernel takes them (mid_m_small_m_wins, session 54), so K =
+  // 2048 (the only K < 2049 that reaches here) has no lower bound on CTAs (session 53's 15/32
+  // bound is implied).
   const int64_t ctas64 = ceil_div(M, 64) * ceil_div(N, 64), ctas64x128 = ceil_div(M, 64) * ceil_div(N, 128);
   const bool fits64 = ctas64 <= sms;
-  const int64_t ctas = fits64 ? ctas64 : ctas64x128;
-  if (N % 8 == 0 && ((K <= 2048 && 32 * ctas >= 15 * sms) || (K <= 3072 && fits64 && 3 * ctas64 >= 2 * sms) ||
+  if (N % 8 == 0 && (K <= 2048 || (K <= 3072 && fits64 && 3 * ctas64 >= 2 * sms) ||
                      (K <= 5120 && !fits64 && 4 * ctas64x128 >= 3 * sms)))
     return fits64 ? GemmConfig{GemmPath::fp8, 64, 64, 1, 8} : GemmConfig{GemmPath::fp8, 128, 64, 1, 8};
   return fp8_split_config(tiles_of(64), tiles, slices, sms);
@@ -186,11 +186,10 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
 /// tiles up to K = 2048-5120 and split-K beyond); below it fp8_config_short_k.
 constexpr int64_t kFp8MinK = 2048;
 
-/// Path fp8 for 64 < M <= 128 with K < kFp8MinK (choose_gemm_config): the smallest tile whose
-/// tiles fit one wave, unsplit: 64 x 64 (8 warps), else 128 x 64 (12 warps), else the
-/// persistent 128 x 128; none (the small-M kernel) where 64 x 64 tiles would give at most one SM
-/// in 8 a tile. H200 tune of session 23 (bench/results/logs/tune-mid-short-k-
-/// session23-h200.log; us; the small-M kernel's best candidate and the small-M rule's own
+/// Path fp8 for 64 < M <= 128 with K < kFp8MinK (choose_gemm_config) where the small-M kernel
+/// does not take the shape (mid_m_small_m_wins): the smallest tile whose tiles fit one wave,
+/// unsplit: 64 x 64 (8 warps), else 128 x 64 (12 warps), else the persistent 128 x 128. H200
+/// tune of session 23 (bench/results/logs/tune-mid-short-k-session23-h200.log; us; the small-M kernel's best candidate and the small-M rule's own
 /// choice, which that tune found 1.7-2x slower than the best): 128x2880x512 64 x 64 5.86
 /// (small-M best 6.22, rule 10.98), 128x4096x1024 64 x 64 8.10 (9.26, 13.40), 128x3072x1536
 /// 64 x 64 9.33 (10.79, 16.07), 128x7168x1536 128 x 64 11.24 (15.25, 21.98), 96x7168x1024
@@ -199,13 +198,12 @@ constexpr int64_t kFp8MinK = 2048;
 /// 6.03, 128x8192x1024 128 x 64 9.63, 128x16384x1024 128 x 128 12.58: each the fastest of the
 /// tune; 128x2112x1536 9.22 (small-M best 9.15), 72x2880x512 6.63 (6.27), 100x512x1024 (16
 /// tiles) 7.71 (6.00; the small-M rule's choice there: 10.47). Until session 23 the small-M
-/// kernel took these shapes (session 12: 128x2880x512 6.2 us against path fp8's 7.1).
-std::optional<GemmConfig> fp8_config_short_k(int64_t M, int64_t N, const DeviceInfo& dev) {
+/// kernel took these shapes (session 12: 128x2880x512 6.2 us against path fp8's 7.1). Since
+/// session 54 it takes those with at most 62/132 of the SMs in 64 x 64 tiles again
+/// (mid_m_small_m_wins: 128x1024x1024 on split 4, 6.24 us against 64 x 64's 6.52 on an H100).
+GemmConfig fp8_config_short_k(int64_t M, int64_t N, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   const int64_t n64 = ceil_div(N, 64), tiles64 = ceil_div(M, 64) * n64;
-  // Few 64 x 64 tiles: 100x512x1024 (16) ran 7.71 us on path fp8 against the small-M rule's
-  // 6.41, 128x1024x1024 (32) 7.15 against 10.46 (tune-mid-edges-session23-h200.log).
-  if (8 * tiles64 <= sms) return std::nullopt;
   if (tiles64 <= sms) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
   if (ceil_div(M, 128) * n64 <= sms) return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};
   return GemmConfig{GemmPath::fp8, 128, 128, 1, 12};
@@ -267,8 +265,9 @@ void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
 ///     run a second, mostly idle wave); but for M > 16 split 2 with 16 warps where its pairs
 ///     fill 7/8 of the SMs to one wave and each CTA has >= 16 K chunks (at 132 SMs: N =
 ///     3649..4096 and K > 1984, e.g. N = 4096, K >= 2048);
-///   - 64 < M <= 128: 64-row CTAs, split_k until about one CTA per SM; 16 warps where the grid
-///     fits one CTA per SM and each CTA has >= 12 K chunks, else 8.
+///   - 64 < M <= 128: 64-row CTAs, split_k doubling until the grid reaches 128 of 132 SMs; 16
+///     warps where the grid fits one CTA per SM (3/4 of the SMs for clusters of 4 and 8) and
+///     each CTA has >= 12 K chunks, else 8.
 /// Path fused (A quantized inside the GEMM, one launch) when M <= 8 and a CTA quantizes at
 /// most 16 row-chunks of A (M x K chunks per CTA); else A is quantized once first (splitk).
 GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
@@ -293,10 +292,21 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     // 15.46, 128x2880x512 10.98 / 7.09, 96x4096x4096 27.81 / 20.30 (more CTAs than SMs: 16
     // warps per SM at 128 registers is the whole register file, so a second CTA waits);
     // 100x512x1024 10.47 / 6.41 (2 K chunks per CTA).
+    // Session 54 (H100 tunes, bench/results/logs/tune-m128-*-session54-h100.log, 64 < M <= 128
+    // with 8-62 tiles, K = 1024-7168): the split target is 128 of 132 SMs, the largest pair grid
+    // measured in one wave (fp8_split_grid_limit), not all 132: 32 tiles split 4 (128 CTAs)
+    // against split 8 (256, two per SM) at 128x1024x2048 7.67 / 8.14 us, 128x1024x3072 9.29 /
+    // 11.97, 128x1024x4096 10.82 / 13.24. 16 warps (one CTA per SM) only where the grid fits
+    // one wave of its clusters (split 4 and 8: 3/4 of the SMs, fp8_split_grid_limit's
+    // measurement for ~200 KB CTAs): 128x512x7168 split 8 (128 CTAs) 11.01 us on 8 warps
+    // against 16.51 on 16, 128x1024x4096 split 4 (128) 10.82 / 16.40; 128x256x7168 split 8 (64)
+    // 9.39 on 16 warps against 10.63.
     cfg.block_n = 64;
     const int64_t tiles = ceil_div(N, 64) * m_tiles;
-    cfg.split_k = split_for(tiles, sms);
-    cfg.warps = tiles * cfg.split_k <= sms && ceil_div(chunks, cfg.split_k) >= 12 ? 16 : 8;
+    cfg.split_k = split_for(tiles, fp8_split_grid_limit(2, sms));
+    const int64_t ctas = tiles * cfg.split_k;
+    const bool one_per_sm_fits = cfg.split_k >= 4 ? ctas <= fp8_split_grid_limit(4, sms) : ctas <= sms;
+    cfg.warps = one_per_sm_fits && ceil_div(chunks, cfg.split_k) >= 12 ? 16 : 8;
   } else {
     // Measured on H200 (session 3, docs/perf-notes.md; tune times of old -> new choice):
     //   - split target one CTA per SM for M > 16: 64x2880x512 split 8 -> 4: 9.07 -> 7.75 us,
@@ -358,6 +368,34 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
   cfg.path = M <= 8 && M * ceil_div(chunks, cfg.split_k) <= 16 ? GemmPath::fused : GemmPath::splitk;
   return cfg;
 }
+
+/// 64 < M <= 128 with few 64 x 64 tiles (ceil(M / 64) x ceil(N / 64)): the small-M kernel
+/// (small_m_config, split-K over 64-row CTAs) rather than path fp8, where the tiles give at most
+/// one SM in 8 a tile (any K; session 23: 100x512x1024 6.41 us against path fp8's 7.71), or at
+/// most 62 of 132 SMs with 1024 <= K <= 4096. Session 54's H100 tunes (bench/results/logs/
+/// tune-m128-k2048-smalln-call1-session54-h100.log, tune-m128-smalln-call2-session54-h100.log;
+/// M = 72 and 128, N = 256-2048, paths fp8 and splitk), the small-M kernel's best against path
+/// fp8's best, us: 8 tiles (N = 256) 5.36 / 8.01 at 72x256x2048, 9.39 / 11.42 at 128x256x7168;
+/// 16 tiles 8.12 / 10.23 at 128x512x4096, 11.01 / 12.25 at 128x512x7168; 32 tiles 7.67 / 9.05
+/// at 128x1024x2048, 10.82 / 11.21 at 128x1024x4096, 5.79 / 6.44 at 72x1024x1024; 48 tiles
+/// 8.90 / 10.81 at 72x1536x3072, 6.76 / 7.95 at 72x1536x1536; 62 tiles (N = 1984) 8.75 / 9.43
+/// at 128x1984x2048, 12.09 / 12.93 at 128x1984x4096. Path fp8 won with 32-62 tiles at K = 7168
+/// (128x1024x7168 15.71 / 13.82, 128x1984x7168 18.84 / 16.34) and at 64 tiles (N = 2048) it
+/// tied or won (128x2048x2048 9.27 / 9.36, 128x2048x1024 6.84 / 6.64). The A/B of this rule
+/// (ab-midsm-call3-session54-h100.txt, against path fp8's choices of then): -0.69 to -3.05 us on
+/// 14 shapes (72x256x2048 5.50 against 8.55, 100x640x4096 8.35 / 10.75, 128x1984x4096 12.41 /
+/// 14.62), 128x1536x1024 +0.03. Outside the bounds (tune-m128-edges-call3-session54-h100.log,
+/// 20-62 tiles): at K = 512-768 this rule's split tied with path fp8 (128x1024x768 split 4 5.96
+/// against 5.90); at K = 5120-6144 split 8 (20 tiles) won (72x640x6144 9.32 against 11.19) but
+/// split 4 (32 tiles) lost (128x1024x6144 14.20 against 12.83), so those keep path fp8.
+bool mid_m_small_m_wins(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
+  const int64_t sms = std::max(dev.sm_count, 1);
+  const int64_t n64 = ceil_div(N, 64);
+  if (n64 >= sms) return false;  // N up to 2^40: no overflow below
+  const int64_t tiles64 = ceil_div(M, 64) * n64;
+  return 8 * tiles64 <= sms || (K >= 1024 && K <= 4096 && 132 * tiles64 <= 62 * sms);
+}
+
 /// Path gemv (src/cuda/gemm_gemv.cu) for M <= 16 while the quantization of A that every CTA
 /// repeats stays small: K chunks <= 112 (K <= 7168, the longest measured); per CTA, rows x K
 /// chunks <= 256, rows = the token rows it quantizes (gemv_tile_rows: 1, 2, 4, 8 or 16), or
@@ -425,11 +463,11 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
 
 /// M <= 16 where A's quantization in every CTA stays small: path gemv (gemv_config). 32 < M <=
 /// 64 with N x K >= 10 Mi weights: the FP8 wgmma path on 64-row tiles (fp8_config_small_m,
-/// session 23). Other M <= 64: the small-M kernel (small_m_config above). 64 < M <= 128 with K
-/// < 2048: path fp8 on the smallest tile that fits one wave (fp8_config_short_k, session 23),
-/// unless its 64 x 64 tiles would give at most one SM in 8 a tile (the small-M kernel); else
-/// the FP8 wgmma path (fp8_config). gemm() runs config_without_fp8 instead of path fp8
-/// when the weights have no FP8 image.
+/// session 23). Other M <= 64: the small-M kernel (small_m_config above). 64 < M <= 128: the
+/// small-M kernel where its 64 x 64 tiles are few (mid_m_small_m_wins, session 54); else with K
+/// < 2048 path fp8 on the smallest tile that fits one wave (fp8_config_short_k, session 23),
+/// with longer K the FP8 wgmma path (fp8_config). gemm() runs config_without_fp8 instead of
+/// path fp8 when the weights have no FP8 image.
 /// Until session 18 the small-M kernel kept 64 < M <= 128 where its grid was one full wave
 /// (session 12: 128x2112x7168, 132 CTAs, 23.5 us against path fp8's 26.3); with chains and
 /// 12-warp 128 x 128 tiles path fp8 wins there too (session 19 tune, bench/results/logs/
@@ -444,9 +482,8 @@ GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo&
     const bool fp8 = M > 32 && N >= ceil_div(kFp8SmallMMinWeights, K);  // N x K >= 10 Mi, no overflow
     return fp8 ? fp8_config_small_m(N, K, dev) : small_m_config(M, N, K, dev);
   }
-  if (K >= kFp8MinK) return fp8_config(M, N, K, dev);
-  if (const auto fp8 = fp8_config_short_k(M, N, dev)) return *fp8;
-  return small_m_config(M, N, K, dev);
+  if (mid_m_small_m_wins(M, N, K, dev)) return small_m_config(M, N, K, dev);
+  return K >= kFp8MinK ? fp8_config(M, N, K, dev) : fp8_config_short_k(M, N, dev);
 }
 
 GemmConfig config_without_fp8(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {

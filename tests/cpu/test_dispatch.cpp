@@ -80,9 +80,9 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   EXPECT_EQ(choose_gemm_config(128, 2176, 7168, dev).path, GemmPath::fp8);
   EXPECT_EQ(choose_gemm_config(128, 1024, 8192, dev).path, GemmPath::fp8);
   EXPECT_EQ(choose_gemm_config(96, 4096, 4096, dev).path, GemmPath::fp8);
-  // A grid well under one wave (N = 256: 4 tiles x 2 x split 8 = 64 CTAs) is not measured:
-  // path fp8 keeps it (review, session 12).
-  EXPECT_EQ(choose_gemm_config(128, 256, 7168, dev).path, GemmPath::fp8);
+  // Few 64 x 64 tiles go to the small-M kernel at any K (N = 256: 8 tiles x split 8 = 64 CTAs;
+  // session 54's H100 tune: 9.39 us against path fp8's best 11.42).
+  EXPECT_EQ(choose_gemm_config(128, 256, 7168, dev).path, GemmPath::splitk);
 }
 
 // Weights without an FP8 image: the small-M kernel's rule up to M = 128, tiled beyond.
@@ -129,7 +129,10 @@ TEST(Dispatch, Fp8SplitsKWhenTilesLeaveSmsIdle) {
   // 65 tiles of 128 x 64 in pairs would be 130 CTAs, past the 128 measured in one wave: 128 x 128
   // (33 tiles) split 3 (99 CTAs) instead (96x4096x4096: 16.59 us against split 2's 17.39).
   EXPECT_EQ(describe(choose_gemm_config(96, 4160, 4096, dev)), "path=fp8 block_n=128 block_m=128 split_k=3 warps=12");
-  EXPECT_EQ(choose_gemm_config(100, 256, 8192, dev).split_k, 6);   // 4 tiles: the largest split tried (8 never won)
+  // 4 tiles of 128 x 64 (8 of 64 x 64): the small-M kernel since session 54 (mid_m_small_m_wins).
+  EXPECT_EQ(choose_gemm_config(100, 256, 8192, dev).path, GemmPath::splitk);
+  // 17 tiles of 128 x 64 (34 of 64 x 64, K > 4096): path fp8, split 5 (85 CTAs; 6 would be 102 > 99).
+  EXPECT_EQ(describe(choose_gemm_config(128, 1088, 8192, dev)), "path=fp8 block_n=64 block_m=128 split_k=5 warps=12");
   EXPECT_EQ(choose_gemm_config(1024, 7168, 2048, dev).split_k, 1);
   for (int64_t M : {65, 96, 128, 256, 1024})
     for (int64_t N : {64, 256, 1024, 2112, 4096, 4160, 7168})
@@ -323,12 +326,25 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   for (int64_t M : {80, 96, 128}) EXPECT_EQ(describe(choose_gemm_config(M, 7168, 1024, dev)), s128) << M;  // 112
   EXPECT_EQ(describe(choose_gemm_config(128, 7168, 1536, dev)), s128);
   EXPECT_EQ(describe(choose_gemm_config(128, 16384, 1024, dev)), "path=fp8 block_n=128 block_m=128 split_k=1 warps=12");
-  EXPECT_EQ(describe(choose_gemm_config(128, 1024, 1024, dev)), s64);  // 32 tiles: 7.15 us against 10.46
-  // At most one SM in 8 with a 64 x 64 tile: the small-M kernel (100x512x1024: 16 tiles, 6.41 us
-  // against path fp8's 7.71).
+  EXPECT_EQ(describe(choose_gemm_config(128, 2048, 1024, dev)), s64);  // 64 tiles: 6.64 us against 6.84 (session 54)
+  // At most one SM in 8 with a 64 x 64 tile: the small-M kernel at any K (100x512x1024: 16
+  // tiles, 6.41 us against path fp8's 7.71), and at most 62 of 132 with 1024 <= K <= 4096
+  // (session 54: 128x1024x1024, 32 tiles, 6.24 us on split 4 against path fp8's 6.52).
   for (auto [M, N] : {std::pair<int64_t, int64_t>{100, 512}, {65, 64}, {128, 512}})  // <= 16 tiles
-    EXPECT_NE(choose_gemm_config(M, N, 1024, dev).path, GemmPath::fp8) << M << "x" << N;
-  EXPECT_EQ(choose_gemm_config(128, 513, 1024, dev).path, GemmPath::fp8);  // 18 tiles
+    for (int64_t K : {128, 512, 1024, 2048, 7168, 16384})
+      EXPECT_EQ(choose_gemm_config(M, N, K, dev).path, GemmPath::splitk) << M << "x" << N << "x" << K;
+  EXPECT_EQ(choose_gemm_config(128, 513, 512, dev).path, GemmPath::fp8);  // 18 tiles, K < 1024
+  for (int64_t K : {1024, 1536, 2048, 3072, 4096})
+    for (auto [M, N] : {std::pair<int64_t, int64_t>{128, 513}, {72, 1024}, {128, 1536}, {65, 1984}})  // 18-62 tiles
+      EXPECT_EQ(choose_gemm_config(M, N, K, dev).path, GemmPath::splitk) << M << "x" << N << "x" << K;
+  for (int64_t K : {960, 4160, 7168}) EXPECT_EQ(choose_gemm_config(128, 1024, K, dev).path, GemmPath::fp8) << K;
+  EXPECT_EQ(choose_gemm_config(128, 2048, 2048, dev).path, GemmPath::fp8);  // 64 tiles > 62
+  // The small-M kernel's split there: doubling until the grid reaches 128 CTAs (32 tiles: split
+  // 4, not 8's 256 CTAs), 16 warps only where one CTA per SM fits the clusters' wave.
+  EXPECT_EQ(describe(choose_gemm_config(128, 1024, 2048, dev)), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");
+  EXPECT_EQ(describe(choose_gemm_config(128, 1984, 2048, dev)), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");
+  EXPECT_EQ(describe(choose_gemm_config(128, 256, 7168, dev)), "path=splitk block_n=64 block_m=64 split_k=8 warps=16");
+  EXPECT_EQ(describe(choose_gemm_config(128, 512, 7168, dev)), "path=splitk block_n=64 block_m=64 split_k=8 warps=8");
   // From kFp8MinK = 2048, fp8_config: unsplit 64-row tiles while each CTA's K is short (session
   // 52's H200 tune, tune-fp8-m72-128-grid-call6-session52-h200.log), else split-K on 128-row tiles.
   const std::string r64_wide = "path=fp8 block_n=128 block_m=64 split_k=1 warps=8";
@@ -336,9 +352,7 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   for (int64_t M : {65, 128}) EXPECT_EQ(describe(choose_gemm_config(M, 7168, 2048, dev)), r64_wide) << M;
   EXPECT_EQ(describe(choose_gemm_config(128, 2880, 2048, dev)), s64);       // 90 CTAs
   EXPECT_EQ(describe(choose_gemm_config(96, 2048, 2048, dev)), s64);        // 64 CTAs
-  EXPECT_EQ(describe(choose_gemm_config(128, 1984, 2048, dev)), s64);       // 62 CTAs >= 15/32 of 132
-  for (int64_t N : {64, 256, 1024, 1920})                                   // <= 60 CTAs: split-K
-    EXPECT_NE(choose_gemm_config(128, N, 2048, dev).split_k, 1) << N;
+  EXPECT_EQ(describe(choose_gemm_config(128, 2112, 2048, dev)), s64);       // 66 CTAs
   EXPECT_EQ(describe(choose_gemm_config(128, 4096, 3072, dev)), s64);       // 128 CTAs
   EXPECT_EQ(describe(choose_gemm_config(128, 2880, 3072, dev)), s64);       // 90 CTAs >= 2/3 of 132 (session 53)
   EXPECT_EQ(describe(choose_gemm_config(128, 2752, 3072, dev)).find("split_k=1"), std::string::npos);  // 86 < 88
@@ -360,7 +374,12 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   EXPECT_EQ(config_without_fp8(128, 2112, 7168, dev).warps, 16);  // 132 CTAs, 56 chunks
   EXPECT_EQ(config_without_fp8(128, 2112, 1536, dev).warps, 16);  // 132 CTAs, 12 chunks
   EXPECT_EQ(config_without_fp8(128, 7168, 1536, dev).warps, 8);   // 224 CTAs
-  EXPECT_EQ(config_without_fp8(96, 4096, 4096, dev).warps, 8);    // 256 CTAs
+  // The split target is 128 CTAs (session 54): 96x4096x4096's 128 tiles unsplit on 16 warps,
+  // not split 2's 256 CTAs on 8 (by analogy with session 54's H100 tune at 128x2048x2048, 64
+  // tiles: split 2 on 16 warps 9.27 us against split 4 on 8 warps 12.13); 128x2048x2048 split 2.
+  EXPECT_EQ(describe(config_without_fp8(96, 4096, 4096, dev)), "path=splitk block_n=64 block_m=64 split_k=1 warps=16");
+  EXPECT_EQ(describe(config_without_fp8(128, 2048, 2048, dev)), "path=splitk block_n=64 block_m=64 split_k=2 warps=16");
+  EXPECT_EQ(describe(config_without_fp8(128, 1984, 2048, dev)), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");
   EXPECT_EQ(config_without_fp8(100, 512, 1024, dev).warps, 8);    // 2 chunks per CTA
 }
 
@@ -613,9 +632,11 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
         // Path fp8 for M > 64 (the small-M kernel at short K where 64 x 64 tiles would give at
         // most one SM in 8 a tile); at 32 < M <= 64 only for N x K >= 10 Mi, on 64-row tiles.
         if (M <= 32 || (M <= 64 && N * K < (int64_t(10) << 20))) EXPECT_NE(c.path, GemmPath::fp8) << describe(c);
-        const bool few_tiles = 8 * ((M + 63) / 64) * ((N + 63) / 64) <= 132;  // short K: the small-M kernel
-        if (M > 128 || (M > 64 && (K >= 2048 || !few_tiles))) EXPECT_EQ(c.path, GemmPath::fp8) << describe(c);
-        if (M > 64 && M <= 128 && K < 2048 && few_tiles) EXPECT_NE(c.path, GemmPath::fp8) << describe(c);
+        // 64 < M <= 128: the small-M kernel where 64 x 64 tiles are few (mid_m_small_m_wins).
+        const int64_t tiles64 = ((M + 63) / 64) * ((N + 63) / 64);
+        const bool few_tiles = 8 * tiles64 <= 132 || (K >= 1024 && K <= 4096 && tiles64 <= 62);
+        if (M > 128 || (M > 64 && !few_tiles)) EXPECT_EQ(c.path, GemmPath::fp8) << describe(c);
+        if (M > 64 && M <= 128 && few_tiles) EXPECT_EQ(c.path, GemmPath::splitk) << describe(c);
         if (M <= 64 && c.path == GemmPath::fp8) EXPECT_EQ(c.block_m, 64) << describe(c);
         EXPECT_EQ(gemm_config_problem(c, M), "") << describe(c);
         EXPECT_EQ(gemm_workspace_bytes(M, K, c) == 0, c.path == GemmPath::fused || c.path == GemmPath::gemv)
