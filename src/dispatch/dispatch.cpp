@@ -148,7 +148,20 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // 192x2048x512 5.17 / 5.76, 256x1024x512 5.11 / 5.67; ab-r64k256-call10-session53-h100.txt:
     // 192x2048x256 4.24 / 4.72, 256x2048x384 5.27 / 5.70); 64 x 128 below K = 768 lost (call 8,
     // ab-row64k512-call8-session53-h100.txt: 256x3072x640 7.06 / 6.82, 192x2880x512 5.94 / 5.87).
-    const bool fits64 = ceil_div(M, 64) * ceil_div(N, 64) <= sms;
+    // 64 x 64 tiles, capped past the SM count (M and N up to 2^40 each: the product would overflow).
+    const int64_t m64 = ceil_div(M, 64), n64 = ceil_div(N, 64);
+    const int64_t ctas64 = m64 > sms || n64 > sms ? sms + 1 : m64 * n64;
+    const bool fits64 = ctas64 <= sms;
+    // Session 54 (H100 tune, bench/results/logs/tune-m256-fewtiles-call4-session54-h100.log): from
+    // K = 4096, where 64 x 64 tiles would fill at most 3/4 of the SMs (the most tuned: 96 of
+    // 132), split-K on 128-row tiles as for M <= 128 (fp8_split_config): 256x1024x7168 split 3
+    // 16.65 us against 64 x 64's 24.07, 256x512x7168 split 6 14.69 / 23.73, 384x1024x4096 split
+    // 2 15.24 / 16.39, 192x1024x4096 split 3 13.32 / 14.71. At K = 2048 64 x 64 still won
+    // (256x1024x2048 9.63 against split 3 10.28); K = 3072 was not tuned.
+    if (K >= 4096 && ctas64 <= fp8_split_grid_limit(4, sms)) {
+      const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
+      if (split.split_k > 1) return split;
+    }
     if (K >= kFp8Row64MinK || (K >= 256 && fits64)) {
       if (fits64) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
       if (N % 8 == 0) return GemmConfig{GemmPath::fp8, 128, 64, 1, 8};
@@ -171,7 +184,7 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   // (72x7168x5120 22.00 / 24.91, 128x7168x4608 20.70 / 23.88; at K = 6144 the H100 tune still
   // had unsplit 9-12% ahead, session 52's H200 tune at K = 7168 split 7% ahead).
   // Grids of at most 62/132 of the SMs in 64 x 64 tiles up to K = 4096 (and of 1/8 at any K)
-  // never reach here: the small-M kernel takes them (mid_m_small_m_wins, session 54), so K =
+  // never reach here: the small-M kernel takes them (small_m_kernel_wins, session 54), so K =
   // 2048 (the only K < 2049 that reaches here) has no lower bound on CTAs (session 53's 15/32
   // bound is implied).
   const int64_t ctas64 = ceil_div(M, 64) * ceil_div(N, 64), ctas64x128 = ceil_div(M, 64) * ceil_div(N, 128);
@@ -187,7 +200,7 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
 constexpr int64_t kFp8MinK = 2048;
 
 /// Path fp8 for 64 < M <= 128 with K < kFp8MinK (choose_gemm_config) where the small-M kernel
-/// does not take the shape (mid_m_small_m_wins): the smallest tile whose tiles fit one wave,
+/// does not take the shape (small_m_kernel_wins): the smallest tile whose tiles fit one wave,
 /// unsplit: 64 x 64 (8 warps), else 128 x 64 (12 warps), else the persistent 128 x 128. H200
 /// tune of session 23 (bench/results/logs/tune-mid-short-k-session23-h200.log; us; the small-M kernel's best candidate and the small-M rule's own
 /// choice, which that tune found 1.7-2x slower than the best): 128x2880x512 64 x 64 5.86
@@ -200,7 +213,7 @@ constexpr int64_t kFp8MinK = 2048;
 /// tiles) 7.71 (6.00; the small-M rule's choice there: 10.47). Until session 23 the small-M
 /// kernel took these shapes (session 12: 128x2880x512 6.2 us against path fp8's 7.1). Since
 /// session 54 it takes those with at most 62/132 of the SMs in 64 x 64 tiles again
-/// (mid_m_small_m_wins: 128x1024x1024 on split 4, 6.24 us against 64 x 64's 6.52 on an H100).
+/// (small_m_kernel_wins: 128x1024x1024 on split 4, 6.24 us against 64 x 64's 6.52 on an H100).
 GemmConfig fp8_config_short_k(int64_t M, int64_t N, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   const int64_t n64 = ceil_div(N, 64), tiles64 = ceil_div(M, 64) * n64;
@@ -369,31 +382,40 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
   return cfg;
 }
 
-/// 64 < M <= 128 with few 64 x 64 tiles (ceil(M / 64) x ceil(N / 64)): the small-M kernel
-/// (small_m_config, split-K over 64-row CTAs) rather than path fp8, where the tiles give at most
-/// one SM in 8 a tile (any K; session 23: 100x512x1024 6.41 us against path fp8's 7.71), or at
-/// most 62 of 132 SMs with 1024 <= K <= 4096. Session 54's H100 tunes (bench/results/logs/
-/// tune-m128-k2048-smalln-call1-session54-h100.log, tune-m128-smalln-call2-session54-h100.log;
-/// M = 72 and 128, N = 256-2048, paths fp8 and splitk), the small-M kernel's best against path
-/// fp8's best, us: 8 tiles (N = 256) 5.36 / 8.01 at 72x256x2048, 9.39 / 11.42 at 128x256x7168;
-/// 16 tiles 8.12 / 10.23 at 128x512x4096, 11.01 / 12.25 at 128x512x7168; 32 tiles 7.67 / 9.05
-/// at 128x1024x2048, 10.82 / 11.21 at 128x1024x4096, 5.79 / 6.44 at 72x1024x1024; 48 tiles
-/// 8.90 / 10.81 at 72x1536x3072, 6.76 / 7.95 at 72x1536x1536; 62 tiles (N = 1984) 8.75 / 9.43
-/// at 128x1984x2048, 12.09 / 12.93 at 128x1984x4096. Path fp8 won with 32-62 tiles at K = 7168
-/// (128x1024x7168 15.71 / 13.82, 128x1984x7168 18.84 / 16.34) and at 64 tiles (N = 2048) it
-/// tied or won (128x2048x2048 9.27 / 9.36, 128x2048x1024 6.84 / 6.64). The A/B of this rule
-/// (ab-midsm-call3-session54-h100.txt, against path fp8's choices of then): -0.69 to -3.05 us on
-/// 14 shapes (72x256x2048 5.50 against 8.55, 100x640x4096 8.35 / 10.75, 128x1984x4096 12.41 /
-/// 14.62), 128x1536x1024 +0.03. Outside the bounds (tune-m128-edges-call3-session54-h100.log,
-/// 20-62 tiles): at K = 512-768 this rule's split tied with path fp8 (128x1024x768 split 4 5.96
-/// against 5.90); at K = 5120-6144 split 8 (20 tiles) won (72x640x6144 9.32 against 11.19) but
-/// split 4 (32 tiles) lost (128x1024x6144 14.20 against 12.83), so those keep path fp8.
-bool mid_m_small_m_wins(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
+/// 64 < M <= 384 with few 64 x 64 tiles (ceil(M / 64) x ceil(N / 64)): the small-M kernel
+/// (small_m_config, split-K over 64-row CTAs) rather than path fp8:
+///   - M <= 128 where the tiles give at most one SM in 8 a tile (any K; session 23:
+///     100x512x1024 6.41 us against path fp8's 7.71);
+///   - M <= 128 with K >= 1024 where they give at most 62 of 132 SMs a tile up to K = 4096, or
+///     where small_m_config splits K 8 ways (4 x tiles below its 128-CTA target: < 32 tiles) at
+///     any longer K;
+///   - 128 < M <= 384 (the largest M tuned) on the same two grids from K = 2048.
+/// Session 54's H100 tunes (bench/results/logs/tune-m128-k2048-smalln-call1-, tune-m128-smalln-
+/// call2-, tune-m128-edges-call3-, tune-m256-fewtiles-call4- and tune-m128-longk-call4-
+/// session54-h100.log; M = 72-384, N = 256-2048, paths fp8 and splitk), the small-M kernel's
+/// best against path fp8's best, us: 8 tiles (N = 256) 5.36 / 8.01 at 72x256x2048, 9.39 / 11.42
+/// at 128x256x7168; 16 tiles 8.12 / 10.23 at 128x512x4096; 32 tiles 7.67 / 9.05 at
+/// 128x1024x2048, 10.82 / 11.21 at 128x1024x4096, 5.79 / 6.44 at 72x1024x1024; 48 tiles 8.90 /
+/// 10.81 at 72x1536x3072; 62 tiles (N = 1984) 8.75 / 9.43 at 128x1984x2048, 12.09 / 12.93 at
+/// 128x1984x4096; split 8 at long K: 30 tiles 11.04 / 13.26 at 72x960x7168, 24 tiles 9.94 /
+/// 11.48 at 128x768x5120; M > 128: 192x256x7168 10.16 / 12.33, 256x256x4096 9.02 / 10.76,
+/// 384x256x7168 13.55 / 15.05, 384x512x4096 12.05 / 12.97, 256x512x2048 7.82 / 9.47. Path fp8
+/// won with split 4 (32-62 tiles) at K >= 6144 (128x1024x7168 15.71 / 13.82, 128x1024x6144
+/// 14.20 / 12.83, 256x512x7168 16.52 / 14.10), at 64 tiles (128x2048x1024 6.84 / 6.64) and was
+/// even at K = 512-768 (128x1024x768 5.96 / 5.90) and, for M > 128, at K = 1024 (192x512x1024
+/// this rule's split 8 6.81 / 6.54). The A/B of the first two clauses
+/// (ab-midsm-call3-session54-h100.txt, against path fp8's choices of then): -0.69 to -3.05 us
+/// on 14 shapes (72x256x2048 5.50 against 8.55, 100x640x4096 8.35 / 10.75, 128x1984x4096 12.41
+/// / 14.62), 128x1536x1024 +0.03.
+bool small_m_kernel_wins(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   const int64_t n64 = ceil_div(N, 64);
-  if (n64 >= sms) return false;  // N up to 2^40: no overflow below
+  if (M > 384 || n64 >= sms) return false;  // N up to 2^40: no overflow below
   const int64_t tiles64 = ceil_div(M, 64) * n64;
-  return 8 * tiles64 <= sms || (K >= 1024 && K <= 4096 && 132 * tiles64 <= 62 * sms);
+  const bool split8 = 4 * tiles64 < fp8_split_grid_limit(2, sms);  // small_m_config's split target
+  const bool few = 132 * tiles64 <= 62 * sms;
+  if (M <= 128 && 8 * tiles64 <= sms) return true;
+  return K >= (M <= 128 ? 1024 : 2048) && (split8 || (few && K <= 4096));
 }
 
 /// Path gemv (src/cuda/gemm_gemv.cu) for M <= 16 while the quantization of A that every CTA
@@ -464,7 +486,7 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
 /// M <= 16 where A's quantization in every CTA stays small: path gemv (gemv_config). 32 < M <=
 /// 64 with N x K >= 10 Mi weights: the FP8 wgmma path on 64-row tiles (fp8_config_small_m,
 /// session 23). Other M <= 64: the small-M kernel (small_m_config above). 64 < M <= 128: the
-/// small-M kernel where its 64 x 64 tiles are few (mid_m_small_m_wins, session 54); else with K
+/// small-M kernel where its 64 x 64 tiles are few (small_m_kernel_wins, session 54); else with K
 /// < 2048 path fp8 on the smallest tile that fits one wave (fp8_config_short_k, session 23),
 /// with longer K the FP8 wgmma path (fp8_config). gemm() runs config_without_fp8 instead of
 /// path fp8 when the weights have no FP8 image.
@@ -476,13 +498,13 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
 /// 28.6, 96x4096x4096 (256) 19.4 against 27.9 (session 13).
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   check_shape(M, N, K, "choose_gemm_config");
+  if (M > 64 && small_m_kernel_wins(M, N, K, dev)) return small_m_config(M, N, K, dev);
   if (M > 128) return fp8_config(M, N, K, dev);
   if (const auto gemv = gemv_config(M, N, K, dev)) return *gemv;
   if (M <= 64) {
     const bool fp8 = M > 32 && N >= ceil_div(kFp8SmallMMinWeights, K);  // N x K >= 10 Mi, no overflow
     return fp8 ? fp8_config_small_m(N, K, dev) : small_m_config(M, N, K, dev);
   }
-  if (mid_m_small_m_wins(M, N, K, dev)) return small_m_config(M, N, K, dev);
   return K >= kFp8MinK ? fp8_config(M, N, K, dev) : fp8_config_short_k(M, N, dev);
 }
 

@@ -129,7 +129,7 @@ TEST(Dispatch, Fp8SplitsKWhenTilesLeaveSmsIdle) {
   // 65 tiles of 128 x 64 in pairs would be 130 CTAs, past the 128 measured in one wave: 128 x 128
   // (33 tiles) split 3 (99 CTAs) instead (96x4096x4096: 16.59 us against split 2's 17.39).
   EXPECT_EQ(describe(choose_gemm_config(96, 4160, 4096, dev)), "path=fp8 block_n=128 block_m=128 split_k=3 warps=12");
-  // 4 tiles of 128 x 64 (8 of 64 x 64): the small-M kernel since session 54 (mid_m_small_m_wins).
+  // 4 tiles of 128 x 64 (8 of 64 x 64): the small-M kernel since session 54 (small_m_kernel_wins).
   EXPECT_EQ(choose_gemm_config(100, 256, 8192, dev).path, GemmPath::splitk);
   // 17 tiles of 128 x 64 (34 of 64 x 64, K > 4096): path fp8, split 5 (85 CTAs; 6 would be 102 > 99).
   EXPECT_EQ(describe(choose_gemm_config(128, 1088, 8192, dev)), "path=fp8 block_n=64 block_m=128 split_k=5 warps=12");
@@ -310,6 +310,29 @@ TEST(Dispatch, Fp8TakesLargeWeightsFromM33To64) {
   // The threshold where K does not divide 10 Mi: 3413 x 3072 = 10484736 < 10 Mi <= 3414 x 3072.
   EXPECT_NE(choose_gemm_config(64, 3413, 3072, dev).path, GemmPath::fp8);
   EXPECT_EQ(describe(choose_gemm_config(64, 3414, 3072, dev)), "path=fp8 block_n=64 block_m=64 split_k=2 warps=8");
+}
+
+// 128 < M <= 384 with few 64 x 64 tiles from K = 2048: the small-M kernel where it splits K 8
+// ways (< 32 tiles) or, up to K = 4096, where the tiles fill at most 62 of 132 SMs; else path fp8,
+// which from K = 4096 splits K on 128-row tiles where 64 x 64 tiles would fill at most 3/4 of
+// the SMs (session 54's H100 tune, tune-m256-fewtiles-call4-session54-h100.log).
+TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
+  const DeviceInfo dev = h200();
+  const auto path = [&](int64_t M, int64_t N, int64_t K) { return describe(choose_gemm_config(M, N, K, dev)); };
+  EXPECT_EQ(path(192, 256, 2048), "path=splitk block_n=64 block_m=64 split_k=8 warps=8");   // 12 tiles, 96 CTAs
+  EXPECT_EQ(path(192, 256, 7168), "path=splitk block_n=64 block_m=64 split_k=8 warps=16");  // 14 chunks per CTA
+  EXPECT_EQ(path(256, 512, 2048), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");   // 32 tiles
+  EXPECT_EQ(path(384, 512, 4096), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");   // 48 tiles
+  EXPECT_EQ(path(384, 256, 7168), "path=splitk block_n=64 block_m=64 split_k=8 warps=8");   // 24 tiles, 192 CTAs
+  EXPECT_EQ(choose_gemm_config(192, 512, 1024, dev).path, GemmPath::fp8);  // K < 2048
+  EXPECT_EQ(choose_gemm_config(448, 256, 2048, dev).path, GemmPath::fp8);  // M > 384
+  EXPECT_EQ(path(256, 1024, 2048), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // 64 tiles > 62
+  EXPECT_EQ(path(256, 512, 7168), "path=fp8 block_n=64 block_m=128 split_k=6 warps=12");    // split 4 at K > 4096
+  EXPECT_EQ(path(256, 1024, 7168), "path=fp8 block_n=64 block_m=128 split_k=3 warps=12");
+  EXPECT_EQ(path(384, 1024, 4096), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");   // 96 tiles
+  EXPECT_EQ(path(448, 256, 4096), "path=fp8 block_n=64 block_m=128 split_k=6 warps=12");
+  EXPECT_EQ(choose_gemm_config(256, 2112, 7168, dev).split_k, 1);  // 132 tiles of 64 x 64: past 3/4 of the SMs
+  EXPECT_EQ(choose_gemm_config(256, 1024, 3072, dev).split_k, 1);  // K < 4096
 }
 
 // 64 < M <= 128 with K < 2048: path fp8 on the smallest tile whose tiles fit one wave (session
@@ -632,9 +655,9 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
         // Path fp8 for M > 64 (the small-M kernel at short K where 64 x 64 tiles would give at
         // most one SM in 8 a tile); at 32 < M <= 64 only for N x K >= 10 Mi, on 64-row tiles.
         if (M <= 32 || (M <= 64 && N * K < (int64_t(10) << 20))) EXPECT_NE(c.path, GemmPath::fp8) << describe(c);
-        // 64 < M <= 128: the small-M kernel where 64 x 64 tiles are few (mid_m_small_m_wins).
+        // 64 < M <= 128: the small-M kernel where 64 x 64 tiles are few (small_m_kernel_wins).
         const int64_t tiles64 = ((M + 63) / 64) * ((N + 63) / 64);
-        const bool few_tiles = 8 * tiles64 <= 132 || (K >= 1024 && K <= 4096 && tiles64 <= 62);
+        const bool few_tiles = 8 * tiles64 <= 132 || (K >= 1024 && ((K <= 4096 && tiles64 <= 62) || tiles64 < 32));
         if (M > 128 || (M > 64 && !few_tiles)) EXPECT_EQ(c.path, GemmPath::fp8) << describe(c);
         if (M > 64 && M <= 128 && few_tiles) EXPECT_EQ(c.path, GemmPath::splitk) << describe(c);
         if (M <= 64 && c.path == GemmPath::fp8) EXPECT_EQ(c.block_m, 64) << describe(c);

@@ -26,14 +26,15 @@ namespace {
 
 /// Candidates: every warps / block_n / path combination of the small-M kernel with split_k 1,
 /// 2, 4 or 8 (docs/dispatch.md; the dispatcher may also pick 3, 5, 6 or 7 when K has fewer
-/// than 8 chunks) for M <= 128, plus for M > 64 the tiled kernel (no variants) and path fp8:
+/// than 8 chunks) for M <= 128 (and up to M = 512 where its 64 x 64 tiles number at most 64),
+/// plus for M > 64 the tiled kernel (no variants) and path fp8:
 /// block_m and block_n 64 or 128, block_n 128 also with one consumer warpgroup per 64 x 64
 /// sub-tile, the 256 x 128 cluster pair, and split-K clusters of 2 to 6 and 8 on the 128 x 64
 /// and 128 x 128 tiles (2, 4 and 8 with four 64 x 64 warpgroups); for M <= 64 path fp8's 64 x 64 and 64 x 128 (two
 /// 64 x 64 warpgroups) tiles with split_k 1, 2, 4 and 8 (the benchmark builds the FP8 image);
 /// for M <= 16 path gemv with 1, 2 or 4 slabs per CTA (block_n 16, 32, 64) and 4, 8 and 16 warps
 /// where its shared memory fits (K).
-std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t K) {
+std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t N, int64_t K) {
   std::vector<mxfp4::GemmConfig> v;
   for (int block_n : {16, 32, 64})
     for (int warps : {4, 8, 16}) {
@@ -70,8 +71,10 @@ std::vector<mxfp4::GemmConfig> candidates(int64_t M, int64_t K) {
   // The small-M kernel re-reads the weights for every 64 tokens; past M = 128 path fp8 won
   // every shape of the session 3 tune (bench/results/logs/fp8-v1-tune-large-m-h200.log), and
   // again in session 34 at M = 256 (tune-m256-splitk-session34-h200.log: 256x2880x512 splitk
-  // 7.08 us against fp8 6.49, 256x3072x1536 14.11 against 10.16, 256x7168x2048 27.97 against 13.91).
-  if (M > 128) return v;
+  // 7.08 us against fp8 6.49, 256x3072x1536 14.11 against 10.16, 256x7168x2048 27.97 against
+  // 13.91). Up to M = 512 it stays a candidate where its 64 x 64 tiles are few (at most 64, e.g.
+  // N <= 1024 at M = 256): at M <= 128 it beat path fp8 there by 5-57% (session 54).
+  if (M > 512 || (M > 128 && (M + 63) / 64 * ((N + 63) / 64) > 64)) return v;
   const std::pair<int, int> shapes[] = {{4, 1}, {4, 2}, {4, 4}, {8, 1}, {8, 2}};  // slabs, warps per slab
   for (mxfp4::GemmPath path : {mxfp4::GemmPath::fused, mxfp4::GemmPath::splitk})
     for (int split : {1, 2, 4, 8})
@@ -122,7 +125,7 @@ Command add_tune(CLI::App& app) {
                        std::find(paths->begin(), paths->end(), mxfp4::gemm_path_name(c.path)) != paths->end();
               };
               std::vector<mxfp4::GemmConfig> run;
-              for (const mxfp4::GemmConfig& c : candidates(s.M, s.K))
+              for (const mxfp4::GemmConfig& c : candidates(s.M, s.N, s.K))
                 if (wanted(c)) run.push_back(c);
               // The dispatcher's own choice is always timed (it may lie outside the candidate
               // grid, e.g. split_k 3, or outside --paths), so that the line after the winner
