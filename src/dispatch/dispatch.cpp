@@ -278,9 +278,9 @@ void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
 ///     run a second, mostly idle wave); but for M > 16 split 2 with 16 warps where its pairs
 ///     fill 7/8 of the SMs to one wave and each CTA has >= 16 K chunks (at 132 SMs: N =
 ///     3649..4096 and K > 1984, e.g. N = 4096, K >= 2048);
-///   - 64 < M <= 128: 64-row CTAs, split_k doubling until the grid reaches 128 of 132 SMs; 16
-///     warps where the grid fits one CTA per SM (3/4 of the SMs for clusters of 4 and 8) and
-///     each CTA has >= 12 K chunks, else 8.
+///   - M > 64: 64-row CTAs, split_k doubling until the grid reaches 128 of 132 SMs; 16 warps
+///     where the grid fits one CTA per SM (3/4 of the SMs for clusters of 4 and 8) and each CTA
+///     has >= 8 K chunks, else 8.
 /// Path fused (A quantized inside the GEMM, one launch) when M <= 8 and a CTA quantizes at
 /// most 16 row-chunks of A (M x K chunks per CTA); else A is quantized once first (splitk).
 GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
@@ -298,7 +298,7 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
   if (m_tiles > 1) {
     // Two token CTAs per weight tile: 64-row CTAs, about one CTA per SM (measured best for 128
     // x 2112 x 7168: split 2, 32 us against 49 us for split 8). 16 warps (4 per slab) only
-    // when the grid fits one CTA per SM and each CTA has >= 12 K chunks, else 8. Session 23
+    // when the grid fits one CTA per SM and each CTA has >= 12 K chunks (8 since session 54, below), else 8. Session 23
     // tunes (tune-mid-short-k-, tune-mid-edges-session23-h200.log; session 13's
     // tune-m128-session13-h200.log), 16 against 8 warps at the rule's split: 128x2112x7168
     // 23.38 against 30.67 us, 128x2112x1536 9.15 / 10.54 (132 CTAs); 128x7168x1536 21.98 /
@@ -313,13 +313,17 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     // one wave of its clusters (split 4 and 8: 3/4 of the SMs, fp8_split_grid_limit's
     // measurement for ~200 KB CTAs): 128x512x7168 split 8 (128 CTAs) 11.01 us on 8 warps
     // against 16.51 on 16, 128x1024x4096 split 4 (128) 10.82 / 16.40; 128x256x7168 split 8 (64)
-    // 9.39 on 16 warps against 10.63.
+    // 9.39 on 16 warps against 10.63. From 8 K chunks per CTA (was 12; A/B of call 7,
+    // ab-w16-call7-session54-h100.txt: 128x256x4096 split 8, 64 CTAs, 6.98 us against 7.74 on 8
+    // warps, 128x256x5120 8.10 / 8.96, 192x256x4096 7.87 / 8.35, -0.33 to -0.86 on 6 shapes; at 6
+    // chunks the tunes were split: 72x256x3072 5.97 on 8 warps against 6.47, 128x256x3072 7.01
+    // against 6.59 on 16).
     cfg.block_n = 64;
     const int64_t tiles = ceil_div(N, 64) * m_tiles;
     cfg.split_k = split_for(tiles, fp8_split_grid_limit(2, sms));
     const int64_t ctas = tiles * cfg.split_k;
     const bool one_per_sm_fits = cfg.split_k >= 4 ? ctas <= fp8_split_grid_limit(4, sms) : ctas <= sms;
-    cfg.warps = one_per_sm_fits && ceil_div(chunks, cfg.split_k) >= 12 ? 16 : 8;
+    cfg.warps = one_per_sm_fits && ceil_div(chunks, cfg.split_k) >= 8 ? 16 : 8;
   } else {
     // Measured on H200 (session 3, docs/perf-notes.md; tune times of old -> new choice):
     //   - split target one CTA per SM for M > 16: 64x2880x512 split 8 -> 4: 9.07 -> 7.75 us,

@@ -393,7 +393,7 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   EXPECT_EQ(describe(choose_gemm_config(128, 4352, 2048, dev)), r64_wide);  // K = 2048: any count
   EXPECT_EQ(describe(choose_gemm_config(128, 2112, 7168, dev)), "path=fp8 block_n=64 block_m=128 split_k=3 warps=12");
   // Without an FP8 image: the small-M kernel, 16 warps per 64-row CTA only where the grid fits
-  // one CTA per SM and each CTA has >= 12 K chunks (session 23 tunes).
+  // one CTA per SM and each CTA has >= 8 K chunks (session 23 tunes; 12 until session 54).
   EXPECT_EQ(config_without_fp8(128, 2112, 7168, dev).warps, 16);  // 132 CTAs, 56 chunks
   EXPECT_EQ(config_without_fp8(128, 2112, 1536, dev).warps, 16);  // 132 CTAs, 12 chunks
   EXPECT_EQ(config_without_fp8(128, 7168, 1536, dev).warps, 8);   // 224 CTAs
@@ -404,6 +404,9 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   EXPECT_EQ(describe(config_without_fp8(128, 2048, 2048, dev)), "path=splitk block_n=64 block_m=64 split_k=2 warps=16");
   EXPECT_EQ(describe(config_without_fp8(128, 1984, 2048, dev)), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");
   EXPECT_EQ(config_without_fp8(100, 512, 1024, dev).warps, 8);    // 2 chunks per CTA
+  // 8 K chunks per CTA suffice (session 54): split 8 over 64 CTAs at K = 4096 on 16 warps, K = 3072 on 8.
+  EXPECT_EQ(describe(choose_gemm_config(128, 256, 4096, dev)), "path=splitk block_n=64 block_m=64 split_k=8 warps=16");
+  EXPECT_EQ(describe(choose_gemm_config(128, 256, 3072, dev)), "path=splitk block_n=64 block_m=64 split_k=8 warps=8");
 }
 
 TEST(Dispatch, SmallMFillsTheGpuAndSplitsLongKRangesOverWarps) {
