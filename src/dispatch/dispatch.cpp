@@ -298,9 +298,9 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
   if (m_tiles > 1) {
     // Two token CTAs per weight tile: 64-row CTAs, about one CTA per SM (measured best for 128
     // x 2112 x 7168: split 2, 32 us against 49 us for split 8). 16 warps (4 per slab) only
-    // when the grid fits one CTA per SM and each CTA has >= 12 K chunks (8 since session 54, below), else 8. Session 23
-    // tunes (tune-mid-short-k-, tune-mid-edges-session23-h200.log; session 13's
-    // tune-m128-session13-h200.log), 16 against 8 warps at the rule's split: 128x2112x7168
+    // when the grid fits one CTA per SM and each CTA has >= 12 K chunks (8 since session 54,
+    // below), else 8. Session 23 tunes (tune-mid-short-k-, tune-mid-edges-session23-h200.log;
+    // session 13's tune-m128-session13-h200.log), 16 against 8 warps at the rule's split: 128x2112x7168
     // 23.38 against 30.67 us, 128x2112x1536 9.15 / 10.54 (132 CTAs); 128x7168x1536 21.98 /
     // 15.46, 128x2880x512 10.98 / 7.09, 96x4096x4096 27.81 / 20.30 (more CTAs than SMs: 16
     // warps per SM at 128 registers is the whole register file, so a second CTA waits);
