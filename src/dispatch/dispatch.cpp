@@ -386,14 +386,14 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
   return cfg;
 }
 
-/// 64 < M <= 384 with few 64 x 64 tiles (ceil(M / 64) x ceil(N / 64)): the small-M kernel
+/// 64 < M <= 512 with few 64 x 64 tiles (ceil(M / 64) x ceil(N / 64)): the small-M kernel
 /// (small_m_config, split-K over 64-row CTAs) rather than path fp8:
 ///   - M <= 128 where the tiles give at most one SM in 8 a tile (any K; session 23:
 ///     100x512x1024 6.41 us against path fp8's 7.71);
 ///   - M <= 128 with K >= 1024 where they give at most 62 of 132 SMs a tile up to K = 4096, or
 ///     where small_m_config splits K 8 ways (4 x tiles below its 128-CTA target: < 32 tiles) at
 ///     any longer K;
-///   - 128 < M <= 384 (the largest M tuned) on the same two grids from K = 2048.
+///   - 128 < M <= 512 (the largest M tuned) on the same two grids from K = 2048.
 /// Session 54's H100 tunes (bench/results/logs/tune-m128-k2048-smalln-call1-, tune-m128-smalln-
 /// call2-, tune-m128-edges-call3-, tune-m256-fewtiles-call4- and tune-m128-longk-call4-
 /// session54-h100.log; M = 72-384, N = 256-2048, paths fp8 and splitk), the small-M kernel's
@@ -410,11 +410,14 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 /// this rule's split 8 6.81 / 6.54). The A/B of the first two clauses
 /// (ab-midsm-call3-session54-h100.txt, against path fp8's choices of then): -0.69 to -3.05 us
 /// on 14 shapes (72x256x2048 5.50 against 8.55, 100x640x4096 8.35 / 10.75, 128x1984x4096 12.41
-/// / 14.62), 128x1536x1024 +0.03.
+/// / 14.62), 128x1536x1024 +0.03; of the rest (ab-fewt-call6-session54-h100.txt): -0.79 to
+/// -13.27 us on 13 shapes (192x256x7168 10.33 against path fp8's 64 x 64 23.60); M = 385-512
+/// (ab-m512-call8-session54-h100.txt, against M <= 384): -1.29 to -2.61 on 5 shapes (448x256x7168
+/// 15.14 / 16.43, 416x128x6144 11.28 / 13.88).
 bool small_m_kernel_wins(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   const int64_t n64 = ceil_div(N, 64);
-  if (M > 384 || n64 >= sms) return false;  // N up to 2^40: no overflow below
+  if (M > 512 || n64 >= sms) return false;  // N up to 2^40: no overflow below
   const int64_t tiles64 = ceil_div(M, 64) * n64;
   const bool split8 = 4 * tiles64 < fp8_split_grid_limit(2, sms);  // small_m_config's split target
   const bool few = 132 * tiles64 <= 62 * sms;

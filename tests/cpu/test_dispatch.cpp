@@ -312,7 +312,7 @@ TEST(Dispatch, Fp8TakesLargeWeightsFromM33To64) {
   EXPECT_EQ(describe(choose_gemm_config(64, 3414, 3072, dev)), "path=fp8 block_n=64 block_m=64 split_k=2 warps=8");
 }
 
-// 128 < M <= 384 with few 64 x 64 tiles from K = 2048: the small-M kernel where it splits K 8
+// 128 < M <= 512 with few 64 x 64 tiles from K = 2048: the small-M kernel where it splits K 8
 // ways (< 32 tiles) or, up to K = 4096, where the tiles fill at most 62 of 132 SMs; else path fp8,
 // which from K = 4096 splits K on 128-row tiles where 64 x 64 tiles would fill at most 3/4 of
 // the SMs (session 54's H100 tune, tune-m256-fewtiles-call4-session54-h100.log).
@@ -325,12 +325,14 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(384, 512, 4096), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");   // 48 tiles
   EXPECT_EQ(path(384, 256, 7168), "path=splitk block_n=64 block_m=64 split_k=8 warps=8");   // 24 tiles, 192 CTAs
   EXPECT_EQ(choose_gemm_config(192, 512, 1024, dev).path, GemmPath::fp8);  // K < 2048
-  EXPECT_EQ(choose_gemm_config(448, 256, 2048, dev).path, GemmPath::fp8);  // M > 384
+  EXPECT_EQ(path(448, 256, 7168), "path=splitk block_n=64 block_m=64 split_k=8 warps=8");   // 28 tiles, M <= 512
+  EXPECT_EQ(path(512, 256, 2048), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");   // 32 tiles
+  EXPECT_EQ(choose_gemm_config(576, 256, 2048, dev).path, GemmPath::fp8);  // M > 512
   EXPECT_EQ(path(256, 1024, 2048), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // 64 tiles > 62
   EXPECT_EQ(path(256, 512, 7168), "path=fp8 block_n=64 block_m=128 split_k=6 warps=12");    // split 4 at K > 4096
   EXPECT_EQ(path(256, 1024, 7168), "path=fp8 block_n=64 block_m=128 split_k=3 warps=12");
   EXPECT_EQ(path(384, 1024, 4096), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");   // 96 tiles
-  EXPECT_EQ(path(448, 256, 4096), "path=fp8 block_n=64 block_m=128 split_k=6 warps=12");
+  EXPECT_EQ(path(576, 256, 4096), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");   // 36 tiles, M > 512
   EXPECT_EQ(choose_gemm_config(256, 2112, 7168, dev).split_k, 1);  // 132 tiles of 64 x 64: past 3/4 of the SMs
   EXPECT_EQ(choose_gemm_config(256, 1024, 3072, dev).split_k, 1);  // K < 4096
 }
