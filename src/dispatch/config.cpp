@@ -148,8 +148,9 @@ SplitkScratch splitk_scratch(int64_t M, int64_t N, int64_t K, const GemmConfig& 
   // CTAs costs more than the workspace's extra round trips: the cluster scheduler places
   // clusters of 8 on 124 of the H200's 132 SMs, so some SMs run three CTAs of long K ranges.
   // Everywhere else the cluster reduction is faster (session 9, docs/perf-notes.md: 1.2-2 us
-  // slower through the workspace at split 2 and 4 or short K; the dispatcher never picks
-  // split 8 for M > 16). A configuration the kernels cannot run gets none (gemm() rejects it).
+  // slower through the workspace at split 2 and 4 or short K; for M > 16 the dispatcher picks
+  // split 8 only with few tiles of 64 or more rows, where session 54 measured the clusters). A
+  // configuration the kernels cannot run gets none (gemm() rejects it).
   if (cfg.path != GemmPath::splitk || cfg.split_k != 8 || K < 512 * int64_t(cfg.split_k) || M > 16 ||
       !gemm_config_problem(cfg, M).empty())
     return s;

@@ -25,16 +25,16 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
   return split;
 }
 
-/// Path fp8's split-K for 64 < M <= 128 (fp8_config), given its tile counts of 128 x 64 and
-/// 128 x 128 tiles: of splits 2 to 6 with >= 4 slices per CTA whose grid runs in one wave
-/// (fp8_split_grid_limit), the tile and split with the most CTAs, 128 x 64 on a tie (twice the
-/// CTAs for the same K per CTA); split 1 on 128 x 64 tiles where none fits. Session 26 tune
-/// (bench/results/logs/tune-fp8-split-any-session26-h200.log, --paths fp8; this rule's choice
-/// first, us): 128x2112x7168 128 x 64 split 3 (99 CTAs) 17.01 against session 25's 128 x 128 split
-/// 4 (68) 18.06 and 128 x 128 split 5 17.24; 112x2048x4096 128 x 64 split 3 13.36 against 128 x
-/// 128 split 4 13.84; 128x1024x8192 128 x 64 split 6 15.13 against split 4 15.48 (split 5
-/// 14.73); 128x1536x8192 128 x 64 split 4 15.70 (the winner); 80x2880x6144 128 x 128 split 4
-/// 16.71 (the winner); 96x4096x4096 128 x 64 split 2 (128 CTAs) 15.44 (the winner, 128 x 128
+/// Path fp8's split-K for 64 < M <= 128 and, from K = 4096, few-tile M > 128 (fp8_config),
+/// given its tile counts of 128 x 64 and 128 x 128 tiles: of splits 2 to 6 with >= 4 slices per CTA
+/// whose grid runs in one wave (fp8_split_grid_limit), the tile and split with the most CTAs, 128 x
+/// 64 on a tie (twice the CTAs for the same K per CTA); split 1 on 128 x 64 tiles where none fits.
+/// Session 26 tune (bench/results/logs/tune-fp8-split-any-session26-h200.log, --paths fp8; this
+/// rule's choice first, us): 128x2112x7168 128 x 64 split 3 (99 CTAs) 17.01 against session 25's
+/// 128 x 128 split 4 (68) 18.06 and 128 x 128 split 5 17.24; 112x2048x4096 128 x 64 split 3 13.36
+/// against 128 x 128 split 4 13.84; 128x1024x8192 128 x 64 split 6 15.13 against split 4 15.48
+/// (split 5 14.73); 128x1536x8192 128 x 64 split 4 15.70 (the winner); 80x2880x6144 128 x 128
+/// split 4 16.71 (the winner); 96x4096x4096 128 x 64 split 2 (128 CTAs) 15.44 (the winner, 128 x 128
 /// split 3 16.59); 128x3072x4096 a tie at 96 CTAs: 128 x 64 split 2 14.82 against 128 x 128
 /// split 4 14.72 (so the rule is within 3% of the tune's winner, not always it: 128x1024x8192's
 /// split 5 was faster too). Splits 7 and 8 are left to the tune: at the tuned shapes they ran a
@@ -72,7 +72,8 @@ bool fp8_tall_tile_wins(int64_t M, int64_t N, int64_t sms) {
 /// wave (session 53).
 constexpr int64_t kFp8Row64MinK = 768;
 
-/// Path fp8 (M > 128, and 64 < M <= 128 with K >= 2048: choose_gemm_config), persistent (one
+/// Path fp8 (M > 64 where the small-M kernel does not take the shape, and for 64 < M <= 128 with
+/// K >= 2048: choose_gemm_config), persistent (one
 /// CTA per SM walks the tiles): 128 x 128 tiles as two 64 x 128 consumer warpgroups (12 warps)
 /// when they give at least half the SMs a tile, or 192 x 128 (16 warps) where it takes fewer
 /// rounds (fp8_tall_tile_wins: 8192^3, 4096x7168x2048; since session 25); else, for M > 128,
@@ -148,16 +149,17 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // 192x2048x512 5.17 / 5.76, 256x1024x512 5.11 / 5.67; ab-r64k256-call10-session53-h100.txt:
     // 192x2048x256 4.24 / 4.72, 256x2048x384 5.27 / 5.70); 64 x 128 below K = 768 lost (call 8,
     // ab-row64k512-call8-session53-h100.txt: 256x3072x640 7.06 / 6.82, 192x2880x512 5.94 / 5.87).
-    // 64 x 64 tiles, capped past the SM count (M and N up to 2^40 each: the product would overflow).
-    const int64_t m64 = ceil_div(M, 64), n64 = ceil_div(N, 64);
-    const int64_t ctas64 = m64 > sms || n64 > sms ? sms + 1 : m64 * n64;
+    // 64 x 64 tiles: fewer than 4 x sms / 2 here (tiles of 128 x 128 < sms / 2), so no overflow.
+    const int64_t ctas64 = ceil_div(M, 64) * ceil_div(N, 64);
     const bool fits64 = ctas64 <= sms;
     // Session 54 (H100 tune, bench/results/logs/tune-m256-fewtiles-call4-session54-h100.log): from
     // K = 4096, where 64 x 64 tiles would fill at most 3/4 of the SMs (the most tuned: 96 of
     // 132), split-K on 128-row tiles as for M <= 128 (fp8_split_config): 256x1024x7168 split 3
     // 16.65 us against 64 x 64's 24.07, 256x512x7168 split 6 14.69 / 23.73, 384x1024x4096 split
-    // 2 15.24 / 16.39, 192x1024x4096 split 3 13.32 / 14.71. At K = 2048 64 x 64 still won
-    // (256x1024x2048 9.63 against split 3 10.28); K = 3072 was not tuned.
+    // 2 15.24 / 16.39; A/B (ab-fewt-call6-session54-h100.txt): 256x512x7168 14.77 against 23.98,
+    // 384x1024x7168 split 2 21.24 / 25.73, 384x1024x4096 15.50 / 16.44. At K = 2048 64 x 64
+    // still won (256x1024x2048 9.63 against split 3 10.28); K = 3072 was mixed (call 7's tune:
+    // 256x1024x3072 split 3 6% ahead, 384x1024x3072 64 x 64 best).
     if (K >= 4096 && ctas64 <= fp8_split_grid_limit(4, sms)) {
       const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
       if (split.split_k > 1) return split;
@@ -202,17 +204,17 @@ constexpr int64_t kFp8MinK = 2048;
 /// Path fp8 for 64 < M <= 128 with K < kFp8MinK (choose_gemm_config) where the small-M kernel
 /// does not take the shape (small_m_kernel_wins): the smallest tile whose tiles fit one wave,
 /// unsplit: 64 x 64 (8 warps), else 128 x 64 (12 warps), else the persistent 128 x 128. H200
-/// tune of session 23 (bench/results/logs/tune-mid-short-k-session23-h200.log; us; the small-M kernel's best candidate and the small-M rule's own
-/// choice, which that tune found 1.7-2x slower than the best): 128x2880x512 64 x 64 5.86
-/// (small-M best 6.22, rule 10.98), 128x4096x1024 64 x 64 8.10 (9.26, 13.40), 128x3072x1536
-/// 64 x 64 9.33 (10.79, 16.07), 128x7168x1536 128 x 64 11.24 (15.25, 21.98), 96x7168x1024
-/// 128 x 64 9.29 (11.73, 16.25), 80x7168x1024 128 x 64 9.37 (best fp8 9.36; 11.72, 16.10).
-/// Edges (tune-mid-edges-session23-h200.log): 128x1024x1024 (32 tiles) 7.15, 128x2048x512
-/// 6.03, 128x8192x1024 128 x 64 9.63, 128x16384x1024 128 x 128 12.58: each the fastest of the
-/// tune; 128x2112x1536 9.22 (small-M best 9.15), 72x2880x512 6.63 (6.27), 100x512x1024 (16
+/// tune of session 23 (bench/results/logs/tune-mid-short-k-session23-h200.log; us; the small-M
+/// kernel's best candidate and the small-M rule's own choice, which that tune found 1.7-2x slower
+/// than the best): 128x2880x512 64 x 64 5.86 (small-M best 6.22, rule 10.98), 128x4096x1024 64 x 64
+/// 8.10 (9.26, 13.40), 128x3072x1536 64 x 64 9.33 (10.79, 16.07), 128x7168x1536 128 x 64 11.24
+/// (15.25, 21.98), 96x7168x1024 128 x 64 9.29 (11.73, 16.25), 80x7168x1024 128 x 64 9.37 (best fp8
+/// 9.36; 11.72, 16.10). Edges (tune-mid-edges-session23-h200.log): 128x1024x1024 (32 tiles) 7.15,
+/// 128x2048x512 6.03, 128x8192x1024 128 x 64 9.63, 128x16384x1024 128 x 128 12.58: each the fastest
+/// of the tune; 128x2112x1536 9.22 (small-M best 9.15), 72x2880x512 6.63 (6.27), 100x512x1024 (16
 /// tiles) 7.71 (6.00; the small-M rule's choice there: 10.47). Until session 23 the small-M
 /// kernel took these shapes (session 12: 128x2880x512 6.2 us against path fp8's 7.1). Since
-/// session 54 it takes those with at most 62/132 of the SMs in 64 x 64 tiles again
+/// session 54 it takes those with at most 62/132 of the SMs in 64 x 64 tiles from K = 1024 again
 /// (small_m_kernel_wins: 128x1024x1024 on split 4, 6.24 us against 64 x 64's 6.52 on an H100).
 GemmConfig fp8_config_short_k(int64_t M, int64_t N, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
@@ -263,9 +265,10 @@ void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
   }
 }
 
-/// Small and medium M (<= 128): the weight-streaming kernel (src/cuda/gemm_fused_kernel.cuh),
-/// tokens in CTAs of 64 along grid.y. It is bound by latency (docs/perf-notes.md), so the grid
-/// should hold one to two CTAs per SM and every SM many warps, in one wave:
+/// Small and medium M (<= 128, and up to 512 with few tiles: small_m_kernel_wins): the
+/// weight-streaming kernel (src/cuda/gemm_fused_kernel.cuh), tokens in CTAs of 64 along grid.y. It
+/// is bound by latency (docs/perf-notes.md), so the grid should hold one to two CTAs per SM and
+/// every SM many warps, in one wave:
 ///   - M <= 64: block_n 128 (8 slabs) when M <= 8 and N is wide enough to fill the GPU, else
 ///     64; split_k doubles up to 8 (at most one per 64-wide K chunk) until the grid reaches
 ///     two 4-slab CTAs per SM (one 8-slab CTA) for M <= 16, half that for M > 16 (the cluster
@@ -306,21 +309,26 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     // warps per SM at 128 registers is the whole register file, so a second CTA waits);
     // 100x512x1024 10.47 / 6.41 (2 K chunks per CTA).
     // Session 54 (H100 tunes, bench/results/logs/tune-m128-*-session54-h100.log, 64 < M <= 128
-    // with 8-62 tiles, K = 1024-7168): the split target is 128 of 132 SMs, the largest pair grid
-    // measured in one wave (fp8_split_grid_limit), not all 132: 32 tiles split 4 (128 CTAs)
-    // against split 8 (256, two per SM) at 128x1024x2048 7.67 / 8.14 us, 128x1024x3072 9.29 /
-    // 11.97, 128x1024x4096 10.82 / 13.24. 16 warps (one CTA per SM) only where the grid fits
-    // one wave of its clusters (split 4 and 8: 3/4 of the SMs, fp8_split_grid_limit's
-    // measurement for ~200 KB CTAs): 128x512x7168 split 8 (128 CTAs) 11.01 us on 8 warps
-    // against 16.51 on 16, 128x1024x4096 split 4 (128) 10.82 / 16.40; 128x256x7168 split 8 (64)
-    // 9.39 on 16 warps against 10.63. From 8 K chunks per CTA (was 12; A/B of call 7,
-    // ab-w16-call7-session54-h100.txt: 128x256x4096 split 8, 64 CTAs, 6.98 us against 7.74 on 8
-    // warps, 128x256x5120 8.10 / 8.96, 192x256x4096 7.87 / 8.35, -0.33 to -0.86 on 6 shapes; at 6
-    // chunks the tunes were split: 72x256x3072 5.97 on 8 warps against 6.47, 128x256x3072 7.01
-    // against 6.59 on 16).
+    // with 8-62 tiles, K = 1024-7168): past split 2 the target is 128 of 132 SMs, the largest
+    // pair grid measured in one wave (fp8_split_grid_limit), not all 132: 32 tiles split 4 (128
+    // CTAs) against split 8 (256, two per SM) at 128x1024x2048 7.67 / 8.14 us, 128x1024x3072
+    // 9.29 / 11.97, 128x1024x4096 10.82 / 13.24; 64 tiles split 2 (128 CTAs, 16 warps) against
+    // split 4 (256) at 128x2048x2048 9.27 / 12.13. The first step (split 1 -> 2) keeps the
+    // target of 132: with 128-131 tiles split 2 (two 8-warp CTAs per SM) ran 20.1-20.4 us at
+    // 96x4096x4096 against unsplit 16-warp CTAs' 24.4-24.6 (H200 tunes of sessions 12-19). 16
+    // warps (one CTA per SM) only where the grid fits one wave of its clusters (split 4 and 8: 3/4
+    // of the SMs, fp8_split_grid_limit's measurement for ~200 KB CTAs): 128x512x7168 split 8 (128
+    // CTAs) 11.01 us on 8 warps against 16.51 on 16, 128x1024x4096 split 4 (128) 10.82 / 16.40;
+    // 128x256x7168 split 8 (64) 9.39 on 16 warps against 10.63. From 8 K chunks per CTA (was 12;
+    // A/B of call 7, ab-w16-call7-session54-h100.txt: 128x256x4096 split 8, 64 CTAs, 6.98 us
+    // against 7.74 on 8 warps, 128x256x5120 8.10 / 8.96, 192x256x4096 7.87 / 8.35, -0.33 to -0.86
+    // on 6 shapes; at 6 chunks the tunes were split: 72x256x3072 5.97 on 8 warps against 6.47,
+    // 128x256x3072 7.01 against 6.59 on 16).
     cfg.block_n = 64;
     const int64_t tiles = ceil_div(N, 64) * m_tiles;
-    cfg.split_k = split_for(tiles, fp8_split_grid_limit(2, sms));
+    int split = 1;
+    while (split < max_split && tiles * split < (split == 1 ? sms : fp8_split_grid_limit(2, sms))) split *= 2;
+    cfg.split_k = std::min<int>(split, int(max_split));
     const int64_t ctas = tiles * cfg.split_k;
     const bool one_per_sm_fits = cfg.split_k >= 4 ? ctas <= fp8_split_grid_limit(4, sms) : ctas <= sms;
     cfg.warps = one_per_sm_fits && ceil_div(chunks, cfg.split_k) >= 8 ? 16 : 8;

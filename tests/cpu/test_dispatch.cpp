@@ -138,7 +138,7 @@ TEST(Dispatch, Fp8SplitsKWhenTilesLeaveSmsIdle) {
     for (int64_t N : {64, 256, 1024, 2112, 4096, 4160, 7168})
       for (int64_t K : {128, 1024, 2048, 4096, 16384}) {
         const GemmConfig c = choose_gemm_config(M, N, K, dev);
-        if (c.path != GemmPath::fp8) continue;  // 64 < M <= 128 with short K: the small-M kernel
+        if (c.path != GemmPath::fp8) continue;  // few 64 x 64 tiles: the small-M kernel
         // One wave: pairs <= 128 CTAs of 132, larger clusters <= 99; >= 4 slices per CTA.
         const int64_t tiles = (M + 127) / 128 * ((N + c.block_n - 1) / c.block_n);
         EXPECT_TRUE(c.split_k == 1 || tiles * c.split_k <= (c.split_k == 2 ? 128 : 99)) << describe(c);
@@ -325,6 +325,8 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(384, 512, 4096), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");   // 48 tiles
   EXPECT_EQ(path(384, 256, 7168), "path=splitk block_n=64 block_m=64 split_k=8 warps=8");   // 24 tiles, 192 CTAs
   EXPECT_EQ(choose_gemm_config(192, 512, 1024, dev).path, GemmPath::fp8);  // K < 2048
+  EXPECT_EQ(choose_gemm_config(192, 256, 1024, dev).path, GemmPath::fp8);  // 12 tiles: the 1/8 rule is M <= 128's
+  EXPECT_EQ(choose_gemm_config(192, 64, 512, dev).path, GemmPath::fp8);
   EXPECT_EQ(path(448, 256, 7168), "path=splitk block_n=64 block_m=64 split_k=8 warps=8");   // 28 tiles, M <= 512
   EXPECT_EQ(path(512, 256, 2048), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");   // 32 tiles
   EXPECT_EQ(choose_gemm_config(576, 256, 2048, dev).path, GemmPath::fp8);  // M > 512
@@ -399,10 +401,13 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   EXPECT_EQ(config_without_fp8(128, 2112, 7168, dev).warps, 16);  // 132 CTAs, 56 chunks
   EXPECT_EQ(config_without_fp8(128, 2112, 1536, dev).warps, 16);  // 132 CTAs, 12 chunks
   EXPECT_EQ(config_without_fp8(128, 7168, 1536, dev).warps, 8);   // 224 CTAs
-  // The split target is 128 CTAs (session 54): 96x4096x4096's 128 tiles unsplit on 16 warps,
-  // not split 2's 256 CTAs on 8 (by analogy with session 54's H100 tune at 128x2048x2048, 64
-  // tiles: split 2 on 16 warps 9.27 us against split 4 on 8 warps 12.13); 128x2048x2048 split 2.
-  EXPECT_EQ(describe(config_without_fp8(96, 4096, 4096, dev)), "path=splitk block_n=64 block_m=64 split_k=1 warps=16");
+  // Past split 2 the split target is 128 CTAs (session 54): 128x2048x2048's 64 tiles split 2 on
+  // 16 warps (9.27 us against split 4's 12.13 in session 54's H100 tune); the first step keeps
+  // the target of 132, so 96x4096x4096's 128 tiles split 2 on 8 warps (20.1-20.4 us against
+  // unsplit 16 warps' 24.4-24.6, H200 tunes of sessions 12-19).
+  EXPECT_EQ(describe(config_without_fp8(96, 4096, 4096, dev)), "path=splitk block_n=64 block_m=64 split_k=2 warps=8");
+  EXPECT_EQ(describe(config_without_fp8(128, 4160, 4096, dev)), "path=splitk block_n=64 block_m=64 split_k=2 warps=8");
+  EXPECT_EQ(describe(config_without_fp8(128, 1024, 8192, dev)), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");  // 128 CTAs > 3/4 of the SMs in clusters of 4
   EXPECT_EQ(describe(config_without_fp8(128, 2048, 2048, dev)), "path=splitk block_n=64 block_m=64 split_k=2 warps=16");
   EXPECT_EQ(describe(config_without_fp8(128, 1984, 2048, dev)), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");
   EXPECT_EQ(config_without_fp8(100, 512, 1024, dev).warps, 8);    // 2 chunks per CTA
@@ -642,7 +647,7 @@ TEST(Dispatch, SmallMShortKSplitsOnlyWithinOneWave) {
 
 TEST(Dispatch, EveryChoiceIsValidForItsShape) {
   const DeviceInfo dev = h200();
-  for (int64_t M : {1, 3, 8, 9, 17, 64, 65, 1000})
+  for (int64_t M : {1, 3, 8, 9, 17, 64, 65, 192, 512, 513, 1000})
     for (int64_t N : {1, 16, 100, 7168})
       for (int64_t K : {32, 96, 1664, 16384}) {
         const GemmConfig c = choose_gemm_config(M, N, K, dev);
@@ -657,14 +662,15 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
           EXPECT_TRUE(c.warps == slabs || c.warps == 2 * slabs || (c.warps == 16 && slabs == 4)) << describe(c);
           EXPECT_LE(c.split_k, (K + 63) / 64) << describe(c);
         }
-        // Path fp8 for M > 64 (the small-M kernel at short K where 64 x 64 tiles would give at
-        // most one SM in 8 a tile); at 32 < M <= 64 only for N x K >= 10 Mi, on 64-row tiles.
+        // Path fp8 for M > 64 (the small-M kernel up to M = 512 where 64 x 64 tiles are few); at
+        // 32 < M <= 64 only for N x K >= 10 Mi, on 64-row tiles.
         if (M <= 32 || (M <= 64 && N * K < (int64_t(10) << 20))) EXPECT_NE(c.path, GemmPath::fp8) << describe(c);
-        // 64 < M <= 128: the small-M kernel where 64 x 64 tiles are few (small_m_kernel_wins).
+        // 64 < M <= 512: the small-M kernel where 64 x 64 tiles are few (small_m_kernel_wins).
         const int64_t tiles64 = ((M + 63) / 64) * ((N + 63) / 64);
-        const bool few_tiles = 8 * tiles64 <= 132 || (K >= 1024 && ((K <= 4096 && tiles64 <= 62) || tiles64 < 32));
-        if (M > 128 || (M > 64 && !few_tiles)) EXPECT_EQ(c.path, GemmPath::fp8) << describe(c);
-        if (M > 64 && M <= 128 && few_tiles) EXPECT_EQ(c.path, GemmPath::splitk) << describe(c);
+        const bool few_tiles = (M <= 128 && 8 * tiles64 <= 132) ||
+                               (K >= (M <= 128 ? 1024 : 2048) && ((K <= 4096 && tiles64 <= 62) || tiles64 < 32));
+        if (M > 512 || (M > 64 && !few_tiles)) EXPECT_EQ(c.path, GemmPath::fp8) << describe(c);
+        if (M > 64 && M <= 512 && few_tiles) EXPECT_EQ(c.path, GemmPath::splitk) << describe(c);
         if (M <= 64 && c.path == GemmPath::fp8) EXPECT_EQ(c.block_m, 64) << describe(c);
         EXPECT_EQ(gemm_config_problem(c, M), "") << describe(c);
         EXPECT_EQ(gemm_workspace_bytes(M, K, c) == 0, c.path == GemmPath::fused || c.path == GemmPath::gemv)
