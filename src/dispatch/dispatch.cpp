@@ -160,9 +160,15 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // 384x1024x7168 split 2 21.24 / 25.73, 384x1024x4096 15.50 / 16.44. At K = 2048 64 x 64
     // still won (256x1024x2048 9.63 against split 3 10.28); K = 3072 was mixed (call 7's tune:
     // 256x1024x3072 split 3 6% ahead, 384x1024x3072 64 x 64 best).
+    // Only where the split grid has at least as many CTAs as the 64 x 64 one (call 10's tune,
+    // tune-fp8-m256-midtiles-call10-session54-h100.log: 192x2112x4096, 99 tiles of 64 x 64, ran
+    // 128 x 128 split 2 in 68 CTAs 18.17 us against 64 x 64's 15.60; 192x2112x7168 24.85 /
+    // 24.35, though 128 x 128 split 3 in 102 CTAs, past the 99 that fp8_split_grid_limit allows
+    // clusters of 3, took 20.94).
     if (K >= 4096 && ctas64 <= fp8_split_grid_limit(4, sms)) {
       const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
-      if (split.split_k > 1) return split;
+      const int64_t split_ctas = (split.block_n == 64 ? tiles_of(64) : tiles) * split.split_k;
+      if (split.split_k > 1 && split_ctas >= ctas64) return split;
     }
     if (K >= kFp8Row64MinK || (K >= 256 && fits64)) {
       if (fits64) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
