@@ -1,6 +1,7 @@
 // The public API (include/mxfp4/mxfp4.hpp): validates every argument at the boundary, then
 // dispatches to the CPU backend (src/cpu/) or the CUDA backend (src/cuda/cuda_backend.hpp).
-// choose_gemm_config, describe and gemm_workspace_bytes live in src/dispatch/dispatch.cpp.
+// choose_gemm_config lives in src/dispatch/dispatch.cpp (path fp8's rules in fp8_rules.cpp),
+// describe and gemm_workspace_bytes in src/dispatch/config.cpp.
 #include <vector>
 
 #include "core/fp8_layout.hpp"
