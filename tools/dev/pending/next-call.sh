@@ -15,9 +15,10 @@
 #    256x1024x2048, 192x512x1024, 256x3072x1536, 256x7168x2048, 256x2112x7168) unchanged.
 # 3. The workload benches: bf16, --out-dtype f32, --weights-static ($OUT/results: commit as
 #    bench/results/<gpu>{,-f32,-static}.{md,json}).
-# 4. Plan item b's tune: M = 192-384 x N = 1600-2112 x K = 4096, 7168, path fp8 (64 x 64 grids
-#    of 100-132 tiles; 256x2112x7168 had fp8 64 x 128 split 2 in 132 CTAs 21.59 us against the
-#    dispatcher's 64 x 64 24.47 on an H100).
+# 4. Plan item b's tune: M = 192-320 x N = 1280-1664 x K = 6144-8192, path fp8: where do
+#    128 x 128 split-K grids of 100-128 CTAs in clusters of 3-4 (past fp8_split_grid_limit's 99)
+#    win? Session 54's call 10 (H100) had them 8-25% ahead at K = 7168 (256x1600x7168 split 4,
+#    104 CTAs, 19.52 us against the dispatcher's 64 x 64 24.49).
 # Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/next-call.sh
 set -u
 o=${OUT:?}; mkdir -p "$o/logs" "$o/results"; t0=$SECONDS
@@ -44,7 +45,7 @@ for a in "" "--out-dtype f32" "--weights-static"; do
   timeout 200 build-device/mxfp4 bench --out-dir "$o/results" $a > "$o/logs/$n.log" 2>&1
   echo "bench '$a' rc=$? $((SECONDS-t0)) s"; tail -2 "$o/logs/$n.log" | head -1
 done
-for M in 192 256 384; do for N in 1600 1792 2112; do for K in 4096 7168; do echo "$M $N $K"; done; done; done > /tmp/t-b.txt
-MXFP4_TUNE_CACHE=/tmp/tb.json timeout 120 build-device/mxfp4 tune --verbose --paths fp8 --shapes /tmp/t-b.txt > "$o/logs/tune-fp8-m256-midtiles.log" 2>&1
-echo "tune rc=$? $((SECONDS-t0)) s"; grep -B1 "dispatcher's choice" "$o/logs/tune-fp8-m256-midtiles.log" | grep -v "^--"
+for M in 192 256 320; do for N in 1280 1408 1536 1664; do for K in 6144 7168 8192; do echo "$M $N $K"; done; done; done > /tmp/t-b.txt
+MXFP4_TUNE_CACHE=/tmp/tb.json timeout 150 build-device/mxfp4 tune --verbose --paths fp8 --shapes /tmp/t-b.txt > "$o/logs/tune-fp8-m256-clusterfit.log" 2>&1
+echo "tune rc=$? $((SECONDS-t0)) s"; grep -B1 "dispatcher's choice" "$o/logs/tune-fp8-m256-clusterfit.log" | grep -v "^--"
 pack
