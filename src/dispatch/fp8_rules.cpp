@@ -1,6 +1,6 @@
 // The dispatcher's path fp8 rules (src/dispatch/rules.hpp; docs/dispatch.md, docs/fp8-path.md):
 // tile shape, split-K and cluster size of the FP8 wgmma path from (M, N, K) and the SM count.
-// No CUDA calls here, so it is unit-tested on the CPU (tests/cpu/test_dispatch.cpp).
+// No CUDA calls here, so it is unit-tested on the CPU (tests/cpu/test_dispatch_fp8.cpp).
 #include <algorithm>
 #include <cmath>
 
