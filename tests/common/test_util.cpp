@@ -180,35 +180,42 @@ void record(ContractReport& rep, int64_t m, int64_t n, double c, double r, doubl
     rep.worst_ratio = ratio;
   }
 }
+
+// Judges and records one element C = c against ref = r (spec §3): a NaN on one side only fails
+// (a NaN mismatch), both NaN pass; with bf16 C (`bf16_c`) an infinite c passes where r of its
+// sign lies within `bound` of the bf16 overflow threshold (round-to-nearest overflows there);
+// otherwise |c - r| <= bound (with fp32 C an infinite c fails: r is finite).
+void check_element(ContractReport& rep, int64_t m, int64_t n, double c, double r, double bound, bool bf16_c) {
+  constexpr double kOverflow = 0x1p128 - 0x1p119;  // |x| >= this rounds to Inf in bf16
+  bool fail = false;
+  double err = 0, ratio = 0;
+  if (std::isnan(r) || std::isnan(c)) {
+    fail = std::isnan(r) != std::isnan(c);
+    if (fail) {
+      ++rep.nan_mismatches;
+      ratio = INFINITY;
+    }
+  } else if (bf16_c && std::isinf(c)) {
+    fail = !(std::signbit(c) == std::signbit(r) && std::fabs(r) + bound >= kOverflow);
+    err = INFINITY;
+    ratio = fail ? INFINITY : 0;
+  } else {
+    err = std::fabs(c - r);
+    ratio = err / bound;
+    fail = !(err <= bound);
+  }
+  record(rep, m, n, c, r, err, bound, ratio, fail);
+}
 }  // namespace
 
 ContractReport check_gemm_contract(const uint16_t* C, int64_t M, int64_t N, int64_t ldc, const double* ref,
                                    const double* abs_sum) {
-  constexpr double kOverflow = 0x1p128 - 0x1p119;  // |x| >= this rounds to Inf in bf16
   ContractReport rep;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
-      const double c = bf16_to_f32(C[m * ldc + n]);
       const double r = ref[m * N + n];
       const double bound = 0x1p-8 * std::fabs(r) + 0x1p-12 * abs_sum[m * N + n] + kContractAbsSlack;
-      bool fail = false;
-      double err = 0, ratio = 0;
-      if (std::isnan(r) || std::isnan(c)) {
-        fail = std::isnan(r) != std::isnan(c);
-        if (fail) {
-          ++rep.nan_mismatches;
-          ratio = INFINITY;
-        }
-      } else if (std::isinf(c)) {
-        fail = !(std::signbit(c) == std::signbit(r) && std::fabs(r) + bound >= kOverflow);
-        err = INFINITY;
-        ratio = fail ? INFINITY : 0;
-      } else {
-        err = std::fabs(c - r);
-        ratio = err / bound;
-        fail = !(err <= bound);
-      }
-      record(rep, m, n, c, r, err, bound, ratio, fail);
+      check_element(rep, m, n, bf16_to_f32(C[m * ldc + n]), r, bound, /*bf16_c=*/true);
     }
   return rep;
 }
@@ -218,22 +225,8 @@ ContractReport check_gemm_contract_f32(const float* C, int64_t M, int64_t N, int
   ContractReport rep;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
-      const double c = C[m * ldc + n], r = ref[m * N + n];
       const double bound = 0x1p-12 * abs_sum[m * N + n] + 0x1p-133;
-      bool fail = false;
-      double err = 0, ratio = 0;
-      if (std::isnan(r) || std::isnan(c)) {
-        fail = std::isnan(r) != std::isnan(c);
-        if (fail) {
-          ++rep.nan_mismatches;
-          ratio = INFINITY;
-        }
-      } else {
-        err = std::fabs(c - r);  // an infinite C fails: ref is finite
-        ratio = err / bound;
-        fail = !(err <= bound);
-      }
-      record(rep, m, n, c, r, err, bound, ratio, fail);
+      check_element(rep, m, n, C[m * ldc + n], ref[m * N + n], bound, /*bf16_c=*/false);
     }
   return rep;
 }
