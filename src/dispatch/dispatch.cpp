@@ -177,15 +177,15 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 /// -13.27 us on 13 shapes (192x256x7168 10.33 against path fp8's 64 x 64 23.60); M = 385-512
 /// (ab-m512-call8-session54-h100.txt, against M <= 384): -1.29 to -2.61 on 5 shapes (448x256x7168
 /// 15.14 / 16.43, 416x128x6144 11.28 / 13.88).
-bool small_m_kernel_wins(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
+/// `small` is small_m_config's configuration for the shape (its split_k tells the 8-way split).
+bool small_m_kernel_wins(int64_t M, int64_t N, int64_t K, const GemmConfig& small, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   const int64_t n64 = ceil_div(N, 64);
   if (M > 512 || n64 >= sms) return false;  // N up to 2^40: no overflow below
   const int64_t tiles64 = ceil_div(M, 64) * n64;
-  const bool split8 = 4 * tiles64 < fp8_split_grid_limit(2, sms);  // small_m_config's split target
   const bool few = 132 * tiles64 <= 62 * sms;
   if (M <= 128 && 8 * tiles64 <= sms) return true;
-  return K >= (M <= 128 ? 1024 : 2048) && (split8 || (few && K <= 4096));
+  return K >= (M <= 128 ? 1024 : 2048) && (small.split_k == 8 || (few && K <= 4096));
 }
 
 /// Path gemv (src/cuda/gemm_gemv.cu) for M <= 16 while the quantization of A that every CTA
@@ -268,7 +268,10 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
 /// 28.6, 96x4096x4096 (256) 19.4 against 27.9 (session 13).
 GemmConfig choose_gemm_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   check_shape(M, N, K, "choose_gemm_config");
-  if (M > 64 && small_m_kernel_wins(M, N, K, dev)) return small_m_config(M, N, K, dev);
+  if (M > 64 && M <= 512) {
+    const GemmConfig small = small_m_config(M, N, K, dev);
+    if (small_m_kernel_wins(M, N, K, small, dev)) return small;
+  }
   if (M > 128) return fp8_config(M, N, K, dev);
   if (const auto gemv = gemv_config(M, N, K, dev)) return *gemv;
   if (M <= 64) {
