@@ -8,11 +8,12 @@
 // cluster scheduler limit it; with REGS=80 each thread also keeps 80 registers' worth of
 // live values (check with cuobjdump --dump-resource-usage). Usage (GPU machine):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a [-DREGS=80] \
-//        tools/dev/probes/cluster_fit.cu -o /tmp/cf && /tmp/cf
+//        tools/dev/probes/cluster_fit.cu -o /tmp/cf && /tmp/cf [THREADS,SMEM,CLUSTER,CTAS ...]
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <vector>
 
 #ifndef REGS
@@ -52,10 +53,11 @@ __global__ void __launch_bounds__(kMaxThreads, 512 / kMaxThreads) spin(unsigned 
   if (spin_ns < 0) sink[cta] = smem[threadIdx.x];
 }
 
-int main() {
-  struct Case {
-    int threads, smem, cluster, ctas;
-  };
+struct Case {
+  int threads, smem, cluster, ctas;
+};
+
+int main(int argc, char** argv) {
   // 16x2112x7168 as dispatched (N8 = 2, 4 slabs x 2 warps, 4 stages: 67712 bytes), the same
   // with 4 warps, clusters of 4, and no cluster.
   // Session 23: path fp8's 2-CTA pair (128 x 128 tiles, 384 threads, 210400 bytes) and its
@@ -66,6 +68,19 @@ int main() {
                         // ~210 KB), 17 tiles (128x2112x7168) or 33 (128 x 64 tiles).
                         {384, 210400, 3, 99},  {384, 210400, 4, 68},   {384, 210400, 5, 85},  {384, 210400, 6, 102},
                         {384, 210400, 7, 119}, {384, 210400, 8, 136}};
+  // Cases from the command line instead, each THREADS,SMEM,CLUSTER,CTAS (session 55: clusters
+  // of 3 and 4 fp8 CTAs in grids of 100-132 CTAs).
+  std::vector<Case> todo(std::begin(cases), std::end(cases));
+  if (argc > 1) todo.clear();
+  for (int i = 1; i < argc; ++i) {
+    Case c{};
+    if (sscanf(argv[i], "%d,%d,%d,%d", &c.threads, &c.smem, &c.cluster, &c.ctas) != 4 || c.ctas > 4096 ||
+        c.ctas % c.cluster != 0) {
+      fprintf(stderr, "bad case '%s' (THREADS,SMEM,CLUSTER,CTAS; CTAS <= 4096, a multiple of CLUSTER)\n", argv[i]);
+      return 2;
+    }
+    todo.push_back(c);
+  }
   unsigned long long* starts;
   unsigned* sms;
   int* sink;
@@ -74,7 +89,7 @@ int main() {
     cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024);
     cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   }
-  for (const Case& c : cases) {
+  for (const Case& c : todo) {
     auto spin_k = c.threads > 256 ? spin<384> : spin<256>;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(unsigned(c.ctas));
