@@ -33,16 +33,39 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
 /// split 5 was faster too). Splits 7 and 8 are left to the tune: at the tuned shapes they ran a
 /// second wave or lost (cluster_fit: 15 clusters of 8 such CTAs resident; 128x1024x8192 128 x 128
 /// split 8, 64 CTAs, 15.60), and no shape with so few tiles was tuned.
+/// Session 55: a grid past 3/4 of the SMs, up to what the cluster measurement holds resident
+/// (fp8_cluster_wave: 117 of 132 SMs in clusters of 3, 120 of 4, 110 of 5, 102 of 6), where each
+/// CTA gets at least kLongSlices slices, not on 128 x 64 tiles past split 4, and only with at
+/// least 9/8 the CTAs of the best grid within 3/4. H100 A/B (call 2,
+/// bench/results/logs/ab-cw-call2-session55-h100.txt; new against 3/4): 128x2176x7168 128 x 64
+/// split 3 (102 CTAs) 16.42 us against 128 x 128 split 5's (85) 17.40, 128x1600x7168 128 x 64
+/// split 4 (100) 15.24 / split 6's 16.71, 128x4352x4608 128 x 128 split 3 (102) 18.30 / split
+/// 2's 19.39, 192x1280x7168 128 x 128 split 5 (100) 17.92 / 128 x 64 split 2's 19.31; 128 x 64
+/// split 5 lost (72x1344x8192 105 CTAs 15.65 against split 4's 15.39, 192x704x7168 110 CTAs 15.32
+/// / 14.83) and 2% more CTAs did not pay (128x3136x7168 128 x 128 split 4, 100 CTAs, 19.64
+/// against 128 x 64 split 2's 98, 19.54). Tunes (tune-fp8-m256-clusterfit-call1-session55-h100,
+/// tune-fp8-m256-midtiles-call10-session54-h100): shorter K per CTA lost or gained little
+/// (192x1600x4096 split 4, 8 slices: 15.66 against 15.09; 256x1280x6144 split 5, 9.6 slices:
+/// 17.92 / 17.77).
+constexpr int64_t kLongSlices = 11;
 GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, int64_t sms) {
-  GemmConfig best{GemmPath::fp8, 64, 128, 1, 12};
-  int64_t best_ctas = 0;
-  for (const int block_n : {64, 128})
-    for (int split = 2; split <= 6; ++split) {
-      const int64_t ctas = (block_n == 64 ? tiles64 : tiles128) * split;
-      if (ctas <= fp8_split_grid_limit(split, sms) && slices >= 4 * int64_t(split) && ctas > best_ctas)
-        best = GemmConfig{GemmPath::fp8, block_n, 128, split, 12}, best_ctas = ctas;
-    }
-  return best;
+  // The split with the most CTAs within each candidate's limit (128 x 64 first: it keeps ties).
+  auto most_ctas = [&](bool cluster_wave, int64_t& best_ctas) {
+    GemmConfig best{GemmPath::fp8, 64, 128, 1, 12};
+    best_ctas = 0;
+    for (const int block_n : {64, 128})
+      for (int split = 2; split <= 6; ++split) {
+        const int64_t ctas = (block_n == 64 ? tiles64 : tiles128) * split;
+        const bool wave = cluster_wave && slices >= kLongSlices * split && (block_n == 128 || split <= 4);
+        const int64_t limit = wave ? fp8_cluster_wave(split, sms) : fp8_split_grid_limit(split, sms);
+        if (ctas <= limit && slices >= 4 * int64_t(split) && ctas > best_ctas)
+          best = GemmConfig{GemmPath::fp8, block_n, 128, split, 12}, best_ctas = ctas;
+      }
+    return best;
+  };
+  int64_t ctas = 0, wave_ctas = 0;
+  const GemmConfig within = most_ctas(false, ctas), wave = most_ctas(true, wave_ctas);
+  return 8 * wave_ctas >= 9 * ctas ? wave : within;
 }
 
 /// Whether 192 x 128 fp8 tiles (three 64 x 128 consumer warpgroups, 16 warps) beat 128 x 128
@@ -64,6 +87,10 @@ bool fp8_tall_tile_wins(int64_t M, int64_t N, int64_t sms) {
 /// A/B; 128 x 64 still won K = 512 in session 47's tune); from K = 256 where 64 x 64 fits one
 /// wave (session 53).
 constexpr int64_t kFp8Row64MinK = 768;
+
+/// M > 128 with few tiles: split-K from this K on wherever fp8_split_config finds a split
+/// (session 55; fp8_config).
+constexpr int64_t kFp8LongK = 6144;
 }  // namespace
 
 
@@ -160,10 +187,16 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // 128 x 128 split 2 in 68 CTAs 18.17 us against 64 x 64's 15.60; 192x2112x7168 24.85 /
     // 24.35, though 128 x 128 split 3 in 102 CTAs, past the 99 that fp8_split_grid_limit allows
     // clusters of 3, took 20.94).
-    if (K >= 4096 && ctas64 <= fp8_split_grid_limit(4, sms)) {
+    // Session 55 (H100 tunes tune-fp8-m256-clusterfit-call1-session55-h100.log and call 10's
+    // above): from K = 6144 split-K also where 64 x 64 tiles would fill more of the SMs, up to the
+    // most tuned (198 CTAs of 64 x 64, 3/2 of the SMs): 256x1600x7168 128 x 128 split 4 19.52 us
+    // against 64 x 64's 24.49, 256x2112x7168 split 3 21.59 / 24.46, 320x1536x7168 split 3 22.24 /
+    // 25.86, 256x1664x6144 split 4 18.68 / 21.02, 384x2112x7168 split 2 27.48 against 128 x 64's
+    // 29.57; at K = 4096 64 x 64 still won (256x2112x4096 15.73 against split 3's 16.40).
+    if (K >= 4096 && (ctas64 <= fp8_split_grid_limit(4, sms) || (K >= kFp8LongK && 2 * ctas64 <= 3 * sms))) {
       const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
       const int64_t split_ctas = (split.block_n == 64 ? tiles_of(64) : tiles) * split.split_k;
-      if (split.split_k > 1 && split_ctas >= ctas64) return split;
+      if (split.split_k > 1 && (split_ctas >= ctas64 || K >= kFp8LongK)) return split;
     }
     if (K >= kFp8Row64MinK || (K >= 256 && fits64)) {
       if (fits64) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
