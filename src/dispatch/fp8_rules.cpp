@@ -189,10 +189,12 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // clusters of 3, took 20.94).
     // Session 55 (H100 tunes tune-fp8-m256-clusterfit-call1-session55-h100.log and call 10's
     // above): from K = 6144 split-K also where 64 x 64 tiles would fill more of the SMs, up to the
-    // most tuned (198 CTAs of 64 x 64, 3/2 of the SMs): 256x1600x7168 128 x 128 split 4 19.52 us
-    // against 64 x 64's 24.49, 256x2112x7168 split 3 21.59 / 24.46, 320x1536x7168 split 3 22.24 /
-    // 25.86, 256x1664x6144 split 4 18.68 / 21.02, 384x2112x7168 split 2 27.48 against 128 x 64's
-    // 29.57; at K = 4096 64 x 64 still won (256x2112x4096 15.73 against split 3's 16.40).
+    // most tuned (198 CTAs of 64 x 64, 3/2 of the SMs): 256x1600x7168 128 x 64 split 2 19.69 us
+    // against 64 x 64's 24.49, 256x2112x7168 128 x 128 split 3 21.59 / 24.46, 320x1536x7168
+    // split 3 22.24 / 25.86, 384x2112x7168 split 2 27.48 against 128 x 64's 29.57; at K = 4096
+    // 64 x 64 still won (256x2112x4096 15.73 against split 3's 16.40). A/B (call 2,
+    // ab-cw-call2-session55-h100.txt): 256x2112x7168 21.52 against 24.73, 320x1280x6144 128 x 64
+    // split 2 20.18 / 22.76, 384x1600x7168 128 x 128 split 3 23.87 / 28.18.
     if (K >= 4096 && (ctas64 <= fp8_split_grid_limit(4, sms) || (K >= kFp8LongK && 2 * ctas64 <= 3 * sms))) {
       const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
       const int64_t split_ctas = (split.block_n == 64 ? tiles_of(64) : tiles) * split.split_k;
