@@ -194,11 +194,18 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // split 3 22.24 / 25.86, 384x2112x7168 split 2 27.48 against 128 x 64's 29.57; at K = 4096
     // 64 x 64 still won (256x2112x4096 15.73 against split 3's 16.40). A/B (call 2,
     // ab-cw-call2-session55-h100.txt): 256x2112x7168 21.52 against 24.73, 320x1280x6144 128 x 64
-    // split 2 20.18 / 22.76, 384x1600x7168 128 x 128 split 3 23.87 / 28.18.
+    // split 2 20.18 / 22.76, 384x1600x7168 128 x 128 split 3 23.87 / 28.18. There a split with
+    // fewer CTAs than the unsplit grid is taken only where each CTA streams at most 4/5 of the
+    // unsplit CTA's operand bytes ((rows + columns) x K / split, against 64 x 64's 128 x K or 64
+    // x 128's 192 x K): call 3 (ab-cw2-call3-session55-h100.txt) had 160x2496x6144 128 x 128
+    // split 2 (80 CTAs, the same bytes per CTA as 64 x 64's 117) at 22.39 us against 20.93, while
+    // 256x2112x7168 (split 3 in 102 CTAs against 132, 2/3 of the bytes) won.
     if (K >= 4096 && (ctas64 <= fp8_split_grid_limit(4, sms) || (K >= kFp8LongK && 2 * ctas64 <= 3 * sms))) {
       const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
       const int64_t split_ctas = (split.block_n == 64 ? tiles_of(64) : tiles) * split.split_k;
-      if (split.split_k > 1 && (split_ctas >= ctas64 || K >= kFp8LongK)) return split;
+      const int64_t unsplit_edge = fits64 ? 64 + 64 : 64 + 128;
+      const bool shorter_stream = 5 * (128 + int64_t(split.block_n)) <= 4 * int64_t(split.split_k) * unsplit_edge;
+      if (split.split_k > 1 && (split_ctas >= ctas64 || (K >= kFp8LongK && shorter_stream))) return split;
     }
     if (K >= kFp8Row64MinK || (K >= 256 && fits64)) {
       if (fits64) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};

@@ -203,6 +203,11 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(320, 1536, 7168), "path=fp8 block_n=128 block_m=128 split_k=3 warps=12");  // 108 CTAs: 22.24 / 25.86
   EXPECT_EQ(path(384, 2112, 7168), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");  // 198 of 64 x 64: 27.48 / 29.57
   EXPECT_EQ(choose_gemm_config(384, 2176, 7168, dev).split_k, 1);  // 204 of 64 x 64: past 3/2 of the SMs
+  // Fewer CTAs than 64 x 64 and no fewer operand bytes per CTA: 128 x 128 split 2 (80 CTAs)
+  // lost to 64 x 64's 117 (call 3: 22.39 us against 20.93); 136x2880x7168 split 2 (92 CTAs,
+  // 2/3 of 64 x 128's bytes per CTA) won (24.03 against 26.28).
+  EXPECT_EQ(path(160, 2496, 6144), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
+  EXPECT_EQ(path(136, 2880, 7168), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");
 }
 
 // 64 < M <= 128 with K < 2048: path fp8 on the smallest tile whose tiles fit one wave (session
