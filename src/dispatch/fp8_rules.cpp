@@ -39,7 +39,7 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
 /// least 9/8 the CTAs of the best grid within 3/4. H100 A/B (call 2,
 /// bench/results/logs/ab-cw-call2-session55-h100.txt; new against 3/4): 128x2176x7168 128 x 64
 /// split 3 (102 CTAs) 16.42 us against 128 x 128 split 5's (85) 17.40, 128x1600x7168 128 x 64
-/// split 4 (100) 15.24 / split 6's 16.71, 128x4352x4608 128 x 128 split 3 (102) 18.30 / split
+/// split 4 (100) 15.24 / 128 x 128 split 6's 16.71, 128x4352x4608 128 x 128 split 3 (102) 18.30 / split
 /// 2's 19.39, 192x1280x7168 128 x 128 split 5 (100) 17.92 / 128 x 64 split 2's 19.31; 128 x 64
 /// split 5 lost (72x1344x8192 105 CTAs 15.65 against split 4's 15.39, 192x704x7168 110 CTAs 15.32
 /// / 14.83) and 2% more CTAs did not pay (128x3136x7168 128 x 128 split 4, 100 CTAs, 19.64
@@ -88,8 +88,9 @@ bool fp8_tall_tile_wins(int64_t M, int64_t N, int64_t sms) {
 /// wave (session 53).
 constexpr int64_t kFp8Row64MinK = 768;
 
-/// M > 128 with few tiles: split-K from this K on wherever fp8_split_config finds a split
-/// (session 55; fp8_config).
+/// M > 128 with few tiles: split-K from this K on also where 64 x 64 tiles would fill more than
+/// 3/4 of the SMs, or where the split has fewer CTAs but streams fewer bytes per CTA (session 55;
+/// fp8_config).
 constexpr int64_t kFp8LongK = 6144;
 }  // namespace
 
@@ -192,7 +193,7 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // most tuned (198 CTAs of 64 x 64, 3/2 of the SMs): 256x1600x7168 128 x 64 split 2 19.69 us
     // against 64 x 64's 24.49, 256x2112x7168 128 x 128 split 3 21.59 / 24.46, 320x1536x7168
     // split 3 22.24 / 25.86, 384x2112x7168 split 2 27.48 against 128 x 64's 29.57; at K = 4096
-    // 64 x 64 still won (256x2112x4096 15.73 against split 3's 16.40). A/B (call 2,
+    // 64 x 64 still won (256x2112x4096 15.73 against 128 x 64 split 2's 16.40, 128 x 128 split 3's 17.23). A/B (call 2,
     // ab-cw-call2-session55-h100.txt): 256x2112x7168 21.52 against 24.73, 320x1280x6144 128 x 64
     // split 2 20.18 / 22.76, 384x1600x7168 128 x 128 split 3 23.87 / 28.18. There a split with
     // fewer CTAs than the unsplit grid is taken only where each CTA streams at most 4/5 of the
