@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Session 55, call 4: A/B of 4cd180f's dispatcher (the tree) against 21a1510's (overlay
-# tools/dev/pending/base-cw/, written as call2-s55.sh says) on 24 shapes drawn at random (seed 55)
+# Session 55, call 4 (not run in session 55: no device time left): A/B of session 55's dispatcher
+# (the tree) against 21a1510's (overlay tools/dev/pending/base-cw/, written here first by:
+#   mkdir -p tools/dev/pending/base-cw/src/dispatch && for f in rules.hpp fp8_rules.cpp; do
+#   git show 21a1510:src/dispatch/$f > tools/dev/pending/base-cw/src/dispatch/$f; done
+# ) on 24 shapes drawn at random (seed 55)
 # from the 81,544 shapes of the CPU sweep (M 1-1024 x N 64-8192 x K 512-16384, 132 SMs) whose
 # choice session 55 changed: 12 at M <= 128, 12 at M > 128 (shapes-clusterwave-random.txt).
+# new - base < 0 = session 55's rule faster; the landing rule: no changed shape slower than
+# max(0.05 us, 0.5%). Then remove the overlay here.
 # Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/call4-s55.sh
 set -u
 o=${OUT:?}; mkdir -p "$o/logs"; t0=$SECONDS
