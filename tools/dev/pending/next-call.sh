@@ -19,6 +19,7 @@
 #    128 x 128 split-K grids of 100-128 CTAs in clusters of 3-4 (past fp8_split_grid_limit's 99)
 #    win? Session 54's call 10 (H100) had them 8-25% ahead at K = 7168 (256x1600x7168 split 4,
 #    104 CTAs, 19.52 us against the dispatcher's 64 x 64 24.49).
+# At most 8 files come back: results/ (6) and logs.tgz (the A/B tables are in it and on stdout).
 # Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/next-call.sh
 set -u
 o=${OUT:?}; mkdir -p "$o/logs" "$o/results"; t0=$SECONDS
@@ -37,9 +38,9 @@ wait $b1; r1=$?; wait $b2; r2=$?
   { echo "build rc=$built bases rc=$r1 $r2"; tail -20 "$o/logs/build.log" "$o/logs"/ab-build-*.txt; pack; exit 1; }
 echo "builds $((SECONDS-t0)) s"
 AB_OVERLAY=$P/base-k4096 AB_TREE=/tmp/ab-k4096 AB_ROTATE=1 AB_PREBUILT=1 OUT=$o tools/dev/ab.sh k4096 $P/shapes-k4096.txt 5
-echo "ab k4096 rc=$? $((SECONDS-t0)) s"; cp "$o/logs/ab-k4096.txt" "$o/" 2>/dev/null
+echo "ab k4096 rc=$? $((SECONDS-t0)) s"
 AB_OVERLAY=$P/base-s53 AB_TREE=/tmp/ab-s53 AB_ROTATE=1 AB_PREBUILT=1 OUT=$o tools/dev/ab.sh fewt $P/shapes-fewtiles-all.txt 3
-echo "ab fewt rc=$? $((SECONDS-t0)) s"; cp "$o/logs/ab-fewt.txt" "$o/" 2>/dev/null
+echo "ab fewt rc=$? $((SECONDS-t0)) s"
 for a in "" "--out-dtype f32" "--weights-static"; do
   n=bench$(echo $a | tr -d ' -')
   timeout 200 build-device/mxfp4 bench --out-dir "$o/results" $a > "$o/logs/$n.log" 2>&1
