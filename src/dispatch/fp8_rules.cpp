@@ -39,8 +39,9 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
 /// least 9/8 the CTAs of the best grid within 3/4. H100 A/B (call 2,
 /// bench/results/logs/ab-cw-call2-session55-h100.txt; new against 3/4): 128x2176x7168 128 x 64
 /// split 3 (102 CTAs) 16.42 us against 128 x 128 split 5's (85) 17.40, 128x1600x7168 128 x 64
-/// split 4 (100) 15.24 / 128 x 128 split 6's 16.71, 128x4352x4608 128 x 128 split 3 (102) 18.30 / split
-/// 2's 19.39, 192x1280x7168 128 x 128 split 5 (100) 17.92 / 128 x 64 split 2's 19.31; 128 x 64
+/// split 4 (100) 15.24 / 128 x 128 split 6's 16.71, 128x4352x4608 128 x 128 split 3 (102)
+/// 18.30 / split 2's 19.39, 192x1280x7168 128 x 128 split 5 (100) 17.92 / 128 x 64 split 2's
+/// 19.31; 128 x 64
 /// split 5 lost (72x1344x8192 105 CTAs 15.65 against split 4's 15.39, 192x704x7168 110 CTAs 15.32
 /// / 14.83) and 2% more CTAs did not pay (128x3136x7168 128 x 128 split 4, 100 CTAs, 19.64
 /// against 128 x 64 split 2's 98, 19.54). Tunes (tune-fp8-m256-clusterfit-call1-session55-h100,
@@ -188,20 +189,21 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // 128 x 128 split 2 in 68 CTAs 18.17 us against 64 x 64's 15.60; 192x2112x7168 24.85 /
     // 24.35, though 128 x 128 split 3 in 102 CTAs, past the 99 that fp8_split_grid_limit allows
     // clusters of 3, took 20.94).
-    // Session 55 (H100 tunes tune-fp8-m256-clusterfit-call1-session55-h100.log and call 10's
-    // above): from K = 6144 split-K also where 64 x 64 tiles would fill more of the SMs, up to the
-    // most tuned (198 CTAs of 64 x 64, 3/2 of the SMs): 256x1600x7168 128 x 64 split 2 19.69 us
-    // against 64 x 64's 24.49, 256x2112x7168 128 x 128 split 3 21.59 / 24.46, 320x1536x7168
-    // split 3 22.24 / 25.86, 384x2112x7168 split 2 27.48 against 128 x 64's 29.57; at K = 4096
-    // 64 x 64 still won (256x2112x4096 15.73 against 128 x 64 split 2's 16.40, 128 x 128 split 3's 17.23). A/B (call 2,
+    // Session 55 (H100 tunes tune-fp8-m256-clusterfit-call1-session55-h100.log and call 10's above):
+    // from K = 6144 split-K also where 64 x 64 tiles would fill more of the SMs, up to the most tuned
+    // (198 CTAs of 64 x 64, 3/2 of the SMs): 256x1600x7168 128 x 64 split 2 19.69 us against 64 x
+    // 64's 24.49, 256x2112x7168 128 x 128 split 3 21.59 / 24.46, 320x1536x7168 split 3 22.24 / 25.86,
+    // 384x2112x7168 split 2 27.48 against 128 x 64's 29.57; at K = 4096 64 x 64 still won
+    // (256x2112x4096 15.73 against 128 x 64 split 2's 16.40, 128 x 128 split 3's 17.23). A/B (call 2,
     // ab-cw-call2-session55-h100.txt): 256x2112x7168 21.52 against 24.73, 320x1280x6144 128 x 64
-    // split 2 20.18 / 22.76, 384x1600x7168 128 x 128 split 3 23.87 / 28.18. There a split with
-    // fewer CTAs than the unsplit grid is taken only where each CTA streams at most 4/5 of the
-    // unsplit CTA's operand bytes ((rows + columns) x K / split, against 64 x 64's 128 x K or 64
-    // x 128's 192 x K): call 3 (ab-cw2-call3-session55-h100.txt) had 160x2496x6144 128 x 128
-    // split 2 (80 CTAs, the same bytes per CTA as 64 x 64's 117) at 22.39 us against 20.93, while
-    // 256x2112x7168 (split 3 in 102 CTAs against 132, 2/3 of the bytes) won.
-    if (K >= 4096 && (ctas64 <= fp8_split_grid_limit(4, sms) || (K >= kFp8LongK && 2 * ctas64 <= 3 * sms))) {
+    // split 2 20.18 / 22.76, 384x1600x7168 128 x 128 split 3 23.87 / 28.18. There a split with fewer
+    // CTAs than the unsplit grid is taken only where each CTA streams at most 4/5 of the unsplit
+    // CTA's operand bytes ((rows + columns) x K / split, against 64 x 64's 128 x K or 64 x 128's 192
+    // x K): call 3 (ab-cw2-call3-session55-h100.txt) had 160x2496x6144 128 x 128 split 2 (80 CTAs,
+    // the same bytes per CTA as 64 x 64's 117) at 22.39 us against 20.93, while 256x2112x7168 (split
+    // 3 in 102 CTAs against 132, 2/3 of the bytes) won.
+    const bool long_k_fits = K >= kFp8LongK && 2 * ctas64 <= 3 * sms;
+    if (K >= 4096 && (ctas64 <= fp8_split_grid_limit(4, sms) || long_k_fits)) {
       const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
       const int64_t split_ctas = (split.block_n == 64 ? tiles_of(64) : tiles) * split.split_k;
       const int64_t unsplit_edge = fits64 ? 64 + 64 : 64 + 128;
