@@ -164,23 +164,6 @@ std::string ContractReport::str() const {
 }
 
 namespace {
-// Counts one checked element of a contract check and keeps the worst (largest ratio, or the
-// first failure when no ratio is larger).
-void record(ContractReport& rep, int64_t m, int64_t n, double c, double r, double err, double bound, double ratio,
-            bool fail) {
-  ++rep.checked;
-  if (fail) ++rep.failures;
-  if (ratio > rep.worst_ratio || (fail && rep.worst_m < 0)) {
-    rep.worst_m = m;
-    rep.worst_n = n;
-    rep.worst_c = c;
-    rep.worst_ref = r;
-    rep.worst_err = err;
-    rep.worst_bound = bound;
-    rep.worst_ratio = ratio;
-  }
-}
-
 // Judges and records one element C = c against ref = r (spec §3): a NaN on one side only fails
 // (a NaN mismatch), both NaN pass; with bf16 C (`bf16_c`) an infinite c passes where r of its
 // sign lies within `bound` of the bf16 overflow threshold (round-to-nearest overflows there);
@@ -204,7 +187,18 @@ void check_element(ContractReport& rep, int64_t m, int64_t n, double c, double r
     ratio = err / bound;
     fail = !(err <= bound);
   }
-  record(rep, m, n, c, r, err, bound, ratio, fail);
+  // Count it and keep the worst (largest ratio, or the first failure when no ratio is larger).
+  ++rep.checked;
+  if (fail) ++rep.failures;
+  if (ratio > rep.worst_ratio || (fail && rep.worst_m < 0)) {
+    rep.worst_m = m;
+    rep.worst_n = n;
+    rep.worst_c = c;
+    rep.worst_ref = r;
+    rep.worst_err = err;
+    rep.worst_bound = bound;
+    rep.worst_ratio = ratio;
+  }
 }
 }  // namespace
 
