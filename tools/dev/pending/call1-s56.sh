@@ -4,10 +4,18 @@
 #     git show 21a1510:src/dispatch/$f > tools/dev/pending/base-cw/src/dispatch/$f; done
 #   bash tools/dev/pending/prep-first-call.sh tools/dev/pending/fp8-m128-k4096.patch tools/dev/pending/base-k4096
 #   bash tools/dev/pending/prep-first-call.sh tools/dev/pending/dispatch-before-s54.patch tools/dev/pending/base-s53
+#   for v in ratio longk; do mkdir -p tools/dev/pending/base-$v/src/dispatch; done
+#   sed 's/return 8 \* wave_ctas >= 9 \* ctas/return 20 * wave_ctas >= 21 * ctas/' src/dispatch/fp8_rules.cpp \
+#     > tools/dev/pending/base-ratio/src/dispatch/fp8_rules.cpp
+#   sed 's/kFp8LongK = 6144;/kFp8LongK = 5632;/' src/dispatch/fp8_rules.cpp > tools/dev/pending/base-longk/src/dispatch/fp8_rules.cpp
 # Bases are built in place (tools/dev/ab-inplace.sh: the overlays touch only src/dispatch/).
 # Every GPU: A/B of session 55's rule on 24 random changed shapes (call4-s55.sh's, 3 reps; new -
 # base < 0 = session 55's rule faster; landing rule: no shape slower than max(0.05 us, 0.5%)).
-# H200 only, after it: the workload benches (results/: commit as bench/results/h200{,-f32,-static}),
+# Then (plan item b; here the base is the variant, so new - base > 0 = the variant faster): the
+# cluster-wave ratio 21/20 instead of 9/8 (shapes-ratio-s56.txt: 12 shapes of the CPU sweep where
+# it changes the choice, stratified by M; all 64 x 128 split 2 -> 128 x 128 split 4 but one) and
+# the long-K bound at 5632 instead of 6144 (shapes-longk5632-s56.txt, 12 of the 1432 changed).
+# H200 only, between them: the workload benches (results/: commit as bench/results/h200{,-f32,-static}),
 # cluster_fit with the fp8 kernel's shape (384 threads, 210400 B; clusters of 3-6), the A/B of
 # session 55's rule on shapes-clusterwave.txt, of session 54's few-tile rules
 # (shapes-fewtiles-all.txt against base-s53) and of a5fb0fc's K bound (shapes-k4096.txt against
@@ -20,7 +28,7 @@ trap 'pack; exit 124' TERM
 P=tools/dev/pending
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu" | tee "$o/logs/gpu.txt"
 h200=0; [[ $gpu == *H200* ]] && h200=1
-bases="cw"; [ $h200 = 1 ] && bases="cw k4096 s53"
+bases="cw ratio longk"; [ $h200 = 1 ] && bases="$bases k4096 s53"
 for b in $bases; do [ -d $P/base-$b ] || { echo "no $P/base-$b (header)"; pack; exit 2; }; done
 OUT=$o/logs/dc bash scripts/device-check.sh --no-tests --no-bench > "$o/logs/build.log" 2>&1 ||
   { echo "build failed"; tail -20 "$o/logs/build.log"; pack; exit 1; }
@@ -32,7 +40,7 @@ echo "builds $((SECONDS-t0)) s"
 ab() { AB_OVERLAY=$P/base-$1 AB_TREE=/tmp/ab-$1 AB_ROTATE=1 AB_PREBUILT=1 OUT=$o tools/dev/ab.sh "$2" "$3" "$4"
        echo "ab $2 rc=$? $((SECONDS-t0)) s"; }
 ab cw cwr $P/shapes-clusterwave-random.txt 3
-[ $h200 = 1 ] || { pack; exit 0; }
+[ $h200 = 1 ] || { ab ratio ratio $P/shapes-ratio-s56.txt 3; ab longk longk $P/shapes-longk5632-s56.txt 3; pack; exit 0; }
 for a in "" "--out-dtype f32" "--weights-static"; do
   n=bench$(echo $a | tr -d ' -')
   timeout 200 build-device/mxfp4 bench --out-dir "$o/results" $a > "$o/logs/$n.log" 2>&1
@@ -43,6 +51,8 @@ for c in 3 4 5 6; do for n in $(seq 96 $c 132); do cases="$cases 384,210400,$c,$
 nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/dev/probes/cluster_fit.cu -o /tmp/cf &&
   timeout 60 /tmp/cf $cases > "$o/logs/cluster-fit.txt" 2>&1
 echo "cluster_fit rc=$? $((SECONDS-t0)) s"; grep -E "late CTAs 0," "$o/logs/cluster-fit.txt" | awk '{print $6, $8}' | sort -n -k1 -k2 | awk '{m[$1]=$2} END {for (c in m) print "cluster", c, "resident up to", m[c]}'
+ab ratio ratio $P/shapes-ratio-s56.txt 3
+ab longk longk $P/shapes-longk5632-s56.txt 3
 ab cw cw $P/shapes-clusterwave.txt 3
 ab s53 fewt $P/shapes-fewtiles-all.txt 3
 ab k4096 k4096 $P/shapes-k4096.txt 5
