@@ -19,7 +19,12 @@
 # cluster_fit with the fp8 kernel's shape (384 threads, 210400 B; clusters of 3-6), the A/B of
 # session 55's rule on shapes-clusterwave.txt, of session 54's few-tile rules
 # (shapes-fewtiles-all.txt against base-s53) and of a5fb0fc's K bound (shapes-k4096.txt against
-# base-k4096). At most 8 files come back: results/ (6) and logs.tgz.
+# base-k4096). Last, every GPU: plan item c's tune, path fp8 at few-tile M > 128 and K = 5120
+# (M = 192-512 x N = 1280-2112: does 128 x 64 split 2 win where bytes per CTA drop to 3/4?).
+# Checked here before the call (CPU probe linking each overlay's dispatcher): the bases choose
+# differently on 24/24, 13/13, 12/12, 22/30, 34/42 and 4/6 shapes of the six A/B files (the rest
+# are controls); ab-inplace.sh restored a byte-identical tree CLI after each of the five bases.
+# At most 8 files come back: results/ (6) and logs.tgz.
 # Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/call1-s56.sh
 set -u
 o=${OUT:?}; mkdir -p "$o/logs" "$o/results"; t0=$SECONDS
@@ -40,7 +45,12 @@ echo "builds $((SECONDS-t0)) s"
 ab() { AB_OVERLAY=$P/base-$1 AB_TREE=/tmp/ab-$1 AB_ROTATE=1 AB_PREBUILT=1 OUT=$o tools/dev/ab.sh "$2" "$3" "$4"
        echo "ab $2 rc=$? $((SECONDS-t0)) s"; }
 ab cw cwr $P/shapes-clusterwave-random.txt 3
-[ $h200 = 1 ] || { ab ratio ratio $P/shapes-ratio-s56.txt 3; ab longk longk $P/shapes-longk5632-s56.txt 3; pack; exit 0; }
+tune_c() {
+  for M in 192 256 320 384 512; do for N in 1280 1600 2112; do echo "$M $N 5120"; done; done > /tmp/t-c.txt
+  MXFP4_TUNE_CACHE=/tmp/tc.json timeout 150 build-device/mxfp4 tune --verbose --paths fp8 --shapes /tmp/t-c.txt > "$o/logs/tune-fp8-k5120.log" 2>&1
+  echo "tune rc=$? $((SECONDS-t0)) s"; grep -B1 "dispatcher's choice" "$o/logs/tune-fp8-k5120.log" | grep -v "^--"
+}
+[ $h200 = 1 ] || { ab ratio ratio $P/shapes-ratio-s56.txt 3; ab longk longk $P/shapes-longk5632-s56.txt 3; tune_c; pack; exit 0; }
 for a in "" "--out-dtype f32" "--weights-static"; do
   n=bench$(echo $a | tr -d ' -')
   timeout 200 build-device/mxfp4 bench --out-dir "$o/results" $a > "$o/logs/$n.log" 2>&1
@@ -56,4 +66,5 @@ ab longk longk $P/shapes-longk5632-s56.txt 3
 ab cw cw $P/shapes-clusterwave.txt 3
 ab s53 fewt $P/shapes-fewtiles-all.txt 3
 ab k4096 k4096 $P/shapes-k4096.txt 5
+tune_c
 pack
