@@ -3,7 +3,8 @@
 # only a few C++ files (e.g. the dispatcher's src/dispatch/*), the base is the tree's own
 # build-device/ with those files swapped in, rebuilt incrementally; its CLI is copied to
 # TREE/build/mxfp4, which `AB_TREE=TREE AB_PREBUILT=1 tools/dev/ab.sh ...` then runs as the base.
-# The tree's files are put back (with a new mtime) and build-device/ rebuilt, also on failure.
+# The tree's files are put back (with a new mtime) and build-device/ rebuilt, also on failure;
+# the tree's CLI must then be byte-identical to its copy taken before the swap.
 # Run after build-device/ is built (scripts/device-check.sh), one overlay at a time.
 # Usage (repository root, on the device): tools/dev/ab-inplace.sh OVERLAY_DIR TREE_DIR
 set -u
@@ -19,9 +20,12 @@ done
 restore() {
   for f in "${files[@]}"; do cp "$keep/$f" "$f"; touch "$f"; done
   cmake --build build-device -j "$(nproc)" > /tmp/ab-inplace-restore.log 2>&1 ||
-    { echo "ab-inplace.sh: rebuilding the tree failed (/tmp/ab-inplace-restore.log)"; return 1; }
+    { echo "ab-inplace.sh: rebuilding the tree failed"; tail -20 /tmp/ab-inplace-restore.log; return 1; }
+  cmp -s build-device/mxfp4 "$keep/mxfp4.tree" ||
+    { echo "ab-inplace.sh: the tree's CLI differs from before the swap (stale build-device/?)"; return 1; }
 }
 for f in "${files[@]}"; do mkdir -p "$keep/$(dirname "$f")" && cp "$f" "$keep/$f"; done
+cp build-device/mxfp4 "$keep/mxfp4.tree"
 for f in "${files[@]}"; do cp "$overlay/$f" "$f"; touch "$f"; done
 rc=0
 if cmake --build build-device --target mxfp4_cli -j "$(nproc)" > /tmp/ab-inplace-base.log 2>&1; then
