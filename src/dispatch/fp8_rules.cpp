@@ -202,13 +202,13 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // x K): call 3 (ab-cw2-call3-session55-h100.txt) had 160x2496x6144 128 x 128 split 2 (80 CTAs,
     // the same bytes per CTA as 64 x 64's 117) at 22.39 us against 20.93, while 256x2112x7168 (split
     // 3 in 102 CTAs against 132, 2/3 of the bytes) won.
-    const bool long_k_fits = K >= kFp8LongK && 2 * ctas64 <= 3 * sms;
-    if (K >= 4096 && (ctas64 <= fp8_split_grid_limit(4, sms) || long_k_fits)) {
+    const bool long_k = K >= kFp8LongK;
+    if (K >= 4096 && (ctas64 <= fp8_split_grid_limit(4, sms) || (long_k && 2 * ctas64 <= 3 * sms))) {
       const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
       const int64_t split_ctas = (split.block_n == 64 ? tiles_of(64) : tiles) * split.split_k;
       const int64_t unsplit_edge = fits64 ? 64 + 64 : 64 + 128;
       const bool shorter_stream = 5 * (128 + int64_t(split.block_n)) <= 4 * int64_t(split.split_k) * unsplit_edge;
-      if (split.split_k > 1 && (split_ctas >= ctas64 || (K >= kFp8LongK && shorter_stream))) return split;
+      if (split.split_k > 1 && (split_ctas >= ctas64 || (long_k && shorter_stream))) return split;
     }
     if (K >= kFp8Row64MinK || (K >= 256 && fits64)) {
       if (fits64) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};
