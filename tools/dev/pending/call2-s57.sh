@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Session 57's second call (any Hopper): A/Bs of two path fp8 split-K variants drawn from call 1
 # (docs/perf-notes.md, "Session 57"). The base is the variant, so new - base > 0 = the variant
-# faster. Before it, here (untracked overlays; the lines that write them are in the commit that
-# added this script: tools/dev/pending/base-{ratiolong,fits64}/src/dispatch/fp8_rules.cpp):
+# faster. Before it, here (untracked overlays), from the repository root:
+#   P=tools/dev/pending; mkdir -p $P/base-ratiolong/src/dispatch $P/base-fits64/src/dispatch
+#   sed 's|^  return 8 \* wave_ctas >= 9 \* ctas ? wave : within;|  const bool long_wave = slices >= 20 * int64_t(wave.split_k);\n  return (long_wave ? 20 * wave_ctas >= 21 * ctas : 8 * wave_ctas >= 9 * ctas) ? wave : within;|' \
+#     src/dispatch/fp8_rules.cpp > $P/base-ratiolong/src/dispatch/fp8_rules.cpp
+#   sed 's|if (K >= 4096 \&\& (ctas64 <= fp8_split_grid_limit(4, sms) \|\||if (K >= 4096 \&\& (fits64 \|\||' \
+#     src/dispatch/fp8_rules.cpp > $P/base-fits64/src/dispatch/fp8_rules.cpp
 # - ratiolong: fp8_split_config takes the cluster-wave grid at 21/20 the CTAs (instead of 9/8)
 #   where its CTAs get >= 20 slices (K / 128 / split); shapes-ratiolong-s57.txt.
 # - fits64: fp8_config (M > 128, 4096 <= K < 6144) tries split-K wherever 64 x 64 tiles fit one
