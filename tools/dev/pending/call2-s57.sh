@@ -11,24 +11,52 @@
 #   where its CTAs get >= 20 slices (K / 128 / split); shapes-ratiolong-s57.txt.
 # - fits64: fp8_config (M > 128, 4096 <= K < 6144) tries split-K wherever 64 x 64 tiles fit one
 #   wave, not only up to 3/4 of the SMs; shapes-fits64-s57.txt.
+# On an H200 it then runs what session 56's call1-s56.sh had for one (plan item a): the workload
+# benches (results/: commit as bench/results/h200{,-f32,-static}), cluster_fit with the fp8
+# kernel's shape, and the A/Bs of sessions 54-55's rules and a5fb0fc's K bound (overlays
+# base-cw, base-s53, base-k4096: call1-s56.sh's header writes them), each step guarded by the
+# time left. At most 8 files come back: results/ (6) and logs.tgz.
 # Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/call2-s57.sh
 set -u
-o=${OUT:?}; L=/tmp/c57; rm -rf "$L"; mkdir -p "$L/logs"; t0=$SECONDS
+o=${OUT:?}; L=/tmp/c57; rm -rf "$L"; mkdir -p "$L/logs" "$o/results"; t0=$SECONDS
 pack() { tar czf "$o/.l.tgz" -C "$L" logs && mv -f "$o/.l.tgz" "$o/logs.tgz"; }
 left() { echo $((540 - (SECONDS - t0))); }
 P=tools/dev/pending
-nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tee "$L/logs/gpu.txt"
-for b in ratiolong fits64; do [ -d $P/base-$b ] || { echo "no $P/base-$b"; exit 2; }; done
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu" | tee "$L/logs/gpu.txt"
+bases="ratiolong fits64"; [[ $gpu == *H200* ]] && bases="$bases cw s53 k4096"
+for b in $bases; do [ -d $P/base-$b ] || { echo "no $P/base-$b"; exit 2; }; done
 OUT=$L/logs/dc bash scripts/device-check.sh --no-tests --no-bench > "$L/logs/build.log" 2>&1 ||
   { echo "build failed"; tail -20 "$L/logs/build.log"; pack; exit 1; }
-for b in ratiolong fits64; do
+for b in $bases; do
   bash tools/dev/ab-inplace.sh $P/base-$b /tmp/ab-$b > "$L/logs/ab-build-$b.txt" 2>&1 ||
     { echo "base $b failed"; cat "$L/logs/ab-build-$b.txt"; pack; exit 1; }
 done
 echo "builds $((SECONDS-t0)) s"; pack
-for b in ratiolong fits64; do
-  [ "$(left)" -ge 90 ] || { echo "skipped $b ($(left) s left)"; continue; }
-  AB_OVERLAY=$P/base-$b AB_TREE=/tmp/ab-$b AB_ROTATE=1 AB_PREBUILT=1 OUT=$L tools/dev/ab.sh $b $P/shapes-$b-s57.txt 3
-  echo "ab $b rc=$? $((SECONDS-t0)) s"; pack
-done
+need() { [ "$(left)" -ge "$1" ] || { echo "skipped (needs $1 s, $(left) left): ${*:2}"; return 1; }; }
+ab() { need "$5" "ab $2" || return 0
+       AB_OVERLAY=$P/base-$1 AB_TREE=/tmp/ab-$1 AB_ROTATE=1 AB_PREBUILT=1 OUT=$L tools/dev/ab.sh "$2" "$3" "$4"
+       echo "ab $2 rc=$? $((SECONDS-t0)) s"; pack; }
+ab ratiolong ratiolong $P/shapes-ratiolong-s57.txt 3 60
+ab fits64 fits64 $P/shapes-fits64-s57.txt 3 60
+if [[ $gpu == *H200* ]]; then
+  for a in "" "--out-dtype f32" "--weights-static"; do
+    need 40 "bench '$a'" || continue
+    n=bench$(echo $a | tr -d ' -')
+    timeout 120 build-device/mxfp4 bench --out-dir "$o/results" $a > "$L/logs/$n.log" 2>&1
+    echo "bench '$a' rc=$? $((SECONDS-t0)) s"; tail -2 "$L/logs/$n.log" | head -1; pack
+  done
+  if need 50 cluster_fit; then
+    cases=""  # CTA counts from 96 (rounded up to a whole cluster) to 132
+    for c in 3 4 5 6; do for n in $(seq $(( (96 + c - 1) / c * c )) $c 132); do cases="$cases 384,210400,$c,$n"; done; done
+    nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/dev/probes/cluster_fit.cu -o /tmp/cf &&
+      timeout 40 /tmp/cf $cases > "$L/logs/cluster-fit.txt" 2>&1
+    echo "cluster_fit rc=$? $((SECONDS-t0)) s"
+    grep -E "launch no error; late CTAs 0," "$L/logs/cluster-fit.txt" | awk '{print $6, $8}' | sort -n -k1 -k2 |
+      awk '{m[$1]=$2} END {for (c = 3; c <= 6; ++c) if (c in m) print "cluster", c, "resident up to", m[c]}'
+    pack
+  fi
+  ab cw cw $P/shapes-clusterwave.txt 3 80
+  ab s53 fewt $P/shapes-fewtiles-all.txt 3 100
+  ab k4096 k4096 $P/shapes-k4096.txt 5 40
+fi
 echo "done $((SECONDS-t0)) s"
