@@ -48,7 +48,15 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
 /// tune-fp8-m256-midtiles-call10-session54-h100): shorter K per CTA lost or gained little
 /// (192x1600x4096 split 4, 8 slices: 15.66 against 15.09; 256x1280x6144 split 5, 9.6 slices:
 /// 17.92 / 17.77).
+/// Session 57: where the wave grid's CTAs get at least kLongWaveSlices slices, 21/20 the CTAs
+/// suffice (H100 A/B, bench/results/logs/ab-ratiolong-call2-session57-h100.txt, 30 shapes drawn
+/// from the 1,456 this changes: all faster, by 0.20-3.68 us; 128 x 128 split 4 against 128 x 64
+/// split 2 at 5-11% more CTAs, 552x576x14336 34.87 against 38.55, and 128 x 64 split 4 against 128
+/// x 128 split 6 at N = 320, 568x320x10752 24.38 / 25.47). At 13-17 slices per CTA the same pair
+/// was mixed (call 1, ab-ratio-call1-session57-h100.txt: 552x704x6656 -0.37 us, 640x576x7680
+/// +0.70).
 constexpr int64_t kLongSlices = 11;
+constexpr int64_t kLongWaveSlices = 20;
 GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, int64_t sms) {
   // The split with the most CTAs within each candidate's limit (128 x 64 first: it keeps ties).
   auto most_ctas = [&](bool cluster_wave, int64_t& best_ctas) {
@@ -66,6 +74,7 @@ GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, i
   };
   int64_t ctas = 0, wave_ctas = 0;
   const GemmConfig within = most_ctas(false, ctas), wave = most_ctas(true, wave_ctas);
+  if (slices >= kLongWaveSlices * int64_t(wave.split_k)) return 20 * wave_ctas >= 21 * ctas ? wave : within;
   return 8 * wave_ctas >= 9 * ctas ? wave : within;
 }
 
@@ -93,6 +102,10 @@ constexpr int64_t kFp8Row64MinK = 768;
 /// 3/4 of the SMs, or where the split has fewer CTAs but streams fewer bytes per CTA (session 55;
 /// fp8_config).
 constexpr int64_t kFp8LongK = 6144;
+
+/// M > 128 with few tiles: from this K on (below kFp8LongK) 128 x 64 split-K also where 64 x 64
+/// tiles would fill more than 3/4 of the SMs, up to one wave (session 57; fp8_config).
+constexpr int64_t kFp8MidK = 5120;
 }  // namespace
 
 
@@ -202,13 +215,25 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // x K): call 3 (ab-cw2-call3-session55-h100.txt) had 160x2496x6144 128 x 128 split 2 (80 CTAs,
     // the same bytes per CTA as 64 x 64's 117) at 22.39 us against 20.93, while 256x2112x7168 (split
     // 3 in 102 CTAs against 132, 2/3 of the bytes) won.
+    // Session 57 (H100): at kFp8MidK <= K < kFp8LongK also where 64 x 64 tiles fill more than 3/4
+    // of the SMs but fit one wave, and only on 128 x 64 tiles (the K = 5120 tune,
+    // tune-fp8-m256-k5120-call1-session57-h100.log: 320x1280x5120 128 x 64 split 2 17.89 us
+    // against 64 x 64's 19.41). A/B of split-K wherever 64 x 64 fits, at 4096 <= K < 6144
+    // (ab-fits64-call2-session57-h100.txt, 30 drawn shapes and the tune's three): 128 x 64 split
+    // 2 won all 13 at K >= 5120 by 0.72-2.22 us (792x512x5632 22.09 against 24.31) and was mixed
+    // at K = 4096-4608 (-0.46..+1.15); 128 x 128 split 3 (M = 144-192, two 128-row tiles) lost
+    // 6 of 8 (144x2368x4608 18.14 against 17.08).
     const bool long_k = K >= kFp8LongK;
-    if (K >= 4096 && (ctas64 <= fp8_split_grid_limit(4, sms) || (long_k && 2 * ctas64 <= 3 * sms))) {
+    const bool limit4 = ctas64 <= fp8_split_grid_limit(4, sms);
+    const bool mid_k_wave = K >= kFp8MidK && !long_k && fits64 && !limit4;
+    if (K >= 4096 && (limit4 || mid_k_wave || (long_k && 2 * ctas64 <= 3 * sms))) {
       const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
       const int64_t split_ctas = (split.block_n == 64 ? tiles_of(64) : tiles) * split.split_k;
       const int64_t unsplit_edge = fits64 ? 64 + 64 : 64 + 128;
       const bool shorter_stream = 5 * (128 + int64_t(split.block_n)) <= 4 * int64_t(split.split_k) * unsplit_edge;
-      if (split.split_k > 1 && (split_ctas >= ctas64 || (long_k && shorter_stream))) return split;
+      if (split.split_k > 1 && (!mid_k_wave || split.block_n == 64) &&
+          (split_ctas >= ctas64 || (long_k && shorter_stream)))
+        return split;
     }
     if (K >= kFp8Row64MinK || (K >= 256 && fits64)) {
       if (fits64) return GemmConfig{GemmPath::fp8, 64, 64, 1, 8};

@@ -207,9 +207,17 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(320, 1536, 7168), "path=fp8 block_n=128 block_m=128 split_k=3 warps=12");  // 108 CTAs: 22.24 / 25.86
   EXPECT_EQ(path(384, 2112, 7168), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");  // 198 of 64 x 64: 27.48 / 29.57
   // The K bound: 320x1280x6144 splits (call 2: 128 x 64 split 2 20.18 us against 64 x 64's
-  // 22.76); below K = 6144 grids of 64 x 64 past 3/4 of the SMs stay unsplit (call 3's tune at
-  // K = 5120 was mixed: 256x2112x5120 64 x 64 18.54 against split 3's 18.68).
+  // 22.76); below K = 6144 grids of 64 x 64 past 3/4 of the SMs split only on 128 x 64 tiles,
+  // from K = 5120 (session 57's A/B: 320x1280x5120 17.97 against 19.69, 792x512x5632 22.09 /
+  // 24.31; at K = 4096-4608 mixed, 128 x 128 split 3 lost: 144x2368x4608 18.14 / 17.08), so
+  // 256x2112x5120 (whose split would be 128 x 128 split 3) stays unsplit (call 3's tune: 64 x 64
+  // 18.54 against split 3's 18.68).
   EXPECT_EQ(path(320, 1280, 6144), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
+  EXPECT_EQ(path(320, 1280, 5120), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");  // 120 CTAs, 100 of 64 x 64
+  EXPECT_EQ(path(792, 512, 5632), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
+  EXPECT_EQ(path(320, 1280, 4608), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // K < 5120
+  EXPECT_EQ(path(192, 2368, 5120), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // not 128 x 128 split 3
+  EXPECT_EQ(path(320, 1600, 5120), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // 128 x 64 split 2: 150 CTAs
   EXPECT_EQ(path(256, 2112, 5120), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
   EXPECT_EQ(path(384, 2112, 5120), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");
   EXPECT_EQ(choose_gemm_config(384, 2176, 7168, dev).split_k, 1);  // 204 of 64 x 64: past 3/2 of the SMs
@@ -218,6 +226,15 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   // 2/3 of 64 x 128's bytes per CTA) won (24.03 against 26.28).
   EXPECT_EQ(path(160, 2496, 6144), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
   EXPECT_EQ(path(136, 2880, 7168), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");
+  // Session 57: the cluster-wave grid at 21/20 the CTAs where its CTAs get >= 20 slices
+  // (ab-ratiolong-call2-session57-h100.txt): 128 x 128 split 4 over 128 x 64 split 2 at 552x576x14336
+  // (100 CTAs against 90; 34.87 us against 38.55), not at 552x704x6656 (13 slices; 120 against
+  // 110: 23.09 against 22.72 in call 1); 128 x 64 split 4 (100) over 128 x 128 split 6 (90) at 568x320x10752 (24.38
+  // / 25.47), not at 544x320x7168 (14 slices).
+  EXPECT_EQ(path(552, 576, 14336), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
+  EXPECT_EQ(path(552, 704, 6656), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
+  EXPECT_EQ(path(568, 320, 10752), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");
+  EXPECT_EQ(path(544, 320, 7168), "path=fp8 block_n=128 block_m=128 split_k=6 warps=12");
 }
 
 // 64 < M <= 128 with K < 2048: path fp8 on the smallest tile whose tiles fit one wave (session
