@@ -222,7 +222,7 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // (ab-fits64-call2-session57-h100.txt, 30 drawn shapes and the tune's three): 128 x 64 split
     // 2 won all 13 at K >= 5120 by 0.72-2.22 us (792x512x5632 22.09 against 24.31) and was mixed
     // at K = 4096-4608 (-0.46..+1.15); 128 x 128 split 3 (M = 144-192, two 128-row tiles) lost
-    // 6 of 8 (144x2368x4608 18.14 against 17.08).
+    // 7 of 8 (144x2368x4608 18.14 against 16.96).
     const bool long_k = K >= kFp8LongK;
     const bool limit4 = ctas64 <= fp8_split_grid_limit(4, sms);
     const bool mid_k_wave = K >= kFp8MidK && !long_k && fits64 && !limit4;

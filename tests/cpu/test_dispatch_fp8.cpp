@@ -209,7 +209,7 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   // The K bound: 320x1280x6144 splits (call 2: 128 x 64 split 2 20.18 us against 64 x 64's
   // 22.76); below K = 6144 grids of 64 x 64 past 3/4 of the SMs split only on 128 x 64 tiles,
   // from K = 5120 (session 57's A/B: 320x1280x5120 17.97 against 19.69, 792x512x5632 22.09 /
-  // 24.31; at K = 4096-4608 mixed, 128 x 128 split 3 lost: 144x2368x4608 18.14 / 17.08), so
+  // 24.31; at K = 4096-4608 mixed, 128 x 128 split 3 lost: 144x2368x4608 18.14 / 16.96), so
   // 256x2112x5120 (whose split would be 128 x 128 split 3) stays unsplit (call 3's tune: 64 x 64
   // 18.54 against split 3's 18.68).
   EXPECT_EQ(path(320, 1280, 6144), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
@@ -235,6 +235,10 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(552, 704, 6656), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
   EXPECT_EQ(path(568, 320, 10752), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");
   EXPECT_EQ(path(544, 320, 7168), "path=fp8 block_n=128 block_m=128 split_k=6 warps=12");
+  // The edges: 80 slices at split 4 (K = 10240), and 120 CTAs against 114 (1.053: past 21/20,
+  // short of 9/8; 280x1216x10240 26.08 us against 26.74); 79 slices stay on 9/8.
+  EXPECT_EQ(path(280, 1216, 10240), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
+  EXPECT_EQ(path(280, 1216, 10112), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
 }
 
 // 64 < M <= 128 with K < 2048: path fp8 on the smallest tile whose tiles fit one wave (session
