@@ -227,10 +227,10 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(160, 2496, 6144), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
   EXPECT_EQ(path(136, 2880, 7168), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");
   // Session 57: the cluster-wave grid at 21/20 the CTAs where its CTAs get >= 20 slices
-  // (ab-ratiolong-call2-session57-h100.txt): 128 x 128 split 4 over 128 x 64 split 2 at 552x576x14336
-  // (100 CTAs against 90; 34.87 us against 38.55), not at 552x704x6656 (13 slices; 120 against
-  // 110: 23.09 against 22.72 in call 1); 128 x 64 split 4 (100) over 128 x 128 split 6 (90) at 568x320x10752 (24.38
-  // / 25.47), not at 544x320x7168 (14 slices).
+  // (ab-ratiolong-call2-session57-h100.txt): 128 x 128 split 4 over 128 x 64 split 2 at
+  // 552x576x14336 (100 CTAs against 90; 34.87 us against 38.55), not at 552x704x6656 (13 slices;
+  // 120 against 110: 23.09 against 22.72 in call 1); 128 x 64 split 4 (100) over 128 x 128 split
+  // 6 (90) at 568x320x10752 (24.38 / 25.47), not at 544x320x7168 (14 slices).
   EXPECT_EQ(path(552, 576, 14336), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
   EXPECT_EQ(path(552, 704, 6656), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
   EXPECT_EQ(path(568, 320, 10752), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");
