@@ -3,15 +3,17 @@
 # cluster wave at 21/20 ...") against the rules before them, on 26 shapes they change that no
 # earlier A/B measured, drawn at random by class, and four neighbours that stay (controls):
 # tools/dev/pending/shapes-confirm-s57.txt. new = the tree, base = the old rules, so new - base
-# < 0 = the landed rules faster. Before it, here (untracked overlay):
-#   mkdir -p tools/dev/pending/base-pre57/src/dispatch
-#   git show 6995e14:src/dispatch/fp8_rules.cpp > tools/dev/pending/base-pre57/src/dispatch/fp8_rules.cpp
-# On an H200 it then runs what session 56's call1-s56.sh had for one (plan item a): the workload
+# < 0 = the landed rules faster. On an H200 it then runs what session 56's call1-s56.sh had for
+# one (session 55's plan item a; `git show bfeda56:tools/dev/pending/call1-s56.sh`): the workload
 # benches (results/: commit as bench/results/h200{,-f32,-static}), cluster_fit with the fp8
-# kernel's shape, and the A/Bs of sessions 54-55's rules and a5fb0fc's K bound (overlays
-# base-cw, base-s53, base-k4096: call1-s56.sh's header writes them; base-k4096 from the tree
-# with the session 57 rules), each step guarded by the time left. At most 8 files come back:
-# results/ (6) and logs.tgz.
+# kernel's shape, and the A/Bs of session 55's rules, session 54's few-tile rules and a5fb0fc's K
+# bound, each step guarded by the time left. At most 8 files come back: results/ (6) and logs.tgz.
+# Before it, here, the untracked overlays (the last three only for an H200):
+#   P=tools/dev/pending; mkdir -p $P/base-pre57/src/dispatch $P/base-cw/src/dispatch
+#   git show 6995e14:src/dispatch/fp8_rules.cpp > $P/base-pre57/src/dispatch/fp8_rules.cpp
+#   for f in rules.hpp fp8_rules.cpp; do git show 21a1510:src/dispatch/$f > $P/base-cw/src/dispatch/$f; done
+#   bash $P/prep-first-call.sh $P/dispatch-before-s54.patch $P/base-s53
+#   bash $P/prep-first-call.sh $P/fp8-m128-k4096.patch $P/base-k4096
 # Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/call3-s57.sh
 set -u
 o=${OUT:?}; L=/tmp/c57c; rm -rf "$L"; mkdir -p "$L/logs" "$o/results"; t0=$SECONDS
