@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Session 58's first call (any Hopper). On an H200 first what session 56's call1-s56.sh and
+# Session 58's calls (any Hopper): bash tools/dev/pending/call-s58.sh VARIANT... On an H200 first what session 56's call1-s56.sh and
 # session 57's call3-s57.sh had for one (session 55's plan item a): the workload benches
 # (results/: commit as bench/results/h200{,-f32,-static}), cluster_fit with the fp8 kernel's
 # shape, the A/Bs of session 55's rules (cw), session 54's few-tile rules (fewt) and a5fb0fc's K
 # bound (k4096), new = the tree, new - base < 0 = the tree's rules faster. Then, on any Hopper,
-# session 57's plan item b, two variant A/Bs whose base is the variant (new - base > 0 = the
-# variant faster): kFp8MidK = 4096 (mid4096, shapes-mid4096-s58.txt) and kLongWaveSlices = 13
-# (ratio13, shapes-ratio13-s58.txt); each step guarded by the time left. At most 8 files come
-# back: results/ (6) and logs.tgz.
+# one A/B per VARIANT whose base is the variant (overlay base-VARIANT, shapes
+# shapes-VARIANT-s58.txt; new - base > 0 = the variant faster); each step guarded by the time
+# left. At most 8 files come back: results/ (6) and logs.tgz.
+# Call 1 (H100): mid4096 ratio13 (kFp8MidK = 4096, kLongWaveSlices = 13). Call 2: mid4608
+# (128 x 64 split 2 from K = 4608 where its grid has <= 7/8 of the SMs) and pad98 (the 9/8
+# comparison on CTAs weighted by the share of 128-column tiles inside N); their overlays are
+# written by prep-first-call.sh from fp8-mid4608.patch and fp8-pad98.patch (header below).
 # Before it, here, the untracked overlays (base-cw, -s53, -k4096 only for an H200):
 #   P=tools/dev/pending; mkdir -p $P/base-cw/src/dispatch $P/base-mid4096/src/dispatch $P/base-ratio13/src/dispatch
 #   for f in rules.hpp fp8_rules.cpp; do git show 21a1510:src/dispatch/$f > $P/base-cw/src/dispatch/$f; done
@@ -15,14 +18,15 @@
 #   bash $P/prep-first-call.sh $P/fp8-m128-k4096.patch $P/base-k4096
 #   sed 's/kFp8MidK = 5120;/kFp8MidK = 4096;/' src/dispatch/fp8_rules.cpp > $P/base-mid4096/src/dispatch/fp8_rules.cpp
 #   sed 's/kLongWaveSlices = 20;/kLongWaveSlices = 13;/' src/dispatch/fp8_rules.cpp > $P/base-ratio13/src/dispatch/fp8_rules.cpp
-# Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/call1-s58.sh
+#   for v in mid4608 pad98; do bash $P/prep-first-call.sh $P/fp8-$v.patch $P/base-$v; done
+# Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/call-s58.sh mid4608 pad98
 set -u
 o=${OUT:?}; L=/tmp/c58a; rm -rf "$L"; mkdir -p "$L/logs" "$o/results"; t0=$SECONDS
 pack() { tar czf "$o/.l.tgz" -C "$L" logs && mv -f "$o/.l.tgz" "$o/logs.tgz"; }
 left() { echo $((540 - (SECONDS - t0))); }
 P=tools/dev/pending
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu" | tee "$L/logs/gpu.txt"
-bases="mid4096 ratio13"; [[ $gpu == *H200* ]] && bases="cw s53 k4096 $bases"
+bases="$*"; [[ $gpu == *H200* ]] && bases="cw s53 k4096 $bases"
 for b in $bases; do [ -d $P/base-$b ] || { echo "no $P/base-$b"; exit 2; }; done
 OUT=$L/logs/dc bash scripts/device-check.sh --no-tests --no-bench > "$L/logs/build.log" 2>&1 ||
   { echo "build failed"; tail -20 "$L/logs/build.log"; pack; exit 1; }
@@ -56,6 +60,5 @@ if [[ $gpu == *H200* ]]; then
   ab s53 fewt $P/shapes-fewtiles-all.txt 3 100
   ab k4096 k4096 $P/shapes-k4096.txt 5 40
 fi
-ab mid4096 mid4096 $P/shapes-mid4096-s58.txt 3 60
-ab ratio13 ratio13 $P/shapes-ratio13-s58.txt 3 60
+for v in "$@"; do ab $v $v $P/shapes-$v-s58.txt 3 60; done
 echo "done $((SECONDS-t0)) s"
