@@ -3,8 +3,8 @@
 # session 57's call3-s57.sh had for one (session 55's plan item a): the workload benches
 # (results/: commit as bench/results/h200{,-f32,-static}), cluster_fit with the fp8 kernel's
 # shape, the A/Bs of session 55's rules (cw), session 54's few-tile rules (fewt) and a5fb0fc's K
-# bound (k4096), new = the tree, new - base < 0 = the tree's rules faster. Then, on any Hopper,
-# one A/B per VARIANT whose base is the variant (overlay base-VARIANT, shapes
+# bound (k4096), new = the tree, new - base < 0 = the tree's rules faster. Before them, on any
+# Hopper, one A/B per VARIANT whose base is the variant (overlay base-VARIANT, shapes
 # shapes-VARIANT-s58.txt; new - base > 0 = the variant faster); each step guarded by the time
 # left. At most 8 files come back: results/ (6) and logs.tgz.
 # Call 1 (H100): mid4096 ratio13 (kFp8MidK = 4096, kLongWaveSlices = 13). Call 2: mid4608
@@ -39,6 +39,7 @@ need() { [ "$(left)" -ge "$1" ] || { echo "skipped (needs $1 s, $(left) left): $
 ab() { need "$5" "ab $2" || return 0
        AB_OVERLAY=$P/base-$1 AB_TREE=/tmp/ab-$1 AB_ROTATE=1 AB_PREBUILT=1 OUT=$L tools/dev/ab.sh "$2" "$3" "$4"
        echo "ab $2 rc=$? $((SECONDS-t0)) s"; pack; }
+for v in "$@"; do ab $v $v $P/shapes-$v-s58.txt 3 60; done
 if [[ $gpu == *H200* ]]; then
   for a in "" "--out-dtype f32" "--weights-static"; do
     need 40 "bench '$a'" || continue
@@ -60,5 +61,4 @@ if [[ $gpu == *H200* ]]; then
   ab s53 fewt $P/shapes-fewtiles-all.txt 3 100
   ab k4096 k4096 $P/shapes-k4096.txt 5 40
 fi
-for v in "$@"; do ab $v $v $P/shapes-$v-s58.txt 3 60; done
 echo "done $((SECONDS-t0)) s"
