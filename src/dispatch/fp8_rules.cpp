@@ -55,6 +55,13 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
 /// x 128 split 6 at N = 320, 568x320x10752 24.38 / 25.47). At 13-17 slices per CTA the same pair
 /// was mixed (call 1, ab-ratio-call1-session57-h100.txt: 552x704x6656 -0.37 us, 640x576x7680
 /// +0.70).
+/// Session 58: below that, the grid within 3/4 counts only its useful CTAs where its 128-column
+/// tiles reach past N (CTAs x the share of those columns inside N, in 64-column units), so that
+/// 128 x 64 split 4 takes over from 128 x 128 split 6 at N = 272-320 (H100 A/Bs, random shapes:
+/// ab-ratio13-call1-session58-h100.txt, all 6 faster by 0.38-1.62 us, 576x320x7168 19.15
+/// against 20.77; ab-pad98-call2-session58-h100.txt, all 12 faster by 0.36-1.47, 613x320x7040
+/// 19.42 / 20.90). The wave grid keeps its raw count: weighting it too moved N = 400-448 from
+/// 128 x 128 split 4 to 128 x 64 split 2, which lost 9 of 12 (873x416x9120 30.84 against 29.10).
 constexpr int64_t kLongSlices = 11;
 constexpr int64_t kLongWaveSlices = 20;
 GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, int64_t sms) {
@@ -75,7 +82,10 @@ GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, i
   int64_t ctas = 0, wave_ctas = 0;
   const GemmConfig within = most_ctas(false, ctas), wave = most_ctas(true, wave_ctas);
   if (slices >= kLongWaveSlices * int64_t(wave.split_k)) return 20 * wave_ctas >= 21 * ctas ? wave : within;
-  return 8 * wave_ctas >= 9 * ctas ? wave : within;
+  // 8 wave_ctas >= 9 ctas x tiles64 / (2 tiles128), in double: with SM counts up to 2^31 the
+  // products would overflow int64_t (they are exact below 2^53).
+  const double useful = within.block_n == 128 ? double(ctas) * double(tiles64) : double(ctas) * double(2 * tiles128);
+  return 8.0 * double(wave_ctas) * double(2 * tiles128) >= 9.0 * useful ? wave : within;
 }
 
 /// Whether 192 x 128 fp8 tiles (three 64 x 128 consumer warpgroups, 16 warps) beat 128 x 128
@@ -106,6 +116,10 @@ constexpr int64_t kFp8LongK = 6144;
 /// M > 128 with few tiles: from this K on (below kFp8LongK) 128 x 64 split-K also where 64 x 64
 /// tiles would fill more than 3/4 of the SMs, up to one wave (session 57; fp8_config).
 constexpr int64_t kFp8MidK = 5120;
+
+/// M > 128 with few tiles: from this K on (below kFp8MidK) the same where the split grid has at
+/// most 7/8 of the SMs (session 58; fp8_config).
+constexpr int64_t kFp8MidKFewCtas = 4608;
 }  // namespace
 
 
@@ -225,13 +239,20 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // 7 of 8 (144x2368x4608 18.14 against 16.96).
     const bool long_k = K >= kFp8LongK;
     const bool limit4 = ctas64 <= fp8_split_grid_limit(4, sms);
-    const bool mid_k_wave = K >= kFp8MidK && !long_k && fits64 && !limit4;
+    // Session 58 (H100): from kFp8MidKFewCtas also where the split grid has at most 7/8 of the
+    // SMs (A/Bs bench/results/logs/ab-mid4096-call1-session58-h100.txt and ab-mid4608-call2-
+    // session58-h100.txt, random shapes): at K = 4608-5088 with <= 115 CTAs all 31 faster, by
+    // 0.20-2.12 us (324x1088x5088 17.79 against 19.91), session 57's three at K = 4608 as well;
+    // above 115 CTAs 8 of 10 at K = 4608 slower (216x2048x4608 128 CTAs -0.26); at K = 4096 slower
+    // on 4 of 9 with <= 114 (200x1792x4096 112 CTAs -0.23, 208x1728x4096 108 CTAs -0.15).
+    const bool mid_k_wave = K >= kFp8MidKFewCtas && !long_k && fits64 && !limit4;
     if (K >= 4096 && (limit4 || mid_k_wave || (long_k && 2 * ctas64 <= 3 * sms))) {
       const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
       const int64_t split_ctas = (split.block_n == 64 ? tiles_of(64) : tiles) * split.split_k;
       const int64_t unsplit_edge = fits64 ? 64 + 64 : 64 + 128;
       const bool shorter_stream = 5 * (128 + int64_t(split.block_n)) <= 4 * int64_t(split.split_k) * unsplit_edge;
-      if (split.split_k > 1 && (!mid_k_wave || split.block_n == 64) &&
+      const bool mid_k_split = split.block_n == 64 && (K >= kFp8MidK || 8 * split_ctas <= 7 * sms);
+      if (split.split_k > 1 && (!mid_k_wave || mid_k_split) &&
           (split_ctas >= ctas64 || (long_k && shorter_stream)))
         return split;
     }

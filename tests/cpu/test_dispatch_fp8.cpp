@@ -215,11 +215,21 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(320, 1280, 6144), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
   EXPECT_EQ(path(320, 1280, 5120), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");  // 120 CTAs, 100 of 64 x 64
   EXPECT_EQ(path(792, 512, 5632), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
-  EXPECT_EQ(path(320, 1280, 4608), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // K < 5120
+  EXPECT_EQ(path(320, 1280, 4608), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // K < 5120, 120 CTAs
   EXPECT_EQ(path(192, 2368, 5120), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // not 128 x 128 split 3
   EXPECT_EQ(path(320, 1600, 5120), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // 128 x 64 split 2: 150 CTAs
   EXPECT_EQ(path(256, 2112, 5120), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
   EXPECT_EQ(path(384, 2112, 5120), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");
+  // Session 58: from K = 4608 also where the 128 x 64 split 2 grid has at most 7/8 of the SMs
+  // (115 CTAs; ab-mid4608-call2-session58-h100.txt: 24 random shapes faster, 324x1088x5088 17.79
+  // us against 19.91; ab-mid4096-call1: 360x1088x4608 16.44 / 18.03, 216x2048x4608 at 128 CTAs
+  // 17.18 / 16.92).
+  EXPECT_EQ(path(324, 1088, 5088), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
+  EXPECT_EQ(path(360, 1088, 4608), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
+  EXPECT_EQ(path(360, 1088, 4576), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // K < 4608
+  EXPECT_EQ(path(256, 1792, 4608), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");   // 112 CTAs
+  EXPECT_EQ(path(256, 1856, 4608), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // 116
+  EXPECT_EQ(path(216, 2048, 4608), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // 128
   EXPECT_EQ(choose_gemm_config(384, 2176, 7168, dev).split_k, 1);  // 204 of 64 x 64: past 3/2 of the SMs
   // Fewer CTAs than 64 x 64 and no fewer operand bytes per CTA: 128 x 128 split 2 (80 CTAs)
   // lost to 64 x 64's 117 (call 3: 22.39 us against 20.93); 136x2880x7168 split 2 (92 CTAs,
@@ -230,11 +240,22 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   // (ab-ratiolong-call2-session57-h100.txt): 128 x 128 split 4 over 128 x 64 split 2 at
   // 552x576x14336 (100 CTAs against 90; 34.87 us against 38.55), not at 552x704x6656 (13 slices;
   // 120 against 110: 23.09 against 22.72 in call 1); 128 x 64 split 4 (100) over 128 x 128 split
-  // 6 (90) at 568x320x10752 (24.38 / 25.47), not at 544x320x7168 (14 slices).
+  // 6 (90) at 568x320x10752 (24.38 / 25.47).
   EXPECT_EQ(path(552, 576, 14336), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
   EXPECT_EQ(path(552, 704, 6656), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
   EXPECT_EQ(path(568, 320, 10752), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");
-  EXPECT_EQ(path(544, 320, 7168), "path=fp8 block_n=128 block_m=128 split_k=6 warps=12");
+  // Session 58: below 20 slices the 9/8 comparison counts the 128 x 128 grid's useful CTAs only
+  // (N = 320: 90 x 5/6 = 75 against 100): 128 x 64 split 4 at 544x320x7168 (ab-ratio13-call1-
+  // session58-h100.txt: 19.61 us against 21.07) and 613x320x7040 (ab-pad98-call2: 19.42 / 20.90),
+  // from 44 slices on (split 4's cluster wave, kLongSlices); the wave grid's own count stays
+  // raw, so 873x416x9120 keeps 128 x 128 split 4 (112 CTAs; 29.10 against 128 x 64 split 2's
+  // 30.84); with N % 128 == 0 nothing changes.
+  EXPECT_EQ(path(544, 320, 7168), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");
+  EXPECT_EQ(path(613, 320, 7040), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");
+  EXPECT_EQ(path(600, 320, 5632), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");   // 44 slices
+  EXPECT_EQ(path(600, 320, 5504), "path=fp8 block_n=128 block_m=128 split_k=6 warps=12");  // 43
+  EXPECT_EQ(path(873, 416, 9120), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
+  EXPECT_EQ(path(576, 384, 7168), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");
   // The edges: 80 slices at split 4 (K = 10240), and 120 CTAs against 114 (1.053: past 21/20,
   // short of 9/8; 280x1216x10240 26.08 us against 26.74); 79 slices stay on 9/8.
   EXPECT_EQ(path(280, 1216, 10240), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
