@@ -12,7 +12,7 @@
 # comparison on CTAs weighted by the share of 128-column tiles inside N); their overlays are
 # written by prep-first-call.sh from fp8-mid4608.patch and fp8-pad98.patch (header below).
 # Call 3: pre58, the confirmation of the two landed rules (base-pre58 = the rules before them,
-# `git show COMMIT~:src/dispatch/fp8_rules.cpp` for the commit that landed them; here new - base < 0
+# `git show 196f0d2~:src/dispatch/fp8_rules.cpp`; here new - base < 0
 # = the landed rules faster).
 # Before it, here, the untracked overlays (base-cw, -s53, -k4096 only for an H200):
 #   P=tools/dev/pending; mkdir -p $P/base-cw/src/dispatch $P/base-mid4096/src/dispatch $P/base-ratio13/src/dispatch
