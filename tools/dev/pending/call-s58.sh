@@ -14,6 +14,7 @@
 # Call 3: pre58, the confirmation of the two landed rules (base-pre58 = the rules before them,
 # `git show 196f0d2~:src/dispatch/fp8_rules.cpp`; here new - base < 0
 # = the landed rules faster).
+# Call 4: ws18 (kLongWaveSlices = 18 on 196f0d2's rules: sed 's/kLongWaveSlices = 20;/kLongWaveSlices = 18;/').
 # Before it, here, the untracked overlays (base-cw, -s53, -k4096 only for an H200):
 #   P=tools/dev/pending; mkdir -p $P/base-cw/src/dispatch $P/base-mid4096/src/dispatch $P/base-ratio13/src/dispatch
 #   for f in rules.hpp fp8_rules.cpp; do git show 21a1510:src/dispatch/$f > $P/base-cw/src/dispatch/$f; done
