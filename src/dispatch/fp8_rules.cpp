@@ -54,7 +54,10 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
 /// split 2 at 5-11% more CTAs, 552x576x14336 34.87 against 38.55, and 128 x 64 split 4 against 128
 /// x 128 split 6 at N = 320, 568x320x10752 24.38 / 25.47). At 13-17 slices per CTA the same pair
 /// was mixed (call 1, ab-ratio-call1-session57-h100.txt: 552x704x6656 -0.37 us, 640x576x7680
-/// +0.70).
+/// +0.70). Session 58 moved the bound from 20 to 18 slices (H100 A/Bs, random shapes: at 18-19
+/// slices 128 x 128 split 4 over 128 x 64 split 2 faster on all 7 of ab-ratio13-call1-
+/// session58-h100.txt, by 0.04-1.14 us, and on all 24 of ab-ws18-call4-session58-h100.txt, by
+/// 0.19-1.77, 609x528x9952 27.74 against 29.51; at 13-17 slices 7 of 12 slower, -0.07..-0.31).
 /// Session 58: below that, the grid within 3/4 counts only its useful CTAs where its 128-column
 /// tiles reach past N (CTAs x the share of those columns inside N, in 64-column units), so that
 /// 128 x 64 split 4 takes over from 128 x 128 split 6 at N = 272-320 (H100 A/Bs, random shapes:
@@ -63,7 +66,7 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
 /// 19.42 / 20.90). The wave grid keeps its raw count: weighting it too moved N = 400-448 from
 /// 128 x 128 split 4 to 128 x 64 split 2, which lost 9 of 12 (873x416x9120 30.84 against 29.10).
 constexpr int64_t kLongSlices = 11;
-constexpr int64_t kLongWaveSlices = 20;
+constexpr int64_t kLongWaveSlices = 18;
 GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, int64_t sms) {
   // The split with the most CTAs within each candidate's limit (128 x 64 first: it keeps ties).
   auto most_ctas = [&](bool cluster_wave, int64_t& best_ctas) {

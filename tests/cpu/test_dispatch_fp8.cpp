@@ -236,7 +236,7 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   // 2/3 of 64 x 128's bytes per CTA) won (24.03 against 26.28).
   EXPECT_EQ(path(160, 2496, 6144), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");
   EXPECT_EQ(path(136, 2880, 7168), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");
-  // Session 57: the cluster-wave grid at 21/20 the CTAs where its CTAs get >= 20 slices
+  // Session 57: the cluster-wave grid at 21/20 the CTAs where its CTAs get >= 20 slices (18 since session 58)
   // (ab-ratiolong-call2-session57-h100.txt): 128 x 128 split 4 over 128 x 64 split 2 at
   // 552x576x14336 (100 CTAs against 90; 34.87 us against 38.55), not at 552x704x6656 (13 slices;
   // 120 against 110: 23.09 against 22.72 in call 1); 128 x 64 split 4 (100) over 128 x 128 split
@@ -244,7 +244,7 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(552, 576, 14336), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
   EXPECT_EQ(path(552, 704, 6656), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
   EXPECT_EQ(path(568, 320, 10752), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");
-  // Session 58: below 20 slices the 9/8 comparison counts the 128 x 128 grid's useful CTAs only
+  // Session 58: below 18 slices the 9/8 comparison counts the 128 x 128 grid's useful CTAs only
   // (N = 320: 90 x 5/6 = 75 against 100): 128 x 64 split 4 at 544x320x7168 (ab-ratio13-call1-
   // session58-h100.txt: 19.61 us against 21.07) and 613x320x7040 (ab-pad98-call2: 19.42 / 20.90),
   // from 44 slices on (split 4's cluster wave, kLongSlices); the wave grid's own count stays
@@ -256,10 +256,14 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(600, 320, 5504), "path=fp8 block_n=128 block_m=128 split_k=6 warps=12");  // 43
   EXPECT_EQ(path(873, 416, 9120), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
   EXPECT_EQ(path(576, 384, 7168), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");
-  // The edges: 80 slices at split 4 (K = 10240), and 120 CTAs against 114 (1.053: past 21/20,
-  // short of 9/8; 280x1216x10240 26.08 us against 26.74); 79 slices stay on 9/8.
+  // The edges, since session 58 at 18 slices per CTA (ab-ws18-call4-session58-h100.txt: 24 of
+  // 24 faster, 609x528x9952 27.74 us against 29.51): 72 slices at split 4 (K = 9216), and 120
+  // CTAs against 114 (1.053: past 21/20, short of 9/8; 280x1216x10240 26.08 us against 26.74 in
+  // session 57); 71 slices stay on 9/8.
   EXPECT_EQ(path(280, 1216, 10240), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
-  EXPECT_EQ(path(280, 1216, 10112), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
+  EXPECT_EQ(path(280, 1216, 9216), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
+  EXPECT_EQ(path(280, 1216, 9088), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
+  EXPECT_EQ(path(609, 528, 9952), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
 }
 
 // 64 < M <= 128 with K < 2048: path fp8 on the smallest tile whose tiles fit one wave (session
