@@ -14,6 +14,8 @@
 # Call 3: pre58, the confirmation of the two landed rules (base-pre58 = the rules before them,
 # `git show 196f0d2~:src/dispatch/fp8_rules.cpp`; here new - base < 0
 # = the landed rules faster).
+# Call 5: TUNE=tools/dev/pending/shapes-tune-s58.txt with no variant (the tune writes no
+# cache the dispatcher reads in an A/B: ab.sh runs `bench`, which takes the dispatcher's choice).
 # Call 4: ws18 (kLongWaveSlices = 18 on 196f0d2's rules: sed 's/kLongWaveSlices = 20;/kLongWaveSlices = 18;/').
 # Before it, here, the untracked overlays (base-cw, -s53, -k4096 only for an H200):
 #   P=tools/dev/pending; mkdir -p $P/base-cw/src/dispatch $P/base-mid4096/src/dispatch $P/base-ratio13/src/dispatch
@@ -44,6 +46,10 @@ ab() { need "$5" "ab $2" || return 0
        AB_OVERLAY=$P/base-$1 AB_TREE=/tmp/ab-$1 AB_ROTATE=1 AB_PREBUILT=1 OUT=$L tools/dev/ab.sh "$2" "$3" "$4"
        echo "ab $2 rc=$? $((SECONDS-t0)) s"; pack; }
 for v in "$@"; do ab $v $v $P/shapes-$v-s58.txt 3 60; done
+if [ -n "${TUNE:-}" ] && need 60 "tune $TUNE"; then  # TUNE=SHAPES: a path fp8 tune, every candidate's time
+  timeout $(( $(left) - 10 )) build-device/mxfp4 tune --shapes "$TUNE" --paths fp8 --verbose > "$L/logs/tune.log" 2>&1
+  echo "tune rc=$? $((SECONDS-t0)) s"; grep -B1 "dispatcher's choice" "$L/logs/tune.log" | grep -v -- '^--' | head -40; pack
+fi
 if [[ $gpu == *H200* ]]; then
   for a in "" "--out-dtype f32" "--weights-static"; do
     need 40 "bench '$a'" || continue
