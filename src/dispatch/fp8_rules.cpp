@@ -60,7 +60,9 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
 /// 0.19-1.77, 609x528x9952 27.74 against 29.51; at 13-17 slices 7 of 12 slower, -0.07..-0.31).
 /// Session 58: below that, the grid within 3/4 counts only its useful CTAs where its 128-column
 /// tiles reach past N (CTAs x the share of those columns inside N, in 64-column units), so that
-/// 128 x 64 split 4 takes over from 128 x 128 split 6 at N = 272-320 (H100 A/Bs, random shapes:
+/// 128 x 64 split 4 takes over from 128 x 128 split 6 at N = 257-320 (at 132 SMs M = 513-640, K =
+/// 5505-10112; at 144 SMs also 128 x 128 split 5 -> 128 x 64 split 3 at M = 257-384, N = 769-832,
+/// K >= 4097, a class not measured on any GPU) (H100 A/Bs, random shapes at N = 272-320:
 /// ab-ratio13-call1-session58-h100.txt, all 6 faster by 0.38-1.62 us, 576x320x7168 19.15
 /// against 20.77; ab-pad98-call2-session58-h100.txt, all 12 faster by 0.36-1.47, 613x320x7040
 /// 19.42 / 20.90). The wave grid keeps its raw count: weighting it too moved N = 400-448 from
@@ -86,7 +88,9 @@ GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, i
   const GemmConfig within = most_ctas(false, ctas), wave = most_ctas(true, wave_ctas);
   if (slices >= kLongWaveSlices * int64_t(wave.split_k)) return 20 * wave_ctas >= 21 * ctas ? wave : within;
   // 8 wave_ctas >= 9 ctas x tiles64 / (2 tiles128), in double: with SM counts up to 2^31 the
-  // products would overflow int64_t (they are exact below 2^53).
+  // products would overflow int64_t. They are exact below 2^53; above, the two sides differ
+  // relatively by at least 1 / (96 ceil(N / 128)) (no reachable input makes them equal), far more
+  // than the rounding (review of 196f0d2: 386M inputs at 1-1024 SMs agree with the int128 form).
   const double useful = within.block_n == 128 ? double(ctas) * double(tiles64) : double(ctas) * double(2 * tiles128);
   return 8.0 * double(wave_ctas) * double(2 * tiles128) >= 9.0 * useful ? wave : within;
 }

@@ -228,7 +228,9 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(360, 1088, 4608), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
   EXPECT_EQ(path(360, 1088, 4576), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // K < 4608
   EXPECT_EQ(path(256, 1792, 4608), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");   // 112 CTAs
+  EXPECT_EQ(path(336, 1216, 4608), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");   // 114, the most
   EXPECT_EQ(path(256, 1856, 4608), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // 116
+  EXPECT_EQ(path(320, 1280, 5088), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // 120, K < 5120
   EXPECT_EQ(path(216, 2048, 4608), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // 128
   EXPECT_EQ(choose_gemm_config(384, 2176, 7168, dev).split_k, 1);  // 204 of 64 x 64: past 3/2 of the SMs
   // Fewer CTAs than 64 x 64 and no fewer operand bytes per CTA: 128 x 128 split 2 (80 CTAs)
@@ -245,8 +247,9 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(552, 704, 6656), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
   EXPECT_EQ(path(568, 320, 10752), "path=fp8 block_n=64 block_m=128 split_k=4 warps=12");
   // Session 58: below 18 slices the 9/8 comparison counts the 128 x 128 grid's useful CTAs only
-  // (N = 320: 90 x 5/6 = 75 against 100): 128 x 64 split 4 at 544x320x7168 (ab-ratio13-call1-
-  // session58-h100.txt: 19.61 us against 21.07) and 613x320x7040 (ab-pad98-call2: 19.42 / 20.90),
+  // (N = 320: 90 x 5/6 = 75 against 100): 128 x 64 split 4 at 544x320x7168 (session 57's
+  // ab-ratio-call1-session57-h100.txt: 19.02 us against 20.50; 544x320x7680 19.61 / 21.07 in
+  // ab-ratio13-call1-session58) and 613x320x7040 (ab-pad98-call2: 19.42 / 20.90),
   // from 44 slices on (split 4's cluster wave, kLongSlices); the wave grid's own count stays
   // raw, so 873x416x9120 keeps 128 x 128 split 4 (112 CTAs; 29.10 against 128 x 64 split 2's
   // 30.84); with N % 128 == 0 nothing changes.
