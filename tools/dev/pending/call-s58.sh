@@ -29,7 +29,7 @@
 set -u
 o=${OUT:?}; L=/tmp/c58a; rm -rf "$L"; mkdir -p "$L/logs" "$o/results"; t0=$SECONDS
 pack() { tar czf "$o/.l.tgz" -C "$L" logs && mv -f "$o/.l.tgz" "$o/logs.tgz"; }
-left() { echo $((540 - (SECONDS - t0))); }
+left() { echo $((${LIMIT:-540} - (SECONDS - t0))); }  # LIMIT: seconds for the whole script
 P=tools/dev/pending
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu" | tee "$L/logs/gpu.txt"
 bases="$*"; [[ $gpu == *H200* ]] && bases="cw s53 k4096 $bases"
@@ -47,7 +47,7 @@ ab() { need "$5" "ab $2" || return 0
        echo "ab $2 rc=$? $((SECONDS-t0)) s"; pack; }
 for v in "$@"; do ab $v $v $P/shapes-$v-s58.txt 3 60; done
 if [ -n "${TUNE:-}" ] && need 60 "tune $TUNE"; then  # TUNE=SHAPES: a path fp8 tune, every candidate's time
-  timeout $(( $(left) - 10 )) build-device/mxfp4 tune --shapes "$TUNE" --paths fp8 --verbose > "$L/logs/tune.log" 2>&1
+  timeout $(( $(left) - 10 < ${TUNE_S:-200} ? $(left) - 10 : ${TUNE_S:-200} )) build-device/mxfp4 tune --shapes "$TUNE" --paths fp8 --verbose > "$L/logs/tune.log" 2>&1
   echo "tune rc=$? $((SECONDS-t0)) s"; grep -B1 "dispatcher's choice" "$L/logs/tune.log" | grep -v -- '^--' | head -40; pack
 fi
 if [[ $gpu == *H200* ]]; then
