@@ -16,6 +16,7 @@
 # = the landed rules faster).
 # Call 5: TUNE=tools/dev/pending/shapes-tune-s58.txt with no variant (the tune writes no
 # cache the dispatcher reads in an A/B: ab.sh runs `bench`, which takes the dispatcher's choice).
+# Call 6: widen (the long-K split-K bound 2 ctas64 <= 3 sms dropped: sed 's/ || (long_k && 2 \* ctas64 <= 3 \* sms)))/ || long_k))/' on a582615's rules).
 # Call 4: ws18 (kLongWaveSlices = 18 on 196f0d2's rules: sed 's/kLongWaveSlices = 20;/kLongWaveSlices = 18;/').
 # Before it, here, the untracked overlays (base-cw, -s53, -k4096 only for an H200):
 #   P=tools/dev/pending; mkdir -p $P/base-cw/src/dispatch $P/base-mid4096/src/dispatch $P/base-ratio13/src/dispatch
