@@ -253,7 +253,12 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // above 115 CTAs 8 of 10 at K = 4608 slower (216x2048x4608 128 CTAs -0.26); at K = 4096 slower
     // on 4 of 9 with <= 114 (200x1792x4096 112 CTAs -0.23, 208x1728x4096 108 CTAs -0.15).
     const bool mid_k_wave = K >= kFp8MidKFewCtas && !long_k && fits64 && !limit4;
-    if (K >= 4096 && (limit4 || mid_k_wave || (long_k && 2 * ctas64 <= 3 * sms))) {
+    // Session 58 (H100): from kFp8LongK at any 64 x 64 grid, past session 55's 3/2 of the SMs too
+    // (tune-fp8-random-call5-session58-h100.log: 374x2576x15168 128 x 128 split 2 54.89 us against
+    // 64 x 128's 73.34; A/B of 16 random shapes, ab-widen-call6-session58-h100.txt, all faster
+    // by 0.72-16.56 us, 203x3728x14144 49.95 against 66.51, 463x1840x7104 27.93 / 28.65: there
+    // 128 x 128 split 2 has as many CTAs as 64 x 128 unsplit and 2/3 of its bytes per CTA).
+    if (K >= 4096 && (limit4 || mid_k_wave || long_k)) {
       const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
       const int64_t split_ctas = (split.block_n == 64 ? tiles_of(64) : tiles) * split.split_k;
       const int64_t unsplit_edge = fits64 ? 64 + 64 : 64 + 128;

@@ -232,7 +232,12 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(256, 1856, 4608), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // 116
   EXPECT_EQ(path(320, 1280, 5088), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // 120, K < 5120
   EXPECT_EQ(path(216, 2048, 4608), "path=fp8 block_n=64 block_m=64 split_k=1 warps=8");     // 128
-  EXPECT_EQ(choose_gemm_config(384, 2176, 7168, dev).split_k, 1);  // 204 of 64 x 64: past 3/2 of the SMs
+  // Past 3/2 of the SMs in 64 x 64 tiles too since session 58 (ab-widen-call6-session58-h100.txt:
+  // 16 random shapes faster, 203x3728x14144 49.95 us against 64 x 128's 66.51); not below K = 6144.
+  EXPECT_EQ(path(384, 2176, 7168), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");  // 204 of 64 x 64
+  EXPECT_EQ(path(203, 3728, 14144), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");
+  EXPECT_EQ(path(374, 2576, 6144), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");
+  EXPECT_EQ(path(374, 2576, 6112), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");
   // Fewer CTAs than 64 x 64 and no fewer operand bytes per CTA: 128 x 128 split 2 (80 CTAs)
   // lost to 64 x 64's 117 (call 3: 22.39 us against 20.93); 136x2880x7168 split 2 (92 CTAs,
   // 2/3 of 64 x 128's bytes per CTA) won (24.03 against 26.28).
