@@ -1,27 +1,30 @@
 #!/usr/bin/env bash
-# Session 57's third call (any Hopper): confirmation A/B of the landed rules (commit "fp8 split-K:
-# cluster wave at 21/20 ...") against the rules before them, on 26 shapes they change that no
-# earlier A/B measured, drawn at random by class, and four neighbours that stay (controls):
-# tools/dev/pending/shapes-confirm-s57.txt. new = the tree, base = the old rules, so new - base
-# < 0 = the landed rules faster. On an H200 it then runs what session 56's call1-s56.sh had for
-# one (session 55's plan item a; `git show bfeda56:tools/dev/pending/call1-s56.sh`): the workload
-# benches (results/: commit as bench/results/h200{,-f32,-static}), cluster_fit with the fp8
-# kernel's shape, and the A/Bs of session 55's rules, session 54's few-tile rules and a5fb0fc's K
-# bound, each step guarded by the time left. At most 8 files come back: results/ (6) and logs.tgz.
-# Before it, here, the untracked overlays (the last three only for an H200):
-#   P=tools/dev/pending; mkdir -p $P/base-pre57/src/dispatch $P/base-cw/src/dispatch
-#   git show 6995e14:src/dispatch/fp8_rules.cpp > $P/base-pre57/src/dispatch/fp8_rules.cpp
+# Session 59's calls (any Hopper): [TUNE=SHAPES] [LIMIT=S] bash tools/dev/pending/call-s59.sh VARIANT...
+# (session 58's call-s58.sh with its shapes named shapes-VARIANT-s59.txt; spent call-s58.sh:
+# `git show fa40567:tools/dev/pending/call-s58.sh`). Per VARIANT an A/B against the overlay
+# base-VARIANT (new = the tree) on shapes-VARIANT-s59.txt, 3 reps; with TUNE a path fp8 tune
+# (`mxfp4 tune --paths fp8 --verbose`, at most TUNE_S seconds, default 200); then on an H200 the
+# workload benches (results/: commit as bench/results/h200{,-f32,-static}), cluster_fit and the
+# A/Bs of session 55's rules (cw), session 54's few-tile rules (fewt) and a5fb0fc's K bound
+# (k4096). Each step guarded by the time left (LIMIT, default 540 s). At most 8 files come back:
+# results/ (6) and logs.tgz.
+# Planned first call: TUNE=tools/dev/pending/shapes-tune64x128-s59.txt bash
+# tools/dev/pending/call-s59.sh prewiden  (prewiden: fa40567's long-K rule confirmed on 20 fresh
+# shapes, new - base < 0 = fa40567 faster; the tune asks where 128 x 64 unsplit beats 64 x 128).
+# Before it, here, the untracked overlays (base-cw, -s53, -k4096 only for an H200):
+#   P=tools/dev/pending; mkdir -p $P/base-prewiden/src/dispatch $P/base-cw/src/dispatch
+#   git show fa40567~:src/dispatch/fp8_rules.cpp > $P/base-prewiden/src/dispatch/fp8_rules.cpp
 #   for f in rules.hpp fp8_rules.cpp; do git show 21a1510:src/dispatch/$f > $P/base-cw/src/dispatch/$f; done
 #   bash $P/prep-first-call.sh $P/dispatch-before-s54.patch $P/base-s53
 #   bash $P/prep-first-call.sh $P/fp8-m128-k4096.patch $P/base-k4096
-# Usage (repository root, on the device; carry [".deps"]): bash tools/dev/pending/call3-s57.sh
+# Usage (repository root, on the device; carry [".deps"]).
 set -u
-o=${OUT:?}; L=/tmp/c57c; rm -rf "$L"; mkdir -p "$L/logs" "$o/results"; t0=$SECONDS
+o=${OUT:?}; L=/tmp/c59a; rm -rf "$L"; mkdir -p "$L/logs" "$o/results"; t0=$SECONDS
 pack() { tar czf "$o/.l.tgz" -C "$L" logs && mv -f "$o/.l.tgz" "$o/logs.tgz"; }
-left() { echo $((540 - (SECONDS - t0))); }
+left() { echo $((${LIMIT:-540} - (SECONDS - t0))); }  # LIMIT: seconds for the whole script
 P=tools/dev/pending
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu" | tee "$L/logs/gpu.txt"
-bases="pre57"; [[ $gpu == *H200* ]] && bases="$bases cw s53 k4096"
+bases="$*"; [[ $gpu == *H200* ]] && bases="cw s53 k4096 $bases"
 for b in $bases; do [ -d $P/base-$b ] || { echo "no $P/base-$b"; exit 2; }; done
 OUT=$L/logs/dc bash scripts/device-check.sh --no-tests --no-bench > "$L/logs/build.log" 2>&1 ||
   { echo "build failed"; tail -20 "$L/logs/build.log"; pack; exit 1; }
@@ -34,7 +37,11 @@ need() { [ "$(left)" -ge "$1" ] || { echo "skipped (needs $1 s, $(left) left): $
 ab() { need "$5" "ab $2" || return 0
        AB_OVERLAY=$P/base-$1 AB_TREE=/tmp/ab-$1 AB_ROTATE=1 AB_PREBUILT=1 OUT=$L tools/dev/ab.sh "$2" "$3" "$4"
        echo "ab $2 rc=$? $((SECONDS-t0)) s"; pack; }
-ab pre57 confirm $P/shapes-confirm-s57.txt 5 90
+for v in "$@"; do ab $v $v $P/shapes-$v-s59.txt 3 60; done
+if [ -n "${TUNE:-}" ] && need 60 "tune $TUNE"; then  # TUNE=SHAPES: a path fp8 tune, every candidate's time
+  timeout $(( $(left) - 10 < ${TUNE_S:-200} ? $(left) - 10 : ${TUNE_S:-200} )) build-device/mxfp4 tune --shapes "$TUNE" --paths fp8 --verbose > "$L/logs/tune.log" 2>&1
+  echo "tune rc=$? $((SECONDS-t0)) s"; grep -B1 "dispatcher's choice" "$L/logs/tune.log" | grep -v -- '^--' | head -40; pack
+fi
 if [[ $gpu == *H200* ]]; then
   for a in "" "--out-dtype f32" "--weights-static"; do
     need 40 "bench '$a'" || continue
