@@ -11,6 +11,9 @@
 # Planned first call: TUNE=tools/dev/pending/shapes-tune64x128-s59.txt bash
 # tools/dev/pending/call-s59.sh prewiden  (prewiden: fa40567's long-K rule confirmed on 20 fresh
 # shapes, new - base < 0 = fa40567 faster; the tune asks where 128 x 64 unsplit beats 64 x 128).
+# Then (plan item b) tunes of random shapes per region: TUNE=...shapes-tune-kshort-s59.txt (path
+# fp8, M > 128 at K < 4096), and for shapes-tune-m128-s59.txt / shapes-tune-m64-s59.txt set
+# TUNE_PATHS=all (every path's candidates: the small-M kernel, gemv, fused, fp8).
 # Before it, here, the untracked overlays (base-cw, -s53, -k4096 only for an H200):
 #   P=tools/dev/pending; mkdir -p $P/base-prewiden/src/dispatch $P/base-cw/src/dispatch
 #   git show fa40567~:src/dispatch/fp8_rules.cpp > $P/base-prewiden/src/dispatch/fp8_rules.cpp
@@ -39,7 +42,7 @@ ab() { need "$5" "ab $2" || return 0
        echo "ab $2 rc=$? $((SECONDS-t0)) s"; pack; }
 for v in "$@"; do ab $v $v $P/shapes-$v-s59.txt 3 60; done
 if [ -n "${TUNE:-}" ] && need 60 "tune $TUNE"; then  # TUNE=SHAPES: a path fp8 tune, every candidate's time
-  timeout $(( $(left) - 10 < ${TUNE_S:-200} ? $(left) - 10 : ${TUNE_S:-200} )) build-device/mxfp4 tune --shapes "$TUNE" --paths fp8 --verbose > "$L/logs/tune.log" 2>&1
+  timeout $(( $(left) - 10 < ${TUNE_S:-200} ? $(left) - 10 : ${TUNE_S:-200} )) build-device/mxfp4 tune --shapes "$TUNE" $([ "${TUNE_PATHS:-fp8}" = all ] || echo --paths "${TUNE_PATHS:-fp8}") --verbose > "$L/logs/tune.log" 2>&1
   echo "tune rc=$? $((SECONDS-t0)) s"; grep -B1 "dispatcher's choice" "$L/logs/tune.log" | grep -v -- '^--' | head -40; pack
 fi
 if [[ $gpu == *H200* ]]; then
