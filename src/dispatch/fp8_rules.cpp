@@ -54,21 +54,25 @@ int fp8_split_for(int64_t tiles, int64_t slices, int64_t sms) {
 /// split 2 at 5-11% more CTAs, 552x576x14336 34.87 against 38.55, and 128 x 64 split 4 against 128
 /// x 128 split 6 at N = 320, 568x320x10752 24.38 / 25.47). At 13-17 slices per CTA the same pair
 /// was mixed (call 1, ab-ratio-call1-session57-h100.txt: 552x704x6656 -0.37 us, 640x576x7680
-/// +0.70). Session 58 moved the bound from 20 to 18 slices (H100 A/Bs, random shapes: at 18-19
-/// slices 128 x 128 split 4 over 128 x 64 split 2 faster on all 7 of ab-ratio13-call1-
-/// session58-h100.txt, by 0.04-1.14 us, and on all 24 of ab-ws18-call4-session58-h100.txt, by
-/// 0.19-1.77, 609x528x9952 27.74 against 29.51; at 13-17 slices 7 of 12 slower, -0.07..-0.31).
+/// +0.70). Session 58 moved the bound from 20 to 18 slices for a wave grid of split 4
+/// (kLongWaveSlicesSplit4; H100 A/Bs, random shapes: at 18-19 slices 128 x 128 split 4 over 128 x
+/// 64 split 2 faster on all 7 of ab-ratio13-call1-session58-h100.txt, by 0.04-1.14 us, and on all
+/// 24 of ab-ws18-call4-session58-h100.txt, by 0.19-1.77, 609x528x9952 27.74 against 29.51; at
+/// 13-17 slices 7 of 15 slower, -0.07..-0.31). Only split 4 was measured there: at 18 slices the
+/// same bound would also move 128 x 64 split 3 to 128 x 128 split 5 (132 SMs: M = 1281-1408, N =
+/// 129-192) and, at 78 SMs, to split 6 (review of a582615), so other splits keep 20.
 /// Session 58: below that, the grid within 3/4 counts only its useful CTAs where its 128-column
 /// tiles reach past N (CTAs x the share of those columns inside N, in 64-column units), so that
 /// 128 x 64 split 4 takes over from 128 x 128 split 6 at N = 257-320 (at 132 SMs M = 513-640, K =
-/// 5505-10112; at 144 SMs also 128 x 128 split 5 -> 128 x 64 split 3 at M = 257-384, N = 769-832,
-/// K >= 4097, a class not measured on any GPU) (H100 A/Bs, random shapes at N = 272-320:
+/// 5505-9088, where the 21/20 rule gives the same from K = 9089; at 144 SMs also 128 x 128 split 5
+/// -> 128 x 64 split 3 at M = 257-384, N = 769-832, K = 4097-6784, a class not measured on any GPU) (H100 A/Bs, random shapes at N = 272-320:
 /// ab-ratio13-call1-session58-h100.txt, all 6 faster by 0.38-1.62 us, 576x320x7168 19.15
 /// against 20.77; ab-pad98-call2-session58-h100.txt, all 12 faster by 0.36-1.47, 613x320x7040
 /// 19.42 / 20.90). The wave grid keeps its raw count: weighting it too moved N = 400-448 from
 /// 128 x 128 split 4 to 128 x 64 split 2, which lost 9 of 12 (873x416x9120 30.84 against 29.10).
 constexpr int64_t kLongSlices = 11;
-constexpr int64_t kLongWaveSlices = 18;
+constexpr int64_t kLongWaveSlices = 20;
+constexpr int64_t kLongWaveSlicesSplit4 = 18;
 GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, int64_t sms) {
   // The split with the most CTAs within each candidate's limit (128 x 64 first: it keeps ties).
   auto most_ctas = [&](bool cluster_wave, int64_t& best_ctas) {
@@ -86,7 +90,8 @@ GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, i
   };
   int64_t ctas = 0, wave_ctas = 0;
   const GemmConfig within = most_ctas(false, ctas), wave = most_ctas(true, wave_ctas);
-  if (slices >= kLongWaveSlices * int64_t(wave.split_k)) return 20 * wave_ctas >= 21 * ctas ? wave : within;
+  const int64_t long_slices = wave.split_k == 4 ? kLongWaveSlicesSplit4 : kLongWaveSlices;
+  if (slices >= long_slices * int64_t(wave.split_k)) return 20 * wave_ctas >= 21 * ctas ? wave : within;
   // 8 wave_ctas >= 9 ctas x tiles64 / (2 tiles128), in double: with SM counts up to 2^31 the
   // products would overflow int64_t. They are exact below 2^53; above, the two sides differ
   // relatively by at least 1 / (96 ceil(N / 128)) (no reachable input makes them equal), far more
@@ -257,8 +262,11 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
     // (tune-fp8-random-call5-session58-h100.log: 374x2576x15168 128 x 128 split 2 54.89 us against
     // 64 x 128's 73.34; A/B of 16 random shapes, ab-widen-call6-session58-h100.txt, all faster
     // by 0.72-16.56 us, 203x3728x14144 49.95 against 66.51, 463x1840x7104 27.93 / 28.65: there
-    // 128 x 128 split 2 has as many CTAs as 64 x 128 unsplit and 2/3 of its bytes per CTA).
-    if (K >= 4096 && (limit4 || mid_k_wave || long_k)) {
+    // 128 x 128 split 2 has as many CTAs as 64 x 128 unsplit and 2/3 of its bytes per CTA). Past
+    // 3/2 only where N % 8 == 0: otherwise the unsplit tile is 128 x 64 (12 warps), which the tune
+    // had within 1% of split 2 at K = 6432 (238x3232x6432 27.21 against 27.52), not A/B'd.
+    const bool long_k_wide = long_k && (2 * ctas64 <= 3 * sms || N % 8 == 0);
+    if (K >= 4096 && (limit4 || mid_k_wave || long_k_wide)) {
       const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
       const int64_t split_ctas = (split.block_n == 64 ? tiles_of(64) : tiles) * split.split_k;
       const int64_t unsplit_edge = fits64 ? 64 + 64 : 64 + 128;

@@ -198,7 +198,8 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(choose_gemm_config(256, 1024, 3072, dev).split_k, 1);  // K < 4096
   // Session 55 (tune-fp8-m256-clusterfit-call1-session55-h100.log, tune-fp8-m256-midtiles-call10-
   // session54-h100.log): grids past 3/4 of the SMs in clusters of 3 to 5 at long K, and split-K
-  // from K = 6144 where 64 x 64 tiles would fill up to 3/2 of the SMs.
+  // from K = 6144 where 64 x 64 tiles would fill up to 3/2 of the SMs (since session 58 more too,
+  // where N % 8 == 0; below).
   EXPECT_EQ(path(192, 1280, 7168), "path=fp8 block_n=128 block_m=128 split_k=5 warps=12");  // 100 CTAs: 17.81 / 19.25
   EXPECT_EQ(path(192, 2112, 7168), "path=fp8 block_n=128 block_m=128 split_k=3 warps=12");  // 102 CTAs: 20.94 / 64 x 64's 24.35
   // 128 x 128 split 4 (104 CTAs) has less than 9/8 of 128 x 64 split 2's 100: the pairs (19.69 us
@@ -238,6 +239,11 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(203, 3728, 14144), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");
   EXPECT_EQ(path(374, 2576, 6144), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");
   EXPECT_EQ(path(374, 2576, 6112), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");
+  EXPECT_EQ(path(512, 2048, 8192), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");  // 256 of 64 x 64
+  EXPECT_EQ(path(640, 1664, 8192), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");    // split 2: 130 CTAs
+  // Past 3/2 only where N % 8 == 0 (the unsplit tile is then 64 x 128); with N % 8 != 0 it is 128
+  // x 64 with 12 warps, not A/B'd against split 2 (review of fa40567).
+  EXPECT_EQ(path(374, 2577, 8192), "path=fp8 block_n=64 block_m=128 split_k=1 warps=12");
   // Fewer CTAs than 64 x 64 and no fewer operand bytes per CTA: 128 x 128 split 2 (80 CTAs)
   // lost to 64 x 64's 117 (call 3: 22.39 us against 20.93); 136x2880x7168 split 2 (92 CTAs,
   // 2/3 of 64 x 128's bytes per CTA) won (24.03 against 26.28).
@@ -272,6 +278,11 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(280, 1216, 9216), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
   EXPECT_EQ(path(280, 1216, 9088), "path=fp8 block_n=64 block_m=128 split_k=2 warps=12");
   EXPECT_EQ(path(609, 528, 9952), "path=fp8 block_n=128 block_m=128 split_k=4 warps=12");
+  // 18 slices only for a wave grid of split 4 (the measured pair): 128 x 64 split 3 (99 CTAs)
+  // stays against 128 x 128 split 5 (110) at 94 slices, 18.8 per CTA; from 100 slices (20) the
+  // 21/20 ratio takes it.
+  EXPECT_EQ(path(1300, 160, 12000), "path=fp8 block_n=64 block_m=128 split_k=3 warps=12");
+  EXPECT_EQ(path(1300, 160, 12800), "path=fp8 block_n=128 block_m=128 split_k=5 warps=12");
 }
 
 // 64 < M <= 128 with K < 2048: path fp8 on the smallest tile whose tiles fit one wave (session
