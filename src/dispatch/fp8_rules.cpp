@@ -92,12 +92,12 @@ GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, i
   const GemmConfig within = most_ctas(false, ctas), wave = most_ctas(true, wave_ctas);
   const int64_t long_slices = wave.split_k == 4 ? kLongWaveSlicesSplit4 : kLongWaveSlices;
   if (slices >= long_slices * int64_t(wave.split_k)) return 20 * wave_ctas >= 21 * ctas ? wave : within;
+  if (within.block_n == 64) return 8 * wave_ctas >= 9 * ctas ? wave : within;
   // 8 wave_ctas >= 9 ctas x tiles64 / (2 tiles128), in double: with SM counts up to 2^31 the
   // products would overflow int64_t. They are exact below 2^53; above, the two sides differ
   // relatively by at least 1 / (96 ceil(N / 128)) (no reachable input makes them equal), far more
   // than the rounding (review of 196f0d2: 386M inputs at 1-1024 SMs agree with the int128 form).
-  const double useful = within.block_n == 128 ? double(ctas) * double(tiles64) : double(ctas) * double(2 * tiles128);
-  return 8.0 * double(wave_ctas) * double(2 * tiles128) >= 9.0 * useful ? wave : within;
+  return 16.0 * double(wave_ctas) * double(tiles128) >= 9.0 * double(ctas) * double(tiles64) ? wave : within;
 }
 
 /// Whether 192 x 128 fp8 tiles (three 64 x 128 consumer warpgroups, 16 warps) beat 128 x 128

@@ -3,7 +3,8 @@
 # (session 58's call-s58.sh with its shapes named shapes-VARIANT-s59.txt; spent call-s58.sh:
 # `git show fa40567:tools/dev/pending/call-s58.sh`). Per VARIANT an A/B against the overlay
 # base-VARIANT (new = the tree) on shapes-VARIANT-s59.txt, 3 reps; with TUNE a path fp8 tune
-# (`mxfp4 tune --paths fp8 --verbose`, at most TUNE_S seconds, default 200); then on an H200 the
+# (`mxfp4 tune --paths fp8 --verbose`, TUNE_PATHS=all for every path's candidates; at most
+# TUNE_S seconds, default 200); then on an H200 the
 # workload benches (results/: commit as bench/results/h200{,-f32,-static}), cluster_fit and the
 # A/Bs of session 55's rules (cw), session 54's few-tile rules (fewt) and a5fb0fc's K bound
 # (k4096). Each step guarded by the time left (LIMIT, default 540 s). At most 8 files come back:
@@ -41,7 +42,7 @@ ab() { need "$5" "ab $2" || return 0
        AB_OVERLAY=$P/base-$1 AB_TREE=/tmp/ab-$1 AB_ROTATE=1 AB_PREBUILT=1 OUT=$L tools/dev/ab.sh "$2" "$3" "$4"
        echo "ab $2 rc=$? $((SECONDS-t0)) s"; pack; }
 for v in "$@"; do ab $v $v $P/shapes-$v-s59.txt 3 60; done
-if [ -n "${TUNE:-}" ] && need 60 "tune $TUNE"; then  # TUNE=SHAPES: a path fp8 tune, every candidate's time
+if [ -n "${TUNE:-}" ] && need 60 "tune $TUNE"; then  # TUNE=SHAPES: a tune of TUNE_PATHS (fp8, or all), every candidate's time
   timeout $(( $(left) - 10 < ${TUNE_S:-200} ? $(left) - 10 : ${TUNE_S:-200} )) build-device/mxfp4 tune --shapes "$TUNE" $([ "${TUNE_PATHS:-fp8}" = all ] || echo --paths "${TUNE_PATHS:-fp8}") --verbose > "$L/logs/tune.log" 2>&1
   echo "tune rc=$? $((SECONDS-t0)) s"; grep -B1 "dispatcher's choice" "$L/logs/tune.log" | grep -v -- '^--' | head -40; pack
 fi
