@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Session 59's calls (any Hopper): [TUNE=SHAPES] [LIMIT=S] bash tools/dev/pending/call-s59.sh VARIANT...
+# Session 59's calls (any Hopper): [TUNE="SHAPES[:PATHS]..."] [LIMIT=S] bash tools/dev/pending/call-s59.sh VARIANT[:BASE]...
 # (session 58's call-s58.sh with its shapes named shapes-VARIANT-s59.txt; spent call-s58.sh:
 # `git show fa40567:tools/dev/pending/call-s58.sh`). Per VARIANT an A/B against the overlay
-# base-VARIANT (new = the tree) on shapes-VARIANT-s59.txt, 3 reps; with TUNE a path fp8 tune
-# (`mxfp4 tune --paths fp8 --verbose`, TUNE_PATHS=all for every path's candidates; at most
-# TUNE_S seconds, default 200); then on an H200 the
+# base-BASE (default base-VARIANT; new = the tree) on shapes-VARIANT-s59.txt, 3 reps; per TUNE
+# entry a tune (`mxfp4 tune --paths PATHS --verbose`, PATHS default fp8, `all` for every path's
+# candidates; at most TUNE_S seconds each, default 200); then on an H200 the
 # workload benches (results/: commit as bench/results/h200{,-f32,-static}), cluster_fit and the
 # A/Bs of session 55's rules (cw), session 54's few-tile rules (fewt) and a5fb0fc's K bound
 # (k4096). Each step guarded by the time left (LIMIT, default 540 s). At most 8 files come back:
@@ -21,6 +21,8 @@
 #   for f in rules.hpp fp8_rules.cpp; do git show 21a1510:src/dispatch/$f > $P/base-cw/src/dispatch/$f; done
 #   bash $P/prep-first-call.sh $P/dispatch-before-s54.patch $P/base-s53
 #   bash $P/prep-first-call.sh $P/fp8-m128-k4096.patch $P/base-k4096
+# Call 2 (after call 1's confirmation): TUNE="$P/shapes-tune64x128b-s59.txt $P/shapes-tune-kshort-s59.txt
+#   $P/shapes-tune-m128-s59.txt:all $P/shapes-tune-m64-s59.txt:all" TUNE_S=120 bash $P/call-s59.sh tall:prewiden
 # Usage (repository root, on the device; carry [".deps"]).
 set -u
 o=${OUT:?}; L=/tmp/c59a; rm -rf "$L"; mkdir -p "$L/logs" "$o/results"; t0=$SECONDS
@@ -28,7 +30,7 @@ pack() { tar czf "$o/.l.tgz" -C "$L" logs && mv -f "$o/.l.tgz" "$o/logs.tgz"; }
 left() { echo $((${LIMIT:-540} - (SECONDS - t0))); }  # LIMIT: seconds for the whole script
 P=tools/dev/pending
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu" | tee "$L/logs/gpu.txt"
-bases="$*"; [[ $gpu == *H200* ]] && bases="cw s53 k4096 $bases"
+bases=$(for v in "$@"; do echo "${v##*:}"; done | sort -u); [[ $gpu == *H200* ]] && bases="cw s53 k4096 $bases"
 for b in $bases; do [ -d $P/base-$b ] || { echo "no $P/base-$b"; exit 2; }; done
 OUT=$L/logs/dc bash scripts/device-check.sh --no-tests --no-bench > "$L/logs/build.log" 2>&1 ||
   { echo "build failed"; tail -20 "$L/logs/build.log"; pack; exit 1; }
@@ -41,11 +43,13 @@ need() { [ "$(left)" -ge "$1" ] || { echo "skipped (needs $1 s, $(left) left): $
 ab() { need "$5" "ab $2" || return 0
        AB_OVERLAY=$P/base-$1 AB_TREE=/tmp/ab-$1 AB_ROTATE=1 AB_PREBUILT=1 OUT=$L tools/dev/ab.sh "$2" "$3" "$4"
        echo "ab $2 rc=$? $((SECONDS-t0)) s"; pack; }
-for v in "$@"; do ab $v $v $P/shapes-$v-s59.txt 3 60; done
-if [ -n "${TUNE:-}" ] && need 60 "tune $TUNE"; then  # TUNE=SHAPES: a tune of TUNE_PATHS (fp8, or all), every candidate's time
-  timeout $(( $(left) - 10 < ${TUNE_S:-200} ? $(left) - 10 : ${TUNE_S:-200} )) build-device/mxfp4 tune --shapes "$TUNE" $([ "${TUNE_PATHS:-fp8}" = all ] || echo --paths "${TUNE_PATHS:-fp8}") --verbose > "$L/logs/tune.log" 2>&1
-  echo "tune rc=$? $((SECONDS-t0)) s"; grep -B1 "dispatcher's choice" "$L/logs/tune.log" | grep -v -- '^--' | head -40; pack
-fi
+for v in "$@"; do ab ${v##*:} ${v%%:*} $P/shapes-${v%%:*}-s59.txt 3 60; done
+for tu in ${TUNE:-}; do  # TUNE="SHAPES[:PATHS] ...": tunes of PATHS (default fp8; all: every path), every candidate's time
+  f=${tu%%:*}; pa=fp8; [ "$f" != "$tu" ] && pa=${tu#*:}; n=tune-$(basename "$f" .txt)
+  need 40 "tune $f" || continue
+  timeout $(( $(left) - 10 < ${TUNE_S:-200} ? $(left) - 10 : ${TUNE_S:-200} )) build-device/mxfp4 tune --shapes "$f" $([ "$pa" = all ] || echo --paths "$pa") --verbose > "$L/logs/$n.log" 2>&1
+  echo "$n rc=$? $((SECONDS-t0)) s"; grep -B1 "dispatcher's choice" "$L/logs/$n.log" | grep -v -- '^--' | grep -B1 -E '\((1\.0[3-9]|1\.[1-9]|[2-9]\.)[0-9]*x' | grep -v -- '^--' | head -30; pack
+done
 if [[ $gpu == *H200* ]]; then
   for a in "" "--out-dtype f32" "--weights-static"; do
     need 40 "bench '$a'" || continue
