@@ -22,7 +22,10 @@
 #   bash $P/prep-first-call.sh $P/dispatch-before-s54.patch $P/base-s53
 #   bash $P/prep-first-call.sh $P/fp8-m128-k4096.patch $P/base-k4096
 # Call 2 (after call 1's confirmation): TUNE="$P/shapes-tune64x128b-s59.txt $P/shapes-tune-kshort-s59.txt
-#   $P/shapes-tune-m128-s59.txt:all $P/shapes-tune-m64-s59.txt:all" TUNE_S=120 bash $P/call-s59.sh tall:prewiden
+#   $P/shapes-tune-m128-s59.txt:all $P/shapes-tune-m64-s59.txt:all" TUNE_S=120 PAIRFIT=1 bash $P/call-s59.sh tall:prewiden pair132
+#   (pair132: base-pair132 = pairs of 128 x 128 tiles up to the SM count, its line here:
+#   `sed 's/const int64_t limit = wave ?/const int64_t limit = block_n == 128 \&\& split == 2 ? sms : wave ?/'
+#   src/dispatch/fp8_rules.cpp > $P/base-pair132/src/dispatch/fp8_rules.cpp`; new - base > 0 = it wins)
 # Usage (repository root, on the device; carry [".deps"]).
 set -u
 o=${OUT:?}; L=/tmp/c59a; rm -rf "$L"; mkdir -p "$L/logs" "$o/results"; t0=$SECONDS
@@ -50,6 +53,11 @@ for tu in ${TUNE:-}; do  # TUNE="SHAPES[:PATHS] ...": tunes of PATHS (default fp
   timeout $(( $(left) - 10 < ${TUNE_S:-200} ? $(left) - 10 : ${TUNE_S:-200} )) build-device/mxfp4 tune --shapes "$f" $([ "$pa" = all ] || echo --paths "$pa") --verbose > "$L/logs/$n.log" 2>&1
   echo "$n rc=$? $((SECONDS-t0)) s"; grep -B1 "dispatcher's choice" "$L/logs/$n.log" | grep -v -- '^--' | grep -B1 -E '\((1\.0[3-9]|1\.[1-9]|[2-9]\.)[0-9]*x' | grep -v -- '^--' | head -30; pack
 done
+if [ -n "${PAIRFIT:-}" ] && need 40 pairfit; then  # PAIRFIT=1: pairs of ~210 KB CTAs, 126-132 CTAs, resident at once?
+  nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a tools/dev/probes/cluster_fit.cu -o /tmp/cf &&
+    timeout 30 /tmp/cf 384,210400,2,126 384,210400,2,128 384,210400,2,130 384,210400,2,132 384,210400,1,132 > "$L/logs/pair-fit.txt" 2>&1
+  echo "pairfit rc=$? $((SECONDS-t0)) s"; cat "$L/logs/pair-fit.txt"; pack
+fi
 if [[ $gpu == *H200* ]]; then
   for a in "" "--out-dtype f32" "--weights-static"; do
     need 40 "bench '$a'" || continue
