@@ -22,10 +22,13 @@
 #   bash $P/prep-first-call.sh $P/dispatch-before-s54.patch $P/base-s53
 #   bash $P/prep-first-call.sh $P/fp8-m128-k4096.patch $P/base-k4096
 # Call 2 (after call 1's confirmation): TUNE="$P/shapes-tune64x128b-s59.txt $P/shapes-tune-kshort-s59.txt
-#   $P/shapes-tune-m128-s59.txt:all $P/shapes-tune-m64-s59.txt:all" TUNE_S=120 PAIRFIT=1 bash $P/call-s59.sh tall:prewiden pair132
+#   $P/shapes-tune-m128-s59.txt:all $P/shapes-tune-m64-s59.txt:all" TUNE_S=120 PAIRFIT=1 bash $P/call-s59.sh tall:prewiden pair132 smk4
 #   (pair132: base-pair132 = pairs of 128 x 128 tiles up to the SM count, its line here:
 #   `sed 's/const int64_t limit = wave ?/const int64_t limit = block_n == 128 \&\& split == 2 ? sms : wave ?/'
 #   src/dispatch/fp8_rules.cpp > $P/base-pair132/src/dispatch/fp8_rules.cpp`; new - base > 0 = it wins)
+#   (smk4: base-smk4 = the small-M kernel's split 8 -> 4 at <= 4 K chunks per CTA, >= 12 tiles:
+#   `mkdir -p $P/base-smk4/src/dispatch; sed 's|^    const int64_t ctas = tiles \* cfg.split_k;|    if (cfg.split_k == 8 \&\& tiles >= 12 \&\& ceil_div(chunks, 8) <= 4) cfg.split_k = 4;\n\0|'
+#   src/dispatch/dispatch.cpp > $P/base-smk4/src/dispatch/dispatch.cpp`)
 # Usage (repository root, on the device; carry [".deps"]).
 set -u
 o=${OUT:?}; L=/tmp/c59a; rm -rf "$L"; mkdir -p "$L/logs" "$o/results"; t0=$SECONDS
