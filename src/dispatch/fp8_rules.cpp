@@ -82,7 +82,15 @@ GemmConfig fp8_split_config(int64_t tiles64, int64_t tiles128, int64_t slices, i
       for (int split = 2; split <= 6; ++split) {
         const int64_t ctas = (block_n == 64 ? tiles64 : tiles128) * split;
         const bool wave = cluster_wave && slices >= kLongSlices * split && (block_n == 128 || split <= 4);
-        const int64_t limit = wave ? fp8_cluster_wave(split, sms) : fp8_split_grid_limit(split, sms);
+        // Session 59 (H100): pairs of 128 x 128 tiles up to the SM count, past the 128 of 132
+        // that fp8_split_grid_limit and fp8_cluster_wave keep for pairs (65 tiles: 130 CTAs ran
+        // in one wave). A/B ab-pair132-call2-session59-h100.txt, 21 random shapes of the class
+        // (64 x 128 unsplit -> 128 x 128 split 2 at M 513-640 x N 1537-1664 and the transpose,
+        // K >= 6144): all faster by 0.92-17.42 us, 603x1600x14880 61.79 against 79.21,
+        // 625x1664x7104 29.92 / 30.84. Only 128 x 128: the other pair grids were not measured.
+        const int64_t limit = block_n == 128 && split == 2 ? sms
+                              : wave                       ? fp8_cluster_wave(split, sms)
+                                                           : fp8_split_grid_limit(split, sms);
         if (ctas <= limit && slices >= 4 * int64_t(split) && ctas > best_ctas)
           best = GemmConfig{GemmPath::fp8, block_n, 128, split, 12}, best_ctas = ctas;
       }
@@ -156,7 +164,7 @@ constexpr int64_t kFp8MidKFewCtas = 4608;
 /// CTAs per tile, the most CTAs in one wave; until then 2 or 4, whichever tile reached the
 /// larger split). A split needs >= 4 slices per CTA and a grid in one wave: for pairs at most the
 /// SM count less 1/32 of it (128 of 132: pairs need two SMs of one GPC, and 128 CTAs is the
-/// largest pair grid measured in one wave), <= 3/4 of it for larger clusters (~200 KB CTAs: a
+/// largest pair grid measured in one wave; since session 59 the SM count for 128 x 128 pairs), <= 3/4 of it for larger clusters (~200 KB CTAs: a
 /// cluster needs that many free SMs of one GPC; 128-132 CTAs in clusters of 4 ran in two waves,
 /// and session 26's cluster_fit held 102-117 CTAs of clusters of 3, 5 and 6 resident).
 /// Split 8 never won. Session 13 tune

@@ -240,7 +240,11 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(374, 2576, 6144), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");
   EXPECT_EQ(path(374, 2576, 6112), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");
   EXPECT_EQ(path(512, 2048, 8192), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");  // 256 of 64 x 64
-  EXPECT_EQ(path(640, 1664, 8192), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");    // split 2: 130 CTAs
+  // 128 x 128 pairs up to the SM count since session 59 (ab-pair132-call2-session59-h100.txt:
+  // 21 random shapes faster, 603x1600x14880 61.79 us against 64 x 128's 79.21): 65 tiles, 130 CTAs.
+  EXPECT_EQ(path(640, 1664, 8192), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");
+  EXPECT_EQ(path(1600, 528, 10368), "path=fp8 block_n=128 block_m=128 split_k=2 warps=12");
+  EXPECT_EQ(path(640, 1664, 6112), "path=fp8 block_n=128 block_m=64 split_k=1 warps=8");    // K < 6144
   // Past 3/2 only where N % 8 == 0 (the unsplit tile is then 64 x 128); with N % 8 != 0 it is 128
   // x 64 with 12 warps, not A/B'd against split 2 (review of fa40567).
   EXPECT_EQ(path(374, 2577, 8192), "path=fp8 block_n=64 block_m=128 split_k=1 warps=12");
