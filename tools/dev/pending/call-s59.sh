@@ -21,6 +21,8 @@
 #   for f in rules.hpp fp8_rules.cpp; do git show 21a1510:src/dispatch/$f > $P/base-cw/src/dispatch/$f; done
 #   bash $P/prep-first-call.sh $P/dispatch-before-s54.patch $P/base-s53
 #   bash $P/prep-first-call.sh $P/fp8-m128-k4096.patch $P/base-k4096
+# Session 59 ran call 1 (H100) and call 2 with LIMIT=190 (pair132 landed, the 64 x 128 tune ran 25
+# shapes); session 60: call 2 without pair132 and the 64 x 128 tune (perf-notes' plan, item a).
 # Call 2 (after call 1's confirmation): TUNE="$P/shapes-tune64x128b-s59.txt $P/shapes-tune-kshort-s59.txt
 #   $P/shapes-tune-m128-s59.txt:all $P/shapes-tune-m64-s59.txt:all" TUNE_S=120 PAIRFIT=1 bash $P/call-s59.sh tall:prewiden pair132 smk4
 #   (pair132: base-pair132 = pairs of 128 x 128 tiles up to the SM count, its line here:
