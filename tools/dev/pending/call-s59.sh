@@ -38,7 +38,8 @@ pack() { tar czf "$o/.l.tgz" -C "$L" logs && mv -f "$o/.l.tgz" "$o/logs.tgz"; }
 left() { echo $((${LIMIT:-540} - (SECONDS - t0))); }  # LIMIT: seconds for the whole script
 P=tools/dev/pending
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu" | tee "$L/logs/gpu.txt"
-bases=$(for v in "$@"; do echo "${v##*:}"; done | sort -u); [[ $gpu == *H200* ]] && bases="cw s53 k4096 $bases"
+bases=$(for v in "$@"; do echo "${v##*:}"; done | sort -u); h200=; [[ $gpu == *H200* ]] && [ "${H200_STEPS:-1}" = 1 ] && h200=1  # H200_STEPS=0: skip the H200 steps
+[ -n "$h200" ] && bases="cw s53 k4096 $bases"
 for b in $bases; do [ -d $P/base-$b ] || { echo "no $P/base-$b"; exit 2; }; done
 OUT=$L/logs/dc bash scripts/device-check.sh --no-tests --no-bench > "$L/logs/build.log" 2>&1 ||
   { echo "build failed"; tail -20 "$L/logs/build.log"; pack; exit 1; }
@@ -63,7 +64,7 @@ if [ -n "${PAIRFIT:-}" ] && need 40 pairfit; then  # PAIRFIT=1: pairs of ~210 KB
     timeout 30 /tmp/cf 384,210400,2,126 384,210400,2,128 384,210400,2,130 384,210400,2,132 384,210400,1,132 > "$L/logs/pair-fit.txt" 2>&1
   echo "pairfit rc=$? $((SECONDS-t0)) s"; cat "$L/logs/pair-fit.txt"; pack
 fi
-if [[ $gpu == *H200* ]]; then
+if [ -n "$h200" ]; then
   for a in "" "--out-dtype f32" "--weights-static"; do
     need 40 "bench '$a'" || continue
     n=bench$(echo $a | tr -d ' -')
