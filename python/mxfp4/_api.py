@@ -32,6 +32,7 @@ from ._core import (
     _nbytes,
     _nk,
     _parse_device,
+    _size_args,
     _prepack_dense_impl,
     _prepack_fp8_impl,
     _prepack_impl,
@@ -193,16 +194,6 @@ def _torch_of(x):
     return x if _is_torch(x) else torch.from_numpy(x)
 
 
-def _size_args(fn: str, **sizes) -> None:
-    """Sizes of the size functions: integers (bool refused, TypeError) within int64 (else
-    ValueError, the error the library gives for sizes too large)."""
-    for name, v in sizes.items():
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{fn}: {name} must be an integer; got {type(v).__name__} {v!r}")
-        if not -2**63 <= int(v) < 2**63:
-            raise ValueError(f"{fn}: {name} = {v} is out of range")
-
-
 def packed_bytes(N: int, K: int) -> int:
     """Bytes of the packed layout for weights B [N, K] (N padded to 16, K to 64).
 
@@ -312,7 +303,8 @@ def prepack(codes, scales, N: int | None = None, K: int | None = None, code_layo
         :class:`PackedTensor` on codes' device and framework (``fp8`` set when asked for).
 
     Raises:
-        ValueError: sizes or layouts that do not fit, mixed devices. TypeError: dtypes.
+        ValueError: sizes or layouts that do not fit, mixed devices. TypeError: dtypes; N or
+        K given but not an integer.
     """
     N, K = _nk(_array(codes, "codes"), N, K)
     if _is_torch(codes):
@@ -508,8 +500,11 @@ def unshuffle_scales(shuffled, rows: int, kblocks: int):
     bytes) -> plain ``uint8 [rows, kblocks]`` (spec §4.1). Padding is never read.
 
     Raises:
-        ValueError: sizes that do not match. TypeError: not uint8.
+        ValueError: rows or kblocks outside [1, 2^40], or a buffer whose bytes do not match
+        them (checked before the output is allocated). TypeError: not uint8; rows or kblocks
+        not an integer.
     """
+    _size_args("unshuffle_scales", rows=rows, kblocks=kblocks)
     if _is_torch(shuffled):
         return torch.ops.mxfp4.unshuffle_scales(shuffled, int(rows), int(kblocks))
     return _unshuffle_scales_impl(shuffled, int(rows), int(kblocks))

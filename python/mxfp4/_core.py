@@ -78,16 +78,36 @@ def _prod(shape):
     return n
 
 
+def _size_args(fn: str, **sizes) -> None:
+    """Sizes given to the API: integers (bool refused, TypeError: a float such as 4.9 is not
+    truncated) within int64 (else ValueError, the error the library gives for sizes too large)."""
+    for name, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{fn}: {name} must be an integer; got {type(v).__name__} {v!r}")
+        if not -2**63 <= int(v) < 2**63:
+            raise ValueError(f"{fn}: {name} = {v} is out of range")
+
+
+def _shuffled_shape(rows, kblocks):
+    """shuffled_scales_shape without its integer check, for the internal callers (the torch
+    fake implementations pass SymInts)."""
+    if not (1 <= int(rows) <= 2**40 and 1 <= int(kblocks) <= 2**40):
+        raise ValueError(f"shuffled_scales_shape: rows = {rows} and kblocks = {kblocks} must be in [1, 2^40]")
+    return (_round_up(rows, 256), _round_up(kblocks, 8))
+
+
 def shuffled_scales_shape(rows, kblocks):
     """Shape ``(round_up(rows, 256), round_up(kblocks, 8))`` of an AITER ``e8m0_shuffle``'d
     scale buffer for ``rows`` x ``kblocks`` scales (spec §4.1).
 
     Raises:
+        TypeError: rows or kblocks not an integer (bool included).
         ValueError: rows or kblocks outside [1, 2^40] (the library's range for a dimension).
     """
-    if not (1 <= int(rows) <= 2**40 and 1 <= int(kblocks) <= 2**40):
-        raise ValueError(f"shuffled_scales_shape: rows = {rows} and kblocks = {kblocks} must be in [1, 2^40]")
-    return (_round_up(rows, 256), _round_up(kblocks, 8))
+    for name, v in (("rows", rows), ("kblocks", kblocks)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"shuffled_scales_shape: {name} must be an integer; got {type(v).__name__} {v!r}")
+    return _shuffled_shape(int(rows), int(kblocks))
 
 
 # ---------------------------------------------------------------------------------------
@@ -263,7 +283,7 @@ def _quantize_impl(x, rule, scale_layout):
     if sl == _C.ScaleLayout.plain:
         scales = _empty(xv, (*lead, K // BLOCK_SIZE), "u8")
     else:  # padding is never read; zero it so results are deterministic
-        scales = _empty(xv, shuffled_scales_shape(rows, K // BLOCK_SIZE), "u8", zero=True)
+        scales = _empty(xv, _shuffled_shape(rows, K // BLOCK_SIZE), "u8", zero=True)
     _C.quantize(x2, dt, codes, scales, rl, sl, _stream(xv))
     return codes, scales
 
@@ -283,7 +303,9 @@ def _dequantize_impl(codes, scales, dtype, code_layout, scale_layout):
 
 
 def _nk(codes, N, K):
-    """(N, K) of weights given as codes [N, K/2] (N, K optional) or flat codes (N, K given)."""
+    """(N, K) of weights given as codes [N, K/2] (N, K optional) or flat codes (N, K given).
+    TypeError for an N or K given that is not an integer (a float is not truncated)."""
+    _size_args("prepack", **{k: v for k, v in (("N", N), ("K", K)) if v is not None})
     if codes.ndim == 2:
         n, k = codes.shape[0], 2 * codes.shape[1]
         if (N is not None and N != n) or (K is not None and K != k):
@@ -335,23 +357,51 @@ def _is_u8(x):
     return x.dtype == torch.uint8 if _is_torch(x) else x.dtype == np.uint8
 
 
-def _check_empty_batch(a2, K, fp8, N, codes=None, scales=None):
-    """The checks the library makes of a GEMM's operands, for M = 0, where it is not called:
-    a's K against the weights' K (ValueError), the FP8 image's size (ValueError), and for
-    codes/scales operands their dtype (TypeError) and the codes' shape [N, K/2] (ValueError)."""
+def _check_empty_batch(a2, K, N):
+    """a's K against the weights' K (ValueError): the first of the checks the library makes
+    of a GEMM's operands, repeated here for M = 0, where the library is not called."""
     if a2.shape[1] != K:
         raise ValueError(f"a has K = {a2.shape[1]} columns; the weights have K = {K}")
+
+
+def _check_empty_gemm(a2, data, N, K, version, fp8):
+    """The library's checks of gemm()'s operands for M = 0, where it is not called (C++
+    validate.cpp, mxfp4::gemm): a's K (ValueError), the packed data's dtype (TypeError; its
+    size is _check_packed_size's), the layout version (TypeError), and the FP8 image's dtype
+    (TypeError) and size (ValueError)."""
+    _check_empty_batch(a2, K, N)
+    for name, x in (("packed", data), ("fp8", fp8)):
+        if x is not None and not _is_u8(x):
+            raise TypeError(f"{name} must be uint8 (packed e2m1 codes / E8M0 scale bytes); got {x.dtype}")
+    if int(version) != PACKED_LAYOUT_VERSION:
+        raise TypeError(f"mxfp4::gemm: B.version = {version} is not the supported packed layout version "
+                        f"{PACKED_LAYOUT_VERSION} (prepack again with this library)")
     if fp8 is not None:
         need = int(_C.fp8_weights_bytes(int(N), int(K)))
         have = _nbytes(fp8)
         if have != need:
             raise ValueError(f"fp8 has {have} bytes; N={N}, K={K} needs fp8_weights_bytes(N, K) = {need}")
+
+
+def _check_empty_gemm_mx(a2, codes, scales, N, K, scale_layout):
+    """The library's checks of gemm_mx()'s operands for M = 0, where it is not called: a's K
+    (ValueError), the dtypes of codes and scales (TypeError), the codes' shape [N, K/2] and the
+    scales' bytes for ``scale_layout`` (ValueError; plain N * K/32, AITER-shuffled
+    shuffled_scales_bytes(N, K/32), spec §4.1)."""
+    _check_empty_batch(a2, K, N)
     for name, x in (("codes", codes), ("scales", scales)):
-        if x is not None and not _is_u8(x):
-            raise TypeError(f"{name} must be uint8 (or a byte dtype viewed as uint8); got {x.dtype}")
-    if codes is not None and (K % BLOCK_SIZE != 0 or tuple(codes.shape) != (N, K // 2)):
+        if not _is_u8(x):
+            raise TypeError(f"{name} must be uint8 (packed e2m1 codes / E8M0 scale bytes); got {x.dtype}")
+    if K % BLOCK_SIZE != 0 or tuple(codes.shape) != (N, K // 2):
         raise ValueError(f"codes must be [N, K/2] = [{N}, {K // 2}] with K a multiple of 32 (K = {K}); "
                          f"got shape {tuple(codes.shape)}")
+    plain = scale_layout == _C.ScaleLayout.plain
+    need = N * (K // BLOCK_SIZE) if plain else int(_C.shuffled_scales_bytes(N, K // BLOCK_SIZE))
+    have = _nbytes(scales)
+    if have != need:
+        how = "N*K/32 plain" if plain else "round_up(N,256)*round_up(K/32,8) shuffled"
+        raise ValueError(f"scales has {have} bytes (shape {tuple(scales.shape)}); expected {need} = {how} scales "
+                         f"(N={N}, K={K})")
 
 
 def _prepack_fp8_impl(data, N, K, version):
@@ -404,7 +454,7 @@ def _gemm_impl(a, data, N, K, version, rule, out_dtype=None, fp8=None, weights_s
     a2, lead = _rows(av, "a")
     M = a2.shape[0]
     if M == 0:  # no library call below checks the operands of an empty batch
-        _check_empty_batch(a2, K, fp8, N)
+        _check_empty_gemm(a2, data, N, K, version, fp8)
     out = _empty(av, (*lead, N), kind)
     if M > 0:
         ws = None
@@ -433,7 +483,7 @@ def _gemm_mx_impl(a, codes, scales, code_layout, scale_layout, rule, out_dtype=N
     a2, lead = _rows(av, "a")
     M = a2.shape[0]
     if M == 0:  # no library call below checks the operands of an empty batch
-        _check_empty_batch(a2, K, None, N, codes, scales)
+        _check_empty_gemm_mx(a2, codes, scales, N, K, sl)
     out = _empty(av, (*lead, N), kind)
     if M > 0:
         _C.gemm_mx(a2, codes, scales, N, cl, sl, out.reshape(M, N), rl, _stream(av))
@@ -447,13 +497,19 @@ def _shuffle_scales_impl(scales):
     if scales.ndim != 2:
         raise ValueError(f"scales must be 2-D [rows, K/32]; got shape {tuple(scales.shape)}")
     rows, kb = scales.shape
-    out = _empty(scales, shuffled_scales_shape(rows, kb), "u8", zero=True)
+    out = _empty(scales, _shuffled_shape(rows, kb), "u8", zero=True)
     _C.shuffle_scales(scales, rows, kb, out, _stream(scales))
     return out
 
 
 def _unshuffle_scales_impl(shuffled, rows, kblocks):
     shuffled = _bytes(shuffled, "shuffled")
+    # Sizes before the allocation of [rows, kblocks]: an absurd or negative rows must be the
+    # library's ValueError, not a MemoryError or numpy's negative-dimension error.
+    shape = _shuffled_shape(rows, kblocks)
+    if _nbytes(shuffled) != shape[0] * shape[1]:
+        raise ValueError(f"shuffled has {_nbytes(shuffled)} bytes (shape {tuple(shuffled.shape)}); expected "
+                         f"{shape[0] * shape[1]} = round_up(rows,256)*round_up(kblocks,8) (rows={rows}, kblocks={kblocks})")
     out = _empty(shuffled, (rows, kblocks), "u8")
     _C.unshuffle_scales(shuffled, rows, kblocks, out, _stream(shuffled))
     return out

@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from . import _core
-from ._core import BLOCK_SIZE, PACKED_LAYOUT_VERSION, _prod, shuffled_scales_shape
+from ._core import BLOCK_SIZE, PACKED_LAYOUT_VERSION, _prod, _shuffled_shape
 
 _U8 = torch.uint8
 
@@ -88,7 +88,7 @@ def _quantize_fake(x, rule="aiter", scale_layout="plain"):
     if _core._scale_layout(scale_layout) == _core._C.ScaleLayout.plain:
         scales = x.new_empty((*lead, K // BLOCK_SIZE), dtype=_U8)
     else:
-        scales = x.new_empty(shuffled_scales_shape(rows, K // BLOCK_SIZE), dtype=_U8)
+        scales = x.new_empty(_shuffled_shape(rows, K // BLOCK_SIZE), dtype=_U8)
     return codes, scales
 
 
@@ -253,7 +253,7 @@ def shuffle_scales(scales: Tensor) -> Tensor:
 def _shuffle_scales_fake(scales):
     if scales.dim() != 2:
         raise ValueError(f"scales must be 2-D [rows, K/32]; got shape {tuple(scales.shape)}")
-    return scales.new_empty(shuffled_scales_shape(scales.shape[0], scales.shape[1]), dtype=_U8)
+    return scales.new_empty(_shuffled_shape(scales.shape[0], scales.shape[1]), dtype=_U8)
 
 
 @torch.library.custom_op("mxfp4::unshuffle_scales", mutates_args=())

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 
@@ -145,6 +146,31 @@ _ST_DTYPES = {
 }
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _entry_fields(path, name, info):
+    """(shape, (begin, end)) of one header entry of a safetensors file, checked: a JSON object
+    with a supported "dtype", a "shape" list of non-negative integers and "data_offsets" of two
+    integers, begin <= end (ValueError naming the tensor otherwise)."""
+    if not isinstance(info, dict):
+        raise ValueError(f"{path}: tensor {name!r}: header entry is not a JSON object ({info!r})")
+    for key in ("dtype", "shape", "data_offsets"):
+        if key not in info:
+            raise ValueError(f"{path}: tensor {name!r}: header entry has no {key!r}")
+    dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(dtype, str) or dtype not in _ST_DTYPES:
+        raise ValueError(f"{path}: tensor {name!r} has unsupported dtype {dtype!r}")
+    if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
+        raise ValueError(f"{path}: tensor {name!r} has shape {shape!r}: a list of non-negative integers expected")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(v) for v in offsets)
+            and 0 <= offsets[0] <= offsets[1]):
+        raise ValueError(f"{path}: tensor {name!r} has data_offsets {offsets!r}: [begin, end] with "
+                         "0 <= begin <= end expected")
+    return tuple(shape), (offsets[0], offsets[1])
+
+
 def read_safetensors(path) -> dict:
     """Reads every tensor of a ``.safetensors`` file as numpy arrays (memory-mapped,
     read-only). BF16 tensors come back as ``ml_dtypes.bfloat16`` (uint16 bits without
@@ -165,18 +191,18 @@ def read_safetensors(path) -> dict:
             header = json.loads(f.read(n))
         except ValueError as e:
             raise ValueError(f"{path}: malformed safetensors header ({e})") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: malformed safetensors header (a JSON object expected, got {type(header).__name__})")
     base = 8 + n
     mm = np.memmap(path, dtype=np.uint8, mode="r") if size > base else np.zeros(0, np.uint8)
     out = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        dt = _ST_DTYPES.get(info.get("dtype"))
-        if dt is None:
-            raise ValueError(f"{path}: tensor {name!r} has unsupported dtype {info.get('dtype')!r}")
-        shape = tuple(int(d) for d in info["shape"])
-        begin, end = (int(v) for v in info["data_offsets"])
-        count = int(np.prod(shape)) if shape else 1
+        shape, offsets = _entry_fields(path, name, info)
+        dt = _ST_DTYPES[info["dtype"]]
+        begin, end = offsets
+        count = math.prod(shape)  # exact (Python ints): a huge shape cannot wrap to fit
         if end - begin != count * dt.itemsize or base + end > size or begin < 0:
             raise ValueError(f"{path}: tensor {name!r} has data_offsets {info['data_offsets']} that do not fit "
                              f"shape {list(shape)} x {info['dtype']} in a file of {size} bytes")

@@ -185,7 +185,14 @@ class MXFP4Linear(nn.Module):
     # ---- use -------------------------------------------------------------------------------
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x [..., in_features]`` -> ``[..., out_features]`` in x's dtype (see the class)."""
+        """``x [..., in_features]`` -> ``[..., out_features]`` in x's dtype (see the class).
+
+        Raises:
+            TypeError: x not of a floating dtype (as torch.nn.Linear; an integer x would come
+            back truncated).
+        """
+        if not x.is_floating_point():
+            raise TypeError(f"MXFP4Linear: x must have a floating dtype; got {x.dtype}")
         xb = x if x.dtype == torch.bfloat16 else x.to(torch.bfloat16)
         y = torch.ops.mxfp4.gemm(xb, self.weight_packed, self.out_features, self.in_features, PACKED_LAYOUT_VERSION,
                                  self.rule, None, self.weight_fp8, self.weights_static)

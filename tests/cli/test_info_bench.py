@@ -107,6 +107,7 @@ def test_bench_bad_shapes_file(cli, tmp_path):
     shapes.write_text("4 64\n")
     assert "M N K" in cli.fails("bench", "--shapes", shapes, "--backend", "cpu", "--out-dir", tmp_path)
     assert "cannot open" in cli.fails("bench", "--shapes", tmp_path / "none.txt", "--out-dir", tmp_path)
+    assert "is a directory" in cli.fails("bench", "--shapes", tmp_path, "--out-dir", tmp_path)  # session 60 review
 
 
 def test_cuda_backend_unavailable(cli, tmp_path):

@@ -331,6 +331,53 @@ def test_empty_batch_still_checks_the_operands(mx):
     assert mxfp4.gemm(np.ones((0, 128), BF16), (codes, scales)).shape == (0, 32)
 
 
+@pytest.mark.parametrize("M", [0, 1])
+def test_empty_batch_rejects_what_one_row_rejects(mx, M):
+    # Session 60 review: M = 0 returned an empty C for a wrong layout version, packed data of
+    # another dtype and scales of the wrong size, which M = 1 rejects (library checks).
+    codes, scales, p = mx  # N = 32, K = 128
+    a = np.ones((M, 128), BF16)
+    with pytest.raises(TypeError, match="version = 7"):
+        mxfp4.gemm(a, mxfp4.PackedTensor(p.data, 32, 128, version=7))
+    with pytest.raises(TypeError, match="packed must be uint8"):
+        mxfp4.gemm(a, mxfp4.PackedTensor(p.data.view(np.float32), 32, 128))
+    with pytest.raises(ValueError, match="scales has 127 bytes"):
+        mxfp4.gemm(a, (codes, scales.ravel()[:127]))
+    with pytest.raises(ValueError, match="scales has 128 bytes"):  # shuffled needs 256 x 8
+        mxfp4.gemm(a, (codes, scales), scale_layout="aiter_shuffled")
+    with pytest.raises(TypeError, match="codes must be uint8"):
+        mxfp4.gemm(a, (codes.astype(np.int16), scales))
+    assert mxfp4.gemm(a, (codes, mxfp4.shuffle_scales(scales)), scale_layout="aiter_shuffled").shape == (M, 32)
+
+
+def test_unshuffle_scales_checks_sizes_before_allocating(mx):
+    # Session 60 review: the output [rows, kblocks] was allocated first (MemoryError for 2^40
+    # rows, numpy's error for -4) and float sizes were truncated (4.9 -> 4).
+    _, scales, _ = mx  # [32, 4]
+    sh = mxfp4.shuffle_scales(scales)
+    assert np.array_equal(mxfp4.unshuffle_scales(sh, 32, 4), scales)
+    with pytest.raises(ValueError, match="bytes"):
+        mxfp4.unshuffle_scales(sh, 2**40, 8)
+    with pytest.raises(ValueError, match="rows = -4"):
+        mxfp4.unshuffle_scales(sh, -4, 2)
+    with pytest.raises(TypeError, match="rows must be an integer"):
+        mxfp4.unshuffle_scales(sh, 4.9, 2)
+    with pytest.raises(TypeError, match="kblocks must be an integer"):
+        mxfp4.unshuffle_scales(sh, 32, 2.9)
+
+
+def test_float_sizes_are_type_errors_not_truncated(mx):
+    codes, scales, _ = mx
+    with pytest.raises(TypeError, match="N must be an integer"):
+        mxfp4.prepack(codes.ravel(), scales.ravel(), N=32.9, K=128)
+    with pytest.raises(TypeError, match="K must be an integer"):
+        mxfp4.prepack(codes.ravel(), scales.ravel(), N=32, K="128")
+    with pytest.raises(TypeError, match="rows must be an integer"):
+        mxfp4.shuffled_scales_shape(1.5, 1)
+    assert mxfp4.shuffled_scales_shape(np.int64(300), 9) == (512, 16)
+    assert mxfp4.prepack(codes.ravel(), scales.ravel(), N=np.int64(32), K=128).N == 32
+
+
 def test_absurd_sizes_are_value_errors_before_any_allocation(mx):
     _, _, p = mx
     with pytest.raises(ValueError, match="packed_bytes"):

@@ -104,6 +104,30 @@ def test_safetensors_malformed(tmp_path):
         loaders.read_safetensors(p)
 
 
+@pytest.mark.parametrize("header, match", [
+    (b'[1]', "JSON object expected"),
+    (b'{"w":{"dtype":"U8"}}', "no 'shape'"),
+    (b'{"w":7}', "not a JSON object"),
+    (b'{"w":{"dtype":["U8"],"shape":[4],"data_offsets":[0,4]}}', "unsupported dtype"),
+    (b'{"w":{"dtype":"U8","shape":[-1,4],"data_offsets":[8,4]}}', "non-negative integers"),
+    (b'{"w":{"dtype":"U8","shape":[4,4],"data_offsets":[8,4]}}', "begin <= end"),
+    (b'{"w":{"dtype":"U8","shape":"44","data_offsets":[0,16]}}', "non-negative integers"),
+    (b'{"w":{"dtype":"U8","shape":[2.5,2],"data_offsets":[0,4]}}', "non-negative integers"),
+    (b'{"w":{"dtype":"U8","shape":[4,4],"data_offsets":[0]}}', "begin <= end"),
+    (b'{"w":{"dtype":"U8","shape":[4294967296,4294967296],"data_offsets":[0,16]}}', "do not fit"),
+])
+def test_safetensors_header_entries_are_checked(tmp_path, header, match):
+    # Session 60 review: these raised AttributeError/KeyError/TypeError or were read as other
+    # shapes; the docstring promises ValueError for a malformed file.
+    p = tmp_path / "bad.safetensors"
+    p.write_bytes(len(header).to_bytes(8, "little") + header + bytes(range(16)))
+    with pytest.raises(ValueError, match=match):
+        loaders.read_safetensors(p)
+    good = b'{"w":{"dtype":"U8","shape":[4,4],"data_offsets":[0,16]}}'
+    p.write_bytes(len(good).to_bytes(8, "little") + good + bytes(range(16)))
+    assert loaders.read_safetensors(p)["w"].tolist() == np.arange(16, dtype=np.uint8).reshape(4, 4).tolist()
+
+
 def test_safetensors_package_interop(tmp_path, rng):
     st = pytest.importorskip("safetensors.numpy")
     blocks, scales = _gpt_oss_weights(rng, (), 16, 64)

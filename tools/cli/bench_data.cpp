@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
@@ -12,6 +13,8 @@
 namespace mxfp4cli::bench {
 
 std::vector<Shape> read_shapes(const std::string& path) {
+  std::error_code ec;  // a directory opens as a stream that reads nothing: say so
+  if (std::filesystem::is_directory(path, ec)) throw CliError("--shapes " + path + ": is a directory, not a file");
   std::ifstream f(path);
   if (!f) throw CliError("--shapes " + path + ": cannot open");
   std::vector<Shape> shapes;
