@@ -105,6 +105,7 @@ def dequantize(codes: Tensor, scales: Tensor, dtype: torch.dtype, code_layout: s
 @dequantize.register_fake
 def _dequantize_fake(codes, scales, dtype, code_layout="plain", scale_layout="plain"):
     _check_names(code_layout=code_layout, scale_layout=scale_layout)
+    _same_device(codes, scales=scales)
     _rows_k(codes, "codes")
     return codes.new_empty((*codes.shape[:-1], 2 * codes.shape[-1]), dtype=_torch_dtype(dtype))
 
@@ -131,6 +132,7 @@ def _packed_len(N, K):
 @prepack.register_fake
 def _prepack_fake(codes, scales, N, K, code_layout="plain", scale_layout="plain"):
     _check_names(code_layout=code_layout, scale_layout=scale_layout)
+    _same_device(codes, scales=scales)
     return codes.new_empty((_packed_len(N, K),), dtype=_U8)
 
 

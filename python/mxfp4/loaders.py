@@ -100,8 +100,11 @@ def load_gpt_oss(path, names=None, framework: str = "numpy", device=None) -> dic
 
     Raises:
         KeyError: a requested name with no blocks/scales pair. ValueError: a malformed file
-        or weight shapes. TypeError: weights that are not uint8.
+        or weight shapes. TypeError: weights that are not uint8; names given as one string
+        (it would be read letter by letter).
     """
+    if isinstance(names, (str, bytes)):
+        raise TypeError(f"names must be a list of weight names, not one string ({names!r}): pass [{names!r}]")
     files = [path]
     if os.path.isdir(path):
         files = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".safetensors"))
@@ -217,8 +220,15 @@ def read_safetensors(path) -> dict:
 
 
 def write_safetensors(path, tensors: dict, metadata: dict | None = None) -> None:
-    """Writes ``{name: array}`` (numpy arrays or CPU torch tensors of the dtypes above; torch
-    bfloat16 and ml_dtypes.bfloat16 as BF16) to a ``.safetensors`` file."""
+    """Writes ``{name: array}`` (numpy arrays or CPU torch tensors of the dtypes above, 0-d
+    included; torch bfloat16 and ml_dtypes.bfloat16 as BF16) to a ``.safetensors`` file.
+
+    Raises:
+        TypeError: a dtype with no safetensors code here. ValueError: a tensor named
+        ``__metadata__`` (the format's key for ``metadata``).
+    """
+    if "__metadata__" in tensors:
+        raise ValueError("a tensor may not be named '__metadata__': the safetensors header keeps that key for metadata")
     entries, blobs, offset = {}, [], 0
     for name in sorted(tensors):
         t = tensors[name]
@@ -228,7 +238,7 @@ def write_safetensors(path, tensors: dict, metadata: dict | None = None) -> None
                 t, st = t.detach().cpu().view(torch.int16).numpy().view(np.uint16), "BF16"
             else:
                 t = t.detach().cpu().numpy()
-        t = np.ascontiguousarray(t)
+        t = np.ascontiguousarray(t).reshape(np.shape(t))  # ascontiguousarray makes a 0-d array 1-d
         if st is None:
             if t.dtype.name == "bfloat16":
                 st, t = "BF16", t.view(np.uint16)

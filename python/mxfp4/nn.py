@@ -13,6 +13,32 @@ from ._core import PACKED_LAYOUT_VERSION
 __all__ = ["MXFP4Linear"]
 
 
+def _check_input(x, who):
+    """The checks torch.nn.Linear's forward makes of x, with our errors: a tensor (TypeError)
+    of a floating dtype (TypeError: an integer x would come back truncated) with at least one
+    dimension (ValueError)."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{who}: x must be a torch.Tensor; got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{who}: x must have a floating dtype; got {x.dtype}")
+    if x.dim() == 0:
+        raise ValueError(f"{who}: x must have at least one dimension [..., in_features]; got a scalar")
+
+
+def _bf16_unit_stride(x):
+    """x as bf16 with unit stride along its last dimension (the GEMM's layout; torch.nn.Linear
+    takes any strides, so a transposed view is copied, not rejected)."""
+    xb = x if x.dtype == torch.bfloat16 else x.to(torch.bfloat16)
+    return xb if xb.stride(-1) == 1 else xb.contiguous()
+
+
+def _refresh_after_load(module, incompatible_keys):
+    """load_state_dict post-hook: rebuild the FP8 image from the loaded weight_packed, also
+    when the state dict had no extra state (a non-strict load); module-level so that the
+    module still pickles."""
+    module.refresh_fp8()
+
+
 def _as_torch(x, name):
     if isinstance(x, torch.Tensor):
         return x.detach()
@@ -72,6 +98,7 @@ class MXFP4Linear(nn.Module):
                  bias_dtype: torch.dtype | None = None, fp8: bool = False):
         super().__init__()
         _core._rule(rule)
+        _core._size_args("MXFP4Linear", in_features=in_features, out_features=out_features)
         self.in_features = int(in_features)
         self.out_features = int(out_features)
         self.rule = rule
@@ -81,6 +108,7 @@ class MXFP4Linear(nn.Module):
         self.register_buffer("weight_packed", torch.zeros(nbytes, dtype=torch.uint8, device=device))
         self.register_buffer("weight_fp8", None, persistent=False)
         self.refresh_fp8()
+        self.register_load_state_dict_post_hook(_refresh_after_load)
         if bias:
             dt = bias_dtype if bias_dtype is not None else torch.get_default_dtype()
             self.bias = nn.Parameter(torch.zeros(self.out_features, dtype=dt, device=device),
@@ -107,6 +135,7 @@ class MXFP4Linear(nn.Module):
             w = w.to(device)
         if w.dtype not in (torch.float32, torch.float16, torch.bfloat16):
             w = w.float()
+        w = w.contiguous()  # prepack_dense reads rows with unit stride; nn.Linear allows any
         packed = _api.prepack_dense(w, rule, fp8=fp8)
         bias = None if linear.bias is None else linear.bias.detach().to(w.device)
         return cls.from_packed(packed, bias=bias, rule=rule)
@@ -169,8 +198,8 @@ class MXFP4Linear(nn.Module):
     def refresh_fp8(self) -> None:
         """Rebuilds ``weight_fp8`` from ``weight_packed`` when the module holds an FP8 image
         (``fp8=True``; an empty tensor on the meta device), else sets it to None. Needed
-        only after writing ``weight_packed`` in place (construction and ``load_state_dict``
-        call it)."""
+        only after writing ``weight_packed`` in place (construction and ``load_state_dict``,
+        strict or not, call it)."""
         if not self.fp8:
             self.weight_fp8 = None
             return
@@ -188,12 +217,12 @@ class MXFP4Linear(nn.Module):
         """``x [..., in_features]`` -> ``[..., out_features]`` in x's dtype (see the class).
 
         Raises:
-            TypeError: x not of a floating dtype (as torch.nn.Linear; an integer x would come
-            back truncated).
+            TypeError: x not a tensor of a floating dtype (as torch.nn.Linear; an integer x
+            would come back truncated). ValueError: a 0-d x, or a last dimension other than
+            in_features.
         """
-        if not x.is_floating_point():
-            raise TypeError(f"MXFP4Linear: x must have a floating dtype; got {x.dtype}")
-        xb = x if x.dtype == torch.bfloat16 else x.to(torch.bfloat16)
+        _check_input(x, "MXFP4Linear")
+        xb = _bf16_unit_stride(x)
         y = torch.ops.mxfp4.gemm(xb, self.weight_packed, self.out_features, self.in_features, PACKED_LAYOUT_VERSION,
                                  self.rule, None, self.weight_fp8, self.weights_static)
         if y.dtype != x.dtype:
@@ -228,8 +257,7 @@ class MXFP4Linear(nn.Module):
                              f"in_features={self.in_features}, out_features={self.out_features}")
         rule = state.get("rule", "aiter")
         _core._rule(rule)
-        self.rule = rule
-        self.refresh_fp8()  # load_state_dict sets the extra state after weight_packed
+        self.rule = rule  # the FP8 image is rebuilt by the post-hook _refresh_after_load
 
     def _path(self, M):
         dev = self.weight_packed.device

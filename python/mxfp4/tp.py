@@ -21,7 +21,7 @@ torch) are importable from here too. Guide: docs/tensor-parallel.md.
 from __future__ import annotations
 
 from ._api import PackedTensor, prepack, unpack
-from ._core import BLOCK_SIZE
+from ._core import BLOCK_SIZE, _size_args
 
 __all__ = ["shard_range", "shard", "shard_packed", "ColumnParallelMXFP4Linear", "RowParallelMXFP4Linear"]
 
@@ -41,9 +41,12 @@ def shard_range(size: int, rank: int, world: int, dim: str) -> tuple:
     """``(start, stop)`` of rank ``rank``'s slice of a dimension of ``size`` elements.
 
     Raises:
+        TypeError: size, rank or world not an integer (bool included; a float is not truncated).
         ValueError: world < 1, rank outside [0, world), size not divisible by world, or (for
             ``dim="K"``) a slice that does not end on a 32-element block boundary.
     """
+    _size_args("shard_range", size=size, rank=rank, world=world)
+    size, rank, world = int(size), int(rank), int(world)
     if dim not in ("N", "K"):
         raise ValueError(f"dim must be 'N' (column-parallel) or 'K' (row-parallel); got {dim!r}")
     if world < 1 or not 0 <= rank < world:

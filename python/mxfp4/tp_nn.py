@@ -40,10 +40,10 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from . import _api
+from . import _api, _core
 from ._api import PackedTensor
 from ._core import PACKED_LAYOUT_VERSION
-from .nn import MXFP4Linear, _as_torch
+from .nn import MXFP4Linear, _as_torch, _bf16_unit_stride, _check_input
 from .tp import shard_packed, shard_range
 
 __all__ = ["ColumnParallelMXFP4Linear", "RowParallelMXFP4Linear"]
@@ -54,6 +54,8 @@ def _resolve_group(process_group, rank, world_size):
     torch.distributed is initialized, where explicit rank/world_size must agree with it;
     otherwise both must be given (a module built that way can run its forward only when
     world_size == 1)."""
+    _core._size_args("tensor-parallel layer", **{k: v for k, v in (("rank", rank), ("world_size", world_size))
+                                                 if v is not None})
     if dist.is_available() and dist.is_initialized():
         group = process_group if process_group is not None else dist.group.WORLD
         g_rank, g_world = dist.get_rank(group), dist.get_world_size(group)
@@ -92,11 +94,18 @@ class _ParallelLinear(nn.Module):
 
     def __init__(self, in_features, out_features, rule, process_group, rank, world_size, fp8=False):
         super().__init__()
+        _core._rule(rule)
+        _core._size_args(type(self).__name__, in_features=in_features, out_features=out_features)
         self.group, self.rank, self.world_size = _resolve_group(process_group, rank, world_size)
-        self.in_features, self.out_features, self.rule = int(in_features), int(out_features), rule
+        self.in_features, self.out_features = int(in_features), int(out_features)
         self.fp8 = bool(fp8)
         full = self.out_features if self._dim == "N" else self.in_features
         self.shard_start, self.shard_stop = shard_range(full, self.rank, self.world_size, self._dim)
+
+    @property
+    def rule(self) -> str:
+        """The activations' scale rule: the local shard's, which a loaded state dict sets."""
+        return self.local.rule
 
     def _require_group(self):
         if self.world_size > 1 and self.group is None:
@@ -318,6 +327,7 @@ class RowParallelMXFP4Linear(_ParallelLinear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x [..., in_features]`` (or ``[..., in_features / world_size]`` with
         input_is_parallel) -> ``[..., out_features]`` in x's dtype, the same on every rank."""
+        _check_input(x, type(self).__name__)
         k_local = self.shard_stop - self.shard_start
         if self.input_is_parallel:
             if x.shape[-1] != k_local:
@@ -328,9 +338,9 @@ class RowParallelMXFP4Linear(_ParallelLinear):
             if x.shape[-1] != self.in_features:
                 raise ValueError(f"x must be [..., {self.in_features}] (in_features); got shape {tuple(x.shape)}")
             xl = x[..., self.shard_start:self.shard_stop]
-        xb = xl if xl.dtype == torch.bfloat16 else xl.to(torch.bfloat16)
+        xb = _bf16_unit_stride(xl)
         part = torch.ops.mxfp4.gemm(xb, self.local.weight_packed, self.out_features, k_local, PACKED_LAYOUT_VERSION,
-                                    self.rule, torch.float32, self.local.weight_fp8, self.local.weights_static)
+                                    self.local.rule, torch.float32, self.local.weight_fp8, self.local.weights_static)
         if self.world_size > 1:
             self._require_group()
             if self.deterministic:

@@ -156,3 +156,20 @@ def test_from_aiter(rng, wl, sl):
     if hasattr(ml_dtypes, "float8_e8m0fnu"):
         p2 = loaders.from_aiter(wq, ws.view(ml_dtypes.float8_e8m0fnu), weight_layout=wl, scale_layout=sl)
         assert np.array_equal(p2.data, want.data)
+
+
+def test_safetensors_keeps_0d_shapes_and_refuses_the_metadata_name(tmp_path):
+    # Session 60 review: 0-d tensors were written as shape [1]; a tensor named __metadata__
+    # was written and then dropped on read.
+    p = tmp_path / "s.safetensors"
+    loaders.write_safetensors(p, {"step": np.array(7, np.int64), "scale": np.float32(0.5)})
+    got = loaders.read_safetensors(p)
+    assert got["step"].shape == () and int(got["step"]) == 7
+    assert got["scale"].shape == () and float(got["scale"]) == 0.5
+    with pytest.raises(ValueError, match="__metadata__"):
+        loaders.write_safetensors(p, {"__metadata__": np.zeros(2, np.uint8)})
+
+
+def test_load_gpt_oss_refuses_one_string_of_names(tmp_path):
+    with pytest.raises(TypeError, match="list of weight names"):
+        loaders.load_gpt_oss(tmp_path, names="block.0.mlp.mlp2_weight")

@@ -2,6 +2,7 @@
 ops (opcheck: schema, fake implementations, dynamic shapes), torch.compile(fullgraph=True)
 without graph breaks, MXFP4Linear (from_linear vs a float reference, state_dict, repr).
 Skipped without torch (CI installs it: scripts/install-deps.sh --torch)."""
+import copy
 import io
 
 import ml_dtypes
@@ -264,3 +265,47 @@ def test_weights_static_op_and_module(gen):
     p = m.packed()
     assert torch.equal(torch.ops.mxfp4.gemm(x, p.data, N, K, p.version, "aiter", None, None, True), y)
     assert torch.equal(mxfp4.gemm(x, p, weights_static=True), y)
+
+
+def test_mixed_meta_and_real_tensors_are_value_errors(gen):
+    # Session 60 review: a meta scales tensor routed dequantize/prepack to their fake
+    # implementations, which returned uninitialised CPU tensors.
+    codes, scales = mxfp4.quantize(torch.randn(16, 64, generator=gen))
+    with pytest.raises(ValueError, match="same device"):
+        torch.ops.mxfp4.dequantize(codes, scales.to("meta"), torch.float32)
+    with pytest.raises(ValueError, match="same device"):
+        mxfp4.prepack(codes, scales.to("meta"))
+    with pytest.raises(ValueError, match="same device"):
+        MXFP4Linear.from_mxfp4(codes, scales.to("meta"))
+
+
+def test_linear_takes_any_strides_and_checks_sizes(gen):
+    # Session 60 review: a transposed weight or input was a ValueError (nn.Linear takes it),
+    # and float sizes were truncated.
+    w = torch.randn(64, 48, generator=gen).t()  # [48, 64], stride (1, 48)
+    lin = torch.nn.Linear(64, 48)
+    lin.weight = torch.nn.Parameter(w)
+    q = MXFP4Linear.from_linear(lin)
+    lin_c = torch.nn.Linear(64, 48)
+    lin_c.weight = torch.nn.Parameter(w.contiguous())
+    lin_c.bias = lin.bias
+    assert torch.equal(q.weight_packed, MXFP4Linear.from_linear(lin_c).weight_packed)
+    x = torch.randn(64, 3, generator=gen).t()  # [3, 64], stride (1, 3)
+    assert torch.equal(q(x), q(x.contiguous()))
+    with pytest.raises(ValueError, match="scalar"):
+        q(torch.tensor(1.0))
+    with pytest.raises(TypeError, match="in_features must be an integer"):
+        MXFP4Linear(32.5, 7)
+
+
+def test_non_strict_load_without_extra_state_rebuilds_the_fp8_image(gen):
+    # Session 60 review: the image was rebuilt only in set_extra_state, so a non-strict load
+    # without _extra_state left the zero weights' image (path fp8 on CUDA would use it).
+    lin = torch.nn.Linear(128, 64)
+    q = MXFP4Linear.from_linear(lin, fp8=True)
+    q2 = MXFP4Linear(128, 64, fp8=True)
+    assert not torch.equal(q2.weight_fp8, q.weight_fp8)
+    q2.load_state_dict({k: v for k, v in q.state_dict().items() if k != "_extra_state"}, strict=False)
+    assert torch.equal(q2.weight_fp8, q.weight_fp8)
+    copy.deepcopy(q2)  # the load hook keeps the module picklable
+    torch.save(q2, io.BytesIO())

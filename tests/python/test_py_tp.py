@@ -139,3 +139,40 @@ def test_layer_errors_name_the_values(rng, torch):
     sd["_extra_state"] = dict(sd["_extra_state"], world_size=2)
     with pytest.raises(ValueError, match="state_dict is the shard"):
         tp.RowParallelMXFP4Linear(256, 64, rank=0, world_size=1).load_state_dict(sd)
+
+
+def test_loaded_row_layer_uses_the_saved_rule(rng, torch):
+    # Session 60 review: the row-parallel forward passed its constructor's rule to the GEMM
+    # while load_state_dict had set the saved one on its shard.
+    lin, x = _torch_layer(torch, rng)
+    x = x * 3
+    for cls in (tp.RowParallelMXFP4Linear, tp.ColumnParallelMXFP4Linear):
+        saved = cls.from_linear(lin, rule="floor", rank=0, world_size=1)
+        loaded = cls(256, 64, rank=0, world_size=1)
+        loaded.load_state_dict(saved.state_dict())
+        assert loaded.rule == "floor"
+        assert torch.equal(loaded(x), saved(x)), cls.__name__
+        assert not torch.equal(cls.from_linear(lin, rank=0, world_size=1)(x), saved(x))  # the rule matters here
+
+
+def test_layer_inputs_and_sizes_are_checked(rng, torch):
+    # Session 60 review: an integer x came back truncated from the row-parallel layer, a 0-d x
+    # raised IndexError, and float sizes, ranks and world sizes were truncated.
+    lin, x = _torch_layer(torch, rng)
+    for cls in (tp.RowParallelMXFP4Linear, tp.ColumnParallelMXFP4Linear):
+        m = cls.from_linear(lin, rank=0, world_size=1)
+        with pytest.raises(TypeError, match="floating dtype"):
+            m(torch.ones(2, 256, dtype=torch.int64))
+        with pytest.raises(ValueError, match="scalar"):
+            m(torch.tensor(1.0))
+        assert torch.equal(m(x.transpose(0, 1).contiguous().transpose(0, 1)), m(x))  # any strides, as nn.Linear
+        with pytest.raises(TypeError, match="in_features must be an integer"):
+            cls(256.5, 64, rank=0, world_size=1)
+        with pytest.raises(TypeError, match="world_size must be an integer"):
+            cls(256, 64, rank=0, world_size=2.5)
+        with pytest.raises(TypeError, match="rank must be an integer"):
+            cls(256, 64, rank=0.9, world_size=2)
+    with pytest.raises(TypeError, match="size must be an integer"):
+        tp.shard_range(64.0, 1, 2, "N")
+    with pytest.raises(TypeError, match="world must be an integer"):
+        tp.shard_range(64, 1, True, "N")
