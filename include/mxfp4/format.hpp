@@ -1,7 +1,7 @@
 // MXFP4 format primitives shared by CPU and GPU code (one source, so every producer of
 // codes and scales is bit-identical by construction: bug kind K03).
 //
-// Everything here follows ../shared/spec/mxfp4-semantics.md (cited as "spec §n"):
+// Everything here follows the spec, docs/semantics.md (cited as "spec §n"):
 //   - e2m1 element codes (spec §1.1), packing two codes per byte, element 2i in the LOW nibble;
 //   - E8M0 scale bytes (spec §1.2): byte b means 2^(b-127), byte 0 is 2^-127 (an fp32
 //     subnormal, decoded exactly), 0xFF is NaN;

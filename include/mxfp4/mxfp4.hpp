@@ -1,7 +1,7 @@
 // mxfp4: MXFP4 quantization and GEMM (C = quantize(A) * B^T) for CPUs and NVIDIA Hopper.
 //
-// The one header a user includes. Semantics: ../shared/spec/mxfp4-semantics.md, copied in
-// docs/semantics.md ("spec §n" below). All sizes are element counts unless they say bytes;
+// The one header a user includes. Semantics: docs/semantics.md, this repository's copy of the
+// project spec ("spec §n" below). All sizes are element counts unless they say bytes;
 // all matrices are row-major with an explicit row stride (in elements of their own dtype).
 //
 // Memory: with Backend::cpu every pointer is host memory; with Backend::cuda every pointer
