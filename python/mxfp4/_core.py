@@ -82,7 +82,12 @@ def _size_args(fn: str, **sizes) -> None:
     """Sizes given to the API: integers (bool refused, TypeError: a float such as 4.9 is not
     truncated) within int64 (else ValueError, the error the library gives for sizes too large)."""
     for name, v in sizes.items():
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if torch is not None and isinstance(v, torch.SymInt):
+            continue  # a symbolic size (make_fx / export tracing): an integer; not specialised here
+        if (torch is not None and isinstance(v, torch.Tensor) and v.ndim == 0 and v.dtype != torch.bool
+                and not v.is_floating_point() and not v.is_complex()):
+            v = int(v)  # a 0-d integer tensor (operator.index accepts it) as before
+        elif isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"{fn}: {name} must be an integer; got {type(v).__name__} {v!r}")
         if not -2**63 <= int(v) < 2**63:
             raise ValueError(f"{fn}: {name} = {v} is out of range")
@@ -364,6 +369,13 @@ def _check_empty_batch(a2, K, N):
         raise ValueError(f"a has K = {a2.shape[1]} columns; the weights have K = {K}")
 
 
+def _check_dense(**arrays):
+    """ValueError for a non-C-contiguous operand, as the library's bindings give it."""
+    for name, x in arrays.items():
+        if x is not None and not (x.is_contiguous() if _is_torch(x) else x.flags.c_contiguous):
+            raise ValueError(f"{name} must be C-contiguous (dense bytes); got shape {tuple(x.shape)} with non-dense strides")
+
+
 def _check_empty_gemm(a2, data, N, K, version, fp8):
     """The library's checks of gemm()'s operands for M = 0, where it is not called (C++
     validate.cpp, mxfp4::gemm): a's K (ValueError), the packed data's dtype (TypeError; its
@@ -373,6 +385,7 @@ def _check_empty_gemm(a2, data, N, K, version, fp8):
     for name, x in (("packed", data), ("fp8", fp8)):
         if x is not None and not _is_u8(x):
             raise TypeError(f"{name} must be uint8 (packed e2m1 codes / E8M0 scale bytes); got {x.dtype}")
+    _check_dense(packed=data, fp8=fp8)
     if int(version) != PACKED_LAYOUT_VERSION:
         raise TypeError(f"mxfp4::gemm: B.version = {version} is not the supported packed layout version "
                         f"{PACKED_LAYOUT_VERSION} (prepack again with this library)")
@@ -392,6 +405,7 @@ def _check_empty_gemm_mx(a2, codes, scales, N, K, scale_layout):
     for name, x in (("codes", codes), ("scales", scales)):
         if not _is_u8(x):
             raise TypeError(f"{name} must be uint8 (packed e2m1 codes / E8M0 scale bytes); got {x.dtype}")
+    _check_dense(codes=codes, scales=scales)
     if K % BLOCK_SIZE != 0 or tuple(codes.shape) != (N, K // 2):
         raise ValueError(f"codes must be [N, K/2] = [{N}, {K // 2}] with K a multiple of 32 (K = {K}); "
                          f"got shape {tuple(codes.shape)}")

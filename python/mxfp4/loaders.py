@@ -221,7 +221,8 @@ def read_safetensors(path) -> dict:
 
 def write_safetensors(path, tensors: dict, metadata: dict | None = None) -> None:
     """Writes ``{name: array}`` (numpy arrays or CPU torch tensors of the dtypes above, 0-d
-    included; torch bfloat16 and ml_dtypes.bfloat16 as BF16) to a ``.safetensors`` file.
+    included; torch bfloat16 and ml_dtypes.bfloat16 as BF16, torch and ml_dtypes float8_e8m0fnu
+    as F8_E8M0) to a ``.safetensors`` file.
 
     Raises:
         TypeError: a dtype with no safetensors code here. ValueError: a tensor named
@@ -236,12 +237,16 @@ def write_safetensors(path, tensors: dict, metadata: dict | None = None) -> None
         if _is_torch(t):
             if t.dtype == torch.bfloat16:
                 t, st = t.detach().cpu().view(torch.int16).numpy().view(np.uint16), "BF16"
+            elif t.dtype == getattr(torch, "float8_e8m0fnu", None):
+                t, st = t.detach().cpu().view(torch.uint8).numpy(), "F8_E8M0"
             else:
                 t = t.detach().cpu().numpy()
         t = np.ascontiguousarray(t).reshape(np.shape(t))  # ascontiguousarray makes a 0-d array 1-d
         if st is None:
             if t.dtype.name == "bfloat16":
                 st, t = "BF16", t.view(np.uint16)
+            elif t.dtype.name == "float8_e8m0fnu":  # ml_dtypes' E8M0: the scale bytes
+                st, t = "F8_E8M0", t.view(np.uint8)
             else:
                 st = next((k for k, v in _ST_DTYPES.items() if v == t.dtype.newbyteorder("<") and k not in
                            ("BF16", "F8_E8M0")), None)

@@ -29,14 +29,12 @@ def _bf16_unit_stride(x):
     """x as bf16 with unit stride along its last dimension (the GEMM's layout; torch.nn.Linear
     takes any strides, so a transposed view is copied, not rejected)."""
     xb = x if x.dtype == torch.bfloat16 else x.to(torch.bfloat16)
-    return xb if xb.stride(-1) == 1 else xb.contiguous()
-
-
-def _refresh_after_load(module, incompatible_keys):
-    """load_state_dict post-hook: rebuild the FP8 image from the loaded weight_packed, also
-    when the state dict had no extra state (a non-strict load); module-level so that the
-    module still pickles."""
-    module.refresh_fp8()
+    if xb.stride(-1) != 1:
+        return xb.contiguous()
+    x2 = xb.reshape(-1, xb.shape[-1])  # the rows the GEMM reads: overlapping (e.g. expanded) ones are copied
+    if x2.shape[0] > 1 and x2.stride(0) < x2.shape[1]:
+        return xb.contiguous()
+    return xb
 
 
 def _as_torch(x, name):
@@ -108,7 +106,6 @@ class MXFP4Linear(nn.Module):
         self.register_buffer("weight_packed", torch.zeros(nbytes, dtype=torch.uint8, device=device))
         self.register_buffer("weight_fp8", None, persistent=False)
         self.refresh_fp8()
-        self.register_load_state_dict_post_hook(_refresh_after_load)
         if bias:
             dt = bias_dtype if bias_dtype is not None else torch.get_default_dtype()
             self.bias = nn.Parameter(torch.zeros(self.out_features, dtype=dt, device=device),
@@ -257,7 +254,13 @@ class MXFP4Linear(nn.Module):
                              f"in_features={self.in_features}, out_features={self.out_features}")
         rule = state.get("rule", "aiter")
         _core._rule(rule)
-        self.rule = rule  # the FP8 image is rebuilt by the post-hook _refresh_after_load
+        self.rule = rule  # the FP8 image is rebuilt by _load_from_state_dict, after this
+
+    def _load_from_state_dict(self, *args, **kwargs):
+        # Class-level (not a per-instance hook): also runs for modules pickled before the hook
+        # existed. Rebuilds the FP8 image after every load, strict or not, extra state or not.
+        super()._load_from_state_dict(*args, **kwargs)
+        self.refresh_fp8()
 
     def _path(self, M):
         dev = self.weight_packed.device

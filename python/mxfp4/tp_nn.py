@@ -107,6 +107,11 @@ class _ParallelLinear(nn.Module):
         """The activations' scale rule: the local shard's, which a loaded state dict sets."""
         return self.local.rule
 
+    @rule.setter
+    def rule(self, value: str) -> None:
+        _core._rule(value)  # ValueError for an unknown rule, as the constructor
+        self.local.rule = value
+
     def _require_group(self):
         if self.world_size > 1 and self.group is None:
             raise RuntimeError(f"{type(self).__name__} with world_size = {self.world_size} needs an initialized "

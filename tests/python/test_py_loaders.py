@@ -168,6 +168,10 @@ def test_safetensors_keeps_0d_shapes_and_refuses_the_metadata_name(tmp_path):
     assert got["scale"].shape == () and float(got["scale"]) == 0.5
     with pytest.raises(ValueError, match="__metadata__"):
         loaders.write_safetensors(p, {"__metadata__": np.zeros(2, np.uint8)})
+    e8m0 = np.array([0, 127, 254], np.uint8)
+    loaders.write_safetensors(p, {"s": e8m0.view(ml_dtypes.float8_e8m0fnu)})  # the scales' own dtype
+    assert np.array_equal(loaders.read_safetensors(p)["s"], e8m0)
+    assert b'"F8_E8M0"' in p.read_bytes()[:200]
 
 
 def test_load_gpt_oss_refuses_one_string_of_names(tmp_path):

@@ -307,5 +307,33 @@ def test_non_strict_load_without_extra_state_rebuilds_the_fp8_image(gen):
     assert not torch.equal(q2.weight_fp8, q.weight_fp8)
     q2.load_state_dict({k: v for k, v in q.state_dict().items() if k != "_extra_state"}, strict=False)
     assert torch.equal(q2.weight_fp8, q.weight_fp8)
-    copy.deepcopy(q2)  # the load hook keeps the module picklable
-    torch.save(q2, io.BytesIO())
+    copy.deepcopy(q2)  # the rebuild is a method, not a per-instance hook: the module pickles
+    buf = io.BytesIO()
+    torch.save(q2, buf)
+    buf.seek(0)
+    q3 = torch.load(buf, weights_only=False)  # an unpickled module (never constructed) rebuilds too
+    q3.load_state_dict(MXFP4Linear.from_linear(torch.nn.Linear(128, 64), fp8=True).state_dict())
+    assert torch.equal(q3.weight_fp8, torch.ops.mxfp4.prepack_fp8(q3.weight_packed, 64, 128))
+
+
+def test_linear_copies_overlapping_bf16_rows(gen):
+    # Review of session 60's fixes: an expanded bf16 x (row stride 0) was a ValueError.
+    q = MXFP4Linear.from_linear(torch.nn.Linear(128, 32))
+    x = torch.randn(1, 128, generator=gen).to(torch.bfloat16)
+    assert torch.equal(q(x.expand(4, 128)), q(x.expand(4, 128).contiguous()))
+
+
+def test_sizes_accept_symbolic_and_0d_integer_tensors(gen):
+    # Review of session 60's fixes: the integer check refused SymInts (make_fx symbolic tracing)
+    # and 0-d integer tensors, which worked before; floats and bools stay TypeErrors.
+    from torch.fx.experimental.proxy_tensor import make_fx
+    codes, scales = mxfp4.quantize(torch.randn(64, 128, generator=gen))
+    sh = mxfp4.shuffle_scales(scales)
+    g = make_fx(lambda s, r: mxfp4.unshuffle_scales(s, r.shape[0], r.shape[1]), tracing_mode="symbolic")(sh, scales)
+    assert torch.equal(g(sh, scales), scales)
+    assert torch.equal(mxfp4.unshuffle_scales(sh, torch.tensor(64), torch.tensor(4)), scales)
+    assert MXFP4Linear(torch.tensor(128), torch.tensor(64)).in_features == 128
+    with pytest.raises(TypeError, match="rows must be an integer"):
+        mxfp4.unshuffle_scales(sh, torch.tensor(64.0), 4)
+    with pytest.raises(TypeError, match="rows must be an integer"):
+        mxfp4.unshuffle_scales(sh, torch.tensor(True), 4)

@@ -153,6 +153,10 @@ def test_loaded_row_layer_uses_the_saved_rule(rng, torch):
         assert loaded.rule == "floor"
         assert torch.equal(loaded(x), saved(x)), cls.__name__
         assert not torch.equal(cls.from_linear(lin, rank=0, world_size=1)(x), saved(x))  # the rule matters here
+        loaded.rule = "aiter"  # settable: the shard's rule, checked
+        assert loaded.local.rule == "aiter" and not torch.equal(loaded(x), saved(x))
+        with pytest.raises(ValueError, match="rule"):
+            loaded.rule = "bogus"
 
 
 def test_layer_inputs_and_sizes_are_checked(rng, torch):
