@@ -135,8 +135,11 @@ class _ParallelLinear(nn.Module):
         layer's fp8 option is on when asked for or when ``packed`` carries an FP8 image."""
         if not isinstance(packed, PackedTensor):
             raise TypeError(f"packed must be a mxfp4.PackedTensor; got {type(packed).__name__}")
+        device = kw.pop("device", None)  # where the shard goes (default: packed's device)
         m = cls(packed.K, packed.N, bias=False, rule=rule, device="meta", **kw)
         data = _as_torch(packed.data, "packed.data")
+        if device is not None:
+            data = data.to(device)
         # An FP8 image of the full weights is not sliced: shard_packed builds the shard's own.
         m.fp8 = m.fp8 or packed.fp8 is not None
         shard = shard_packed(PackedTensor(data, packed.N, packed.K, packed.version), m.rank, m.world_size, axis)
@@ -193,7 +196,7 @@ class ColumnParallelMXFP4Linear(_ParallelLinear):
         """From the full packed weights W [N, K] (:class:`mxfp4.PackedTensor`, any device) and
         the full bias ``[N]`` (or None): keeps this rank's shard (``mxfp4.tp.shard_packed``,
         byte-identical to packing the sliced weights). ``kw``: gather_output, process_group,
-        rank, world_size, fp8.
+        rank, world_size, fp8, device (where the shard goes; default: packed's device).
 
         Raises:
             TypeError: not a PackedTensor / another layout version. ValueError: as the class.
@@ -295,7 +298,7 @@ class RowParallelMXFP4Linear(_ParallelLinear):
     def from_packed(cls, packed: PackedTensor, bias=None, rule: str = "aiter", **kw) -> "RowParallelMXFP4Linear":
         """From the full packed weights W [N, K] and the full bias ``[N]`` (or None): keeps
         this rank's K shard (``mxfp4.tp.shard_packed``). ``kw``: input_is_parallel,
-        deterministic, process_group, rank, world_size, fp8.
+        deterministic, process_group, rank, world_size, fp8, device (as the column layer's).
 
         Raises:
             TypeError: not a PackedTensor / another layout version. ValueError: as the class.

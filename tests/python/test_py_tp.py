@@ -180,3 +180,13 @@ def test_layer_inputs_and_sizes_are_checked(rng, torch):
         tp.shard_range(64.0, 1, 2, "N")
     with pytest.raises(TypeError, match="world must be an integer"):
         tp.shard_range(64, 1, True, "N")
+
+
+def test_from_packed_takes_a_device(rng, torch):
+    # Session 60 review: device= clashed with the meta construction ("multiple values").
+    lin, x = _torch_layer(torch, rng)
+    packed = mxfp4.prepack_dense(lin.weight.detach())
+    for cls in (tp.ColumnParallelMXFP4Linear, tp.RowParallelMXFP4Linear):
+        m = cls.from_packed(packed, bias=lin.bias, rank=0, world_size=1, device="cpu")
+        assert m.local.weight_packed.device.type == "cpu"
+        assert torch.equal(m(x), cls.from_packed(packed, bias=lin.bias, rank=0, world_size=1)(x))
