@@ -78,18 +78,23 @@ def _prod(shape):
     return n
 
 
+def _check_int(fn: str, name: str, v) -> None:
+    """TypeError unless ``v`` is an integer: int or numpy integer (bool refused; a float such as
+    4.9 is not truncated), a 0-d integer tensor, or a SymInt (symbolic tracing)."""
+    if torch is not None and (isinstance(v, torch.SymInt) or (
+            isinstance(v, torch.Tensor) and v.ndim == 0 and v.dtype != torch.bool and not v.is_floating_point()
+            and not v.is_complex())):
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{fn}: {name} must be an integer; got {type(v).__name__} {v!r}")
+
+
 def _size_args(fn: str, **sizes) -> None:
-    """Sizes given to the API: integers (bool refused, TypeError: a float such as 4.9 is not
-    truncated) within int64 (else ValueError, the error the library gives for sizes too large)."""
+    """Sizes given to the API: integers (_check_int, TypeError) within int64 (else ValueError,
+    the error the library gives for sizes too large; a SymInt is not specialised here)."""
     for name, v in sizes.items():
-        if torch is not None and isinstance(v, torch.SymInt):
-            continue  # a symbolic size (make_fx / export tracing): an integer; not specialised here
-        if (torch is not None and isinstance(v, torch.Tensor) and v.ndim == 0 and v.dtype != torch.bool
-                and not v.is_floating_point() and not v.is_complex()):
-            v = int(v)  # a 0-d integer tensor (operator.index accepts it) as before
-        elif isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{fn}: {name} must be an integer; got {type(v).__name__} {v!r}")
-        if not -2**63 <= int(v) < 2**63:
+        _check_int(fn, name, v)
+        if not (torch is not None and isinstance(v, torch.SymInt)) and not -2**63 <= int(v) < 2**63:
             raise ValueError(f"{fn}: {name} = {v} is out of range")
 
 
@@ -109,9 +114,8 @@ def shuffled_scales_shape(rows, kblocks):
         TypeError: rows or kblocks not an integer (bool included).
         ValueError: rows or kblocks outside [1, 2^40] (the library's range for a dimension).
     """
-    for name, v in (("rows", rows), ("kblocks", kblocks)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"shuffled_scales_shape: {name} must be an integer; got {type(v).__name__} {v!r}")
+    _check_int("shuffled_scales_shape", "rows", rows)
+    _check_int("shuffled_scales_shape", "kblocks", kblocks)
     return _shuffled_shape(int(rows), int(kblocks))
 
 
@@ -362,7 +366,7 @@ def _is_u8(x):
     return x.dtype == torch.uint8 if _is_torch(x) else x.dtype == np.uint8
 
 
-def _check_empty_batch(a2, K, N):
+def _check_empty_batch(a2, K):
     """a's K against the weights' K (ValueError): the first of the checks the library makes
     of a GEMM's operands, repeated here for M = 0, where the library is not called."""
     if a2.shape[1] != K:
@@ -381,7 +385,7 @@ def _check_empty_gemm(a2, data, N, K, version, fp8):
     validate.cpp, mxfp4::gemm): a's K (ValueError), the packed data's dtype (TypeError; its
     size is _check_packed_size's), the layout version (TypeError), and the FP8 image's dtype
     (TypeError) and size (ValueError)."""
-    _check_empty_batch(a2, K, N)
+    _check_empty_batch(a2, K)
     for name, x in (("packed", data), ("fp8", fp8)):
         if x is not None and not _is_u8(x):
             raise TypeError(f"{name} must be uint8 (packed e2m1 codes / E8M0 scale bytes); got {x.dtype}")
@@ -401,7 +405,7 @@ def _check_empty_gemm_mx(a2, codes, scales, N, K, scale_layout):
     (ValueError), the dtypes of codes and scales (TypeError), the codes' shape [N, K/2] and the
     scales' bytes for ``scale_layout`` (ValueError; plain N * K/32, AITER-shuffled
     shuffled_scales_bytes(N, K/32), spec §4.1)."""
-    _check_empty_batch(a2, K, N)
+    _check_empty_batch(a2, K)
     for name, x in (("codes", codes), ("scales", scales)):
         if not _is_u8(x):
             raise TypeError(f"{name} must be uint8 (packed e2m1 codes / E8M0 scale bytes); got {x.dtype}")

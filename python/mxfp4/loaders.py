@@ -154,7 +154,7 @@ def _is_int(v) -> bool:
 
 
 def _entry_fields(path, name, info):
-    """(shape, (begin, end)) of one header entry of a safetensors file, checked: a JSON object
+    """(numpy dtype, shape, begin, end) of one header entry of a safetensors file, checked: a JSON object
     with a supported "dtype", a "shape" list of non-negative integers and "data_offsets" of two
     integers, begin <= end (ValueError naming the tensor otherwise)."""
     if not isinstance(info, dict):
@@ -171,7 +171,7 @@ def _entry_fields(path, name, info):
             and 0 <= offsets[0] <= offsets[1]):
         raise ValueError(f"{path}: tensor {name!r} has data_offsets {offsets!r}: [begin, end] with "
                          "0 <= begin <= end expected")
-    return tuple(shape), (offsets[0], offsets[1])
+    return _ST_DTYPES[dtype], tuple(shape), offsets[0], offsets[1]
 
 
 def read_safetensors(path) -> dict:
@@ -202,11 +202,9 @@ def read_safetensors(path) -> dict:
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        shape, offsets = _entry_fields(path, name, info)
-        dt = _ST_DTYPES[info["dtype"]]
-        begin, end = offsets
+        dt, shape, begin, end = _entry_fields(path, name, info)
         count = math.prod(shape)  # exact (Python ints): a huge shape cannot wrap to fit
-        if end - begin != count * dt.itemsize or base + end > size or begin < 0:
+        if end - begin != count * dt.itemsize or base + end > size:
             raise ValueError(f"{path}: tensor {name!r} has data_offsets {info['data_offsets']} that do not fit "
                              f"shape {list(shape)} x {info['dtype']} in a file of {size} bytes")
         arr = mm[base + begin: base + end].view(dt).reshape(shape)

@@ -26,15 +26,14 @@ def _check_input(x, who):
 
 
 def _bf16_unit_stride(x):
-    """x as bf16 with unit stride along its last dimension (the GEMM's layout; torch.nn.Linear
-    takes any strides, so a transposed view is copied, not rejected)."""
+    """x as bf16 whose rows [.., K] the GEMM can read: unit stride along K, rows not overlapping
+    (torch.nn.Linear takes any strides, so a transposed or expanded view is copied, not
+    rejected; a row-strided view, e.g. a K slice, is kept)."""
     xb = x if x.dtype == torch.bfloat16 else x.to(torch.bfloat16)
-    if xb.stride(-1) != 1:
-        return xb.contiguous()
-    x2 = xb.reshape(-1, xb.shape[-1])  # the rows the GEMM reads: overlapping (e.g. expanded) ones are copied
-    if x2.shape[0] > 1 and x2.stride(0) < x2.shape[1]:
-        return xb.contiguous()
-    return xb
+    x2 = xb.reshape(-1, xb.shape[-1])  # the [rows, K] the GEMM reads (a copy only where no view exists)
+    if x2.stride(-1) != 1 or (x2.shape[0] > 1 and x2.stride(0) < x2.shape[1]):  # transposed or overlapping rows
+        x2 = x2.contiguous()
+    return x2.reshape(xb.shape)
 
 
 def _as_torch(x, name):

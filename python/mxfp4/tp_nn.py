@@ -94,7 +94,6 @@ class _ParallelLinear(nn.Module):
 
     def __init__(self, in_features, out_features, rule, process_group, rank, world_size, fp8=False):
         super().__init__()
-        _core._rule(rule)
         _core._size_args(type(self).__name__, in_features=in_features, out_features=out_features)
         self.group, self.rank, self.world_size = _resolve_group(process_group, rank, world_size)
         self.in_features, self.out_features = int(in_features), int(out_features)
