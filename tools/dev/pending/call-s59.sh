@@ -52,7 +52,11 @@ need() { [ "$(left)" -ge "$1" ] || { echo "skipped (needs $1 s, $(left) left): $
 ab() { need "$5" "ab $2" || return 0
        AB_OVERLAY=$P/base-$1 AB_TREE=/tmp/ab-$1 AB_ROTATE=1 AB_PREBUILT=1 OUT=$L tools/dev/ab.sh "$2" "$3" "$4"
        echo "ab $2 rc=$? $((SECONDS-t0)) s"; pack; }
-for v in "$@"; do ab ${v##*:} ${v%%:*} $P/shapes-${v%%:*}-s59.txt 3 60; done
+for v in "$@"; do ab ${v##*:} ${v%%:*} $P/shapes-${v%%:*}-${SFX:-s59}.txt 3 60; done  # SFX: the shapes files' suffix
+if [ -n "${GPUTEST:-}" ] && need 60 "gpu tests $GPUTEST"; then  # GPUTEST=FILTER: the GPU tests of FILTER on the tree
+  timeout $(( $(left) - 15 )) build-device/mxfp4_tests --gtest_filter="$GPUTEST" --gtest_brief=1 > "$L/logs/gputest.log" 2>&1
+  echo "gpu tests rc=$? $((SECONDS-t0)) s"; tail -3 "$L/logs/gputest.log"; pack
+fi
 for tu in ${TUNE:-}; do  # TUNE="SHAPES[:PATHS] ...": tunes of PATHS (default fp8; all: every path), every candidate's time
   f=${tu%%:*}; pa=fp8; [ "$f" != "$tu" ] && pa=${tu#*:}; n=tune-$(basename "$f" .txt)
   need 40 "tune $f" || continue
