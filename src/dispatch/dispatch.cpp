@@ -36,9 +36,14 @@ void check_shape(int64_t M, int64_t N, int64_t K, const char* fn) {
 ///     run a second, mostly idle wave); but for M > 16 split 2 with 16 warps where its pairs
 ///     fill 7/8 of the SMs to one wave and each CTA has >= 16 K chunks (at 132 SMs: N =
 ///     3649..4096 and K > 1984, e.g. N = 4096, K >= 2048);
-///   - M > 64: 64-row CTAs, split_k doubling until the grid reaches 128 of 132 SMs; 16 warps
-///     where the grid fits one CTA per SM (3/4 of the SMs for clusters of 4 and 8) and each CTA
-///     has >= 8 K chunks, else 8.
+///   - M > 64: 64-row CTAs, split_k doubling until the grid reaches 128 of 132 SMs, but split 4
+///     rather than 8 where split 8 would pass that target (>= 17 tiles at 132 SMs) and give each
+///     CTA <= 4 K chunks (session 61, H100 A/Bs bench/results/logs/ab-smk4-call1- and
+///     ab-land-call2-session61-h100.txt: at 17-31 tiles split 4 faster on all 16 by 0.29-1.10
+///     us, 101x592x1632 6.09 against 6.98, 413x208x2048 7.99 / 9.08; at 12-16 tiles, where split 8
+///     is one wave, split 8 won 5 of 12, 72x336x1600 5.46 against 5.99); 16 warps where the grid
+///     fits one CTA per SM (3/4 of the SMs for clusters of 4 and 8) and each CTA has >= 8 K
+///     chunks, else 8.
 /// Path fused (A quantized inside the GEMM, one launch) when M <= 8 and a CTA quantizes at
 /// most 16 row-chunks of A (M x K chunks per CTA); else A is quantized once first (splitk).
 GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
@@ -84,6 +89,9 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     int split = 1;
     while (split < max_split && tiles * split < (split == 1 ? sms : fp8_split_grid_limit(2, sms))) split *= 2;
     cfg.split_k = std::min<int>(split, int(max_split));
+    // Split 8 -> 4 where split 8 passes the 128-CTA target with <= 4 K chunks per CTA (session
+    // 61; the function comment has the A/Bs).
+    if (cfg.split_k == 8 && tiles * 8 > fp8_split_grid_limit(2, sms) && ceil_div(chunks, 8) <= 4) cfg.split_k = 4;
     const int64_t ctas = tiles * cfg.split_k;
     const bool one_per_sm_fits = cfg.split_k >= 4 ? ctas <= fp8_split_grid_limit(4, sms) : ctas <= sms;
     cfg.warps = one_per_sm_fits && ceil_div(chunks, cfg.split_k) >= 8 ? 16 : 8;
@@ -153,10 +161,15 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 /// (small_m_config, split-K over 64-row CTAs) rather than path fp8:
 ///   - M <= 128 where the tiles give at most one SM in 8 a tile (any K; session 23:
 ///     100x512x1024 6.41 us against path fp8's 7.71);
-///   - M <= 128 with K >= 1024 where they give at most 62 of 132 SMs a tile up to K = 4096, or
-///     where small_m_config splits K 8 ways (4 x tiles below its 128-CTA target: < 32 tiles) at
-///     any longer K;
-///   - 128 < M <= 512 (the largest M tuned) on the same two grids from K = 2048.
+///   - M <= 128 with K >= 1024 (K >= 768 with < 32 tiles) where they give at most 62 of 132 SMs
+///     a tile up to K = 4096, or where small_m_config splits K 8 ways (4 x tiles below its
+///     128-CTA target: < 32 tiles) at any longer K;
+///   - 128 < M <= 512 (the largest M tuned) on the same two grids from K = 1024.
+/// Session 61 (H100 A/Bs against path fp8, random shapes, bench/results/logs/ab-smk1k-call1-,
+/// ab-smk768-call1- and ab-land-call2-session61-h100.txt): M > 128 at K = 1024-2047 faster on
+/// all 36 by 0.40-3.17 us (295x64x1888 6.23 against 9.40, 151x32x1376 5.15 / 7.60); M <= 128 at
+/// K = 768-1023 with 17-31 tiles faster on all 23 by 0.12-1.24 (78x784x928 5.35 against 6.58;
+/// at 32 tiles even in session 54's tune, 128x1024x768 5.96 / 5.90).
 /// Session 54's H100 tunes (bench/results/logs/tune-m128-k2048-smalln-call1-, tune-m128-smalln-
 /// call2-, tune-m128-edges-call3-, tune-m256-fewtiles-call4- and tune-m128-longk-call4-
 /// session54-h100.log; M = 72-384, N = 256-2048, paths fp8 and splitk), the small-M kernel's
@@ -185,7 +198,7 @@ bool small_m_kernel_wins(int64_t M, int64_t N, int64_t K, const GemmConfig& smal
   const int64_t tiles64 = ceil_div(M, 64) * n64;
   const bool few = 132 * tiles64 <= 62 * sms;
   if (M <= 128 && 8 * tiles64 <= sms) return true;
-  return K >= (M <= 128 ? 1024 : 2048) && (small.split_k == 8 || (few && K <= 4096));
+  return K >= (M <= 128 && tiles64 < 32 ? 768 : 1024) && (small.split_k == 8 || (few && K <= 4096));
 }
 
 /// Path gemv (src/cuda/gemm_gemv.cu) for M <= 16 while the quantization of A that every CTA

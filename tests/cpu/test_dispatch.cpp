@@ -368,6 +368,30 @@ TEST(Dispatch, SmallMShortKSplitsOnlyWithinOneWave) {
   EXPECT_GT(config_without_fp8(16, 7168, 512, dev).split_k, 1);
 }
 
+// 64 < M <= 512 (session 61, H100 A/Bs ab-smk4-call1- and ab-land-call2-session61-h100.txt):
+// split 8 drops to 4 where split 8's grid would pass the 128-CTA target (>= 17 tiles of 64 x 64)
+// and each CTA would get <= 4 K chunks; at 12-16 tiles split 8 (96-128 CTAs) stays, it won there.
+TEST(Dispatch, SmallMSplitFourPastTheOneWaveTarget) {
+  const DeviceInfo dev = h200();
+  const auto split = [&](int64_t M, int64_t N, int64_t K) { return config_without_fp8(M, N, K, dev).split_k; };
+  EXPECT_EQ(split(72, 1024, 2048), 4);   // 32 tiles: split 4 reaches 128 CTAs by itself
+  EXPECT_EQ(split(72, 576, 2048), 4);    // 18 tiles, 4 chunks per CTA at split 8
+  EXPECT_EQ(split(72, 1088, 1024), 4);   // 17 x 2 = 34 tiles, 2 chunks
+  EXPECT_EQ(split(100, 544, 1024), 4);   // 9 x 2 = 18 tiles
+  EXPECT_EQ(split(100, 512, 1024), 8);   // 16 tiles: 128 CTAs, one wave
+  EXPECT_EQ(split(72, 448, 1600), 8);    // 14 tiles
+  EXPECT_EQ(split(72, 576, 2112), 8);    // 33 chunks: 5 per CTA at split 8
+  EXPECT_EQ(describe(choose_gemm_config(200, 384, 2048, dev)), "path=splitk block_n=64 block_m=64 split_k=4 warps=16");  // M > 128: 24 tiles
+  EXPECT_EQ(describe(choose_gemm_config(200, 256, 2048, dev)), "path=splitk block_n=64 block_m=64 split_k=8 warps=8");   // 16 tiles
+  // 64 < M <= 128 with < 32 tiles from K = 768 (was 1024), M > 128 from K = 1024 (was 2048).
+  EXPECT_EQ(describe(choose_gemm_config(100, 640, 768, dev)), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");
+  EXPECT_EQ(choose_gemm_config(100, 640, 736, dev).path, GemmPath::fp8);    // K < 768, 20 tiles
+  EXPECT_EQ(choose_gemm_config(128, 1024, 768, dev).path, GemmPath::fp8);   // 32 tiles
+  EXPECT_EQ(choose_gemm_config(128, 960, 768, dev).path, GemmPath::splitk); // 30 tiles
+  EXPECT_EQ(choose_gemm_config(300, 256, 1024, dev).path, GemmPath::splitk);
+  EXPECT_EQ(choose_gemm_config(300, 256, 992, dev).path, GemmPath::fp8);
+}
+
 TEST(Dispatch, EveryChoiceIsValidForItsShape) {
   const DeviceInfo dev = h200();
   for (int64_t M : {1, 3, 8, 9, 17, 64, 65, 192, 512, 513, 1000})
@@ -391,7 +415,7 @@ TEST(Dispatch, EveryChoiceIsValidForItsShape) {
         // 64 < M <= 512: the small-M kernel where 64 x 64 tiles are few (small_m_kernel_wins).
         const int64_t tiles64 = ((M + 63) / 64) * ((N + 63) / 64);
         const bool few_tiles = (M <= 128 && 8 * tiles64 <= 132) ||
-                               (K >= (M <= 128 ? 1024 : 2048) && ((K <= 4096 && tiles64 <= 62) || tiles64 < 32));
+                               (K >= (M <= 128 && tiles64 < 32 ? 768 : 1024) && ((K <= 4096 && tiles64 <= 62) || tiles64 < 32));
         if (M > 512 || (M > 64 && !few_tiles)) EXPECT_EQ(c.path, GemmPath::fp8) << describe(c);
         if (M > 64 && M <= 512 && few_tiles) EXPECT_EQ(c.path, GemmPath::splitk) << describe(c);
         if (M <= 64 && c.path == GemmPath::fp8) EXPECT_EQ(c.block_m, 64) << describe(c);

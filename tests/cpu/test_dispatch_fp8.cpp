@@ -164,10 +164,11 @@ TEST(Dispatch, Fp8TakesLargeWeightsFromM33To64) {
   EXPECT_EQ(describe(choose_gemm_config(64, 3414, 3072, dev)), "path=fp8 block_n=64 block_m=64 split_k=2 warps=8");
 }
 
-// 128 < M <= 512 with few 64 x 64 tiles from K = 2048: the small-M kernel where it splits K 8
-// ways (< 32 tiles) or, up to K = 4096, where the tiles fill at most 62 of 132 SMs; else path fp8,
-// which from K = 4096 splits K on 128-row tiles where 64 x 64 tiles would fill at most 3/4 of
-// the SMs (session 54's H100 tune, tune-m256-fewtiles-call4-session54-h100.log).
+// 128 < M <= 512 with few 64 x 64 tiles from K = 1024 (2048 until session 61): the small-M kernel
+// where it splits K 8 ways (< 32 tiles) or, up to K = 4096, where the tiles fill at most 62 of 132
+// SMs; else path fp8, which from K = 4096 splits K on 128-row tiles where 64 x 64 tiles would fill
+// at most 3/4 of the SMs (session 54's H100 tune, tune-m256-fewtiles-call4-session54-h100.log;
+// session 61's A/Bs ab-smk1k-call1- and ab-land-call2-session61-h100.txt).
 TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   const DeviceInfo dev = h200();
   const auto path = [&](int64_t M, int64_t N, int64_t K) { return describe(choose_gemm_config(M, N, K, dev)); };
@@ -176,8 +177,11 @@ TEST(Dispatch, FewTilesPastM128TakeTheSmallMKernelOrFp8SplitK) {
   EXPECT_EQ(path(256, 512, 2048), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");   // 32 tiles
   EXPECT_EQ(path(384, 512, 4096), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");   // 48 tiles
   EXPECT_EQ(path(384, 256, 7168), "path=splitk block_n=64 block_m=64 split_k=8 warps=8");   // 24 tiles, 192 CTAs
-  EXPECT_EQ(choose_gemm_config(192, 512, 1024, dev).path, GemmPath::fp8);  // K < 2048
-  EXPECT_EQ(choose_gemm_config(192, 256, 1024, dev).path, GemmPath::fp8);  // 12 tiles: the 1/8 rule is M <= 128's
+  // From K = 1024 (session 61; 192x512x1024 on split 8 lost to path fp8 in session 54's tune, 6.81
+  // us against 6.54, so past the one-wave target the split is 4: 24 tiles).
+  EXPECT_EQ(path(192, 512, 1024), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");
+  EXPECT_EQ(path(192, 256, 1024), "path=splitk block_n=64 block_m=64 split_k=8 warps=8");   // 12 tiles, 96 CTAs
+  EXPECT_EQ(choose_gemm_config(192, 512, 992, dev).path, GemmPath::fp8);  // K < 1024
   EXPECT_EQ(choose_gemm_config(192, 64, 512, dev).path, GemmPath::fp8);
   EXPECT_EQ(path(448, 256, 7168), "path=splitk block_n=64 block_m=64 split_k=8 warps=8");   // 28 tiles, M <= 512
   EXPECT_EQ(path(512, 256, 2048), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");   // 32 tiles
