@@ -73,6 +73,14 @@ def _resolve_group(process_group, rank, world_size):
     return None, int(rank), int(world_size)
 
 
+def _no_bias_dtype(kw, fn):
+    """The from_* constructors copy the bias with its own dtype, as MXFP4Linear's do (which
+    take no bias_dtype either): refuse the keyword rather than ignore it."""
+    if "bias_dtype" in kw:
+        raise TypeError(f"{fn}() got an unexpected keyword argument 'bias_dtype' (the bias keeps its own dtype; "
+                        "cast it before the call)")
+
+
 def _bias_tensor(bias, n, device):
     if bias is None:
         return None
@@ -134,6 +142,7 @@ class _ParallelLinear(nn.Module):
         layer's fp8 option is on when asked for or when ``packed`` carries an FP8 image."""
         if not isinstance(packed, PackedTensor):
             raise TypeError(f"packed must be a mxfp4.PackedTensor; got {type(packed).__name__}")
+        _no_bias_dtype(kw, "from_packed")
         device = kw.pop("device", None)  # where the shard goes (default: packed's device)
         m = cls(packed.K, packed.N, bias=False, rule=rule, device="meta", **kw)
         data = _as_torch(packed.data, "packed.data")
@@ -198,7 +207,8 @@ class ColumnParallelMXFP4Linear(_ParallelLinear):
         rank, world_size, fp8, device (where the shard goes; default: packed's device).
 
         Raises:
-            TypeError: not a PackedTensor / another layout version. ValueError: as the class.
+            TypeError: not a PackedTensor / another layout version / a bias_dtype keyword (the
+            bias keeps its dtype). ValueError: as the class.
         """
         m, shard, device = cls._from_full_packed(packed, rule, "N", kw)
         b = _bias_tensor(bias, packed.N, device)
@@ -221,6 +231,7 @@ class ColumnParallelMXFP4Linear(_ParallelLinear):
         (default: the weight's device); the bias slice is copied."""
         if not isinstance(linear, nn.Linear):
             raise TypeError(f"linear must be a torch.nn.Linear; got {type(linear).__name__}")
+        _no_bias_dtype(kw, "from_linear")
         m = cls(linear.in_features, linear.out_features, bias=False, rule=rule, device="meta", **kw)
         rows = nn.Linear(linear.in_features, m.shard_stop - m.shard_start, bias=linear.bias is not None,
                          device="meta")
@@ -300,7 +311,8 @@ class RowParallelMXFP4Linear(_ParallelLinear):
         deterministic, process_group, rank, world_size, fp8, device (as the column layer's).
 
         Raises:
-            TypeError: not a PackedTensor / another layout version. ValueError: as the class.
+            TypeError: not a PackedTensor / another layout version / a bias_dtype keyword (the
+            bias keeps its dtype). ValueError: as the class.
         """
         m, shard, device = cls._from_full_packed(packed, rule, "K", kw)
         m.local = MXFP4Linear.from_packed(shard, rule=rule, fp8=m.fp8)
@@ -322,6 +334,7 @@ class RowParallelMXFP4Linear(_ParallelLinear):
         boundaries) on ``device`` (default: the weight's device); the full bias is copied."""
         if not isinstance(linear, nn.Linear):
             raise TypeError(f"linear must be a torch.nn.Linear; got {type(linear).__name__}")
+        _no_bias_dtype(kw, "from_linear")
         m = cls(linear.in_features, linear.out_features, bias=False, rule=rule, device="meta", **kw)
         cols = nn.Linear(m.shard_stop - m.shard_start, linear.out_features, bias=False, device="meta")
         cols.weight = nn.Parameter(linear.weight.detach()[:, m.shard_start:m.shard_stop].contiguous(),

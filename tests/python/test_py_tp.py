@@ -190,3 +190,23 @@ def test_from_packed_takes_a_device(rng, torch):
         m = cls.from_packed(packed, bias=lin.bias, rank=0, world_size=1, device="cpu")
         assert m.local.weight_packed.device.type == "cpu"
         assert torch.equal(m(x), cls.from_packed(packed, bias=lin.bias, rank=0, world_size=1)(x))
+
+
+def test_from_constructors_refuse_bias_dtype(rng, torch):
+    # Session 61: the from_* constructors took bias_dtype through **kw and ignored it (the bias
+    # kept its own dtype); MXFP4Linear's refuse it, so these do too.
+    lin, x = _torch_layer(torch, rng)
+    packed = mxfp4.prepack_dense(lin.weight.detach())
+    codes, scales = mxfp4.quantize(lin.weight.detach().numpy())
+    for cls in (tp.ColumnParallelMXFP4Linear, tp.RowParallelMXFP4Linear):
+        with pytest.raises(TypeError, match="bias_dtype"):
+            cls.from_packed(packed, bias=lin.bias, rank=0, world_size=1, bias_dtype=torch.float64)
+        with pytest.raises(TypeError, match="bias_dtype"):
+            cls.from_linear(lin, rank=0, world_size=1, bias_dtype=torch.float64)
+        with pytest.raises(TypeError, match="bias_dtype"):
+            cls.from_mxfp4(codes, scales, bias=lin.bias, rank=0, world_size=1, bias_dtype=torch.float64)
+        # The constructor itself keeps it.
+        made = cls(64, 64, rank=0, world_size=1, bias_dtype=torch.float64)
+        assert (made.bias if cls is tp.RowParallelMXFP4Linear else made.local.bias).dtype == torch.float64
+        m = cls.from_packed(packed, bias=lin.bias, rank=0, world_size=1)
+        assert torch.equal(m(x), cls.from_packed(packed, bias=lin.bias, rank=0, world_size=1)(x))
