@@ -331,7 +331,9 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
 /// tiles) 7.71 (6.00; the small-M rule's choice there: 10.47). Until session 23 the small-M
 /// kernel took these shapes (session 12: 128x2880x512 6.2 us against path fp8's 7.1). Since
 /// session 54 it takes those with at most 62/132 of the SMs in 64 x 64 tiles from K = 1024 again
-/// (small_m_kernel_wins: 128x1024x1024 on split 4, 6.24 us against 64 x 64's 6.52 on an H100).
+/// (small_m_kernel_wins: 128x1024x1024 on split 4, 6.24 us against 64 x 64's 6.52 on an H100),
+/// and since session 61 those with fewer than 32 such tiles from K = 768 (80x640x928 5.25
+/// against 6.49, bench/results/logs/ab-land-call2-session61-h100.txt).
 GemmConfig fp8_config_short_k(int64_t M, int64_t N, const DeviceInfo& dev) {
   const int64_t sms = std::max(dev.sm_count, 1);
   const int64_t n64 = ceil_div(N, 64), tiles64 = ceil_div(M, 64) * n64;
