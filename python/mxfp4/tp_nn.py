@@ -95,6 +95,9 @@ def _full_packed(codes, scales, code_layout, scale_layout, N, K) -> PackedTensor
     return _api.prepack(codes, scales, N=N, K=K, code_layout=code_layout, scale_layout=scale_layout)
 
 
+_WORLD = "mxfp4.tp:WORLD"  # a pickled module's record of the WORLD process group
+
+
 class _ParallelLinear(nn.Module):
     """Process group handling and state shared by the two layouts (not public)."""
 
@@ -108,6 +111,31 @@ class _ParallelLinear(nn.Module):
         self.fp8 = bool(fp8)
         full = self.out_features if self._dim == "N" else self.in_features
         self.shard_start, self.shard_stop = shard_range(full, self.rank, self.world_size, self._dim)
+
+    def __getstate__(self):
+        """Pickling and copy.deepcopy: a process group cannot be pickled, so the WORLD group is
+        recorded by name and looked up again when the module is restored (__setstate__).
+
+        Raises:
+            TypeError: the module is bound to a group other than WORLD (save its state_dict and
+                build the layer again under that group instead).
+        """
+        state = self.__dict__.copy()
+        if state.get("group") is not None:
+            if not (dist.is_available() and dist.is_initialized() and state["group"] == dist.group.WORLD):
+                raise TypeError(f"{type(self).__name__} is bound to a process group other than WORLD, which "
+                                "cannot be pickled or deep-copied; save its state_dict and build the layer "
+                                "again under that group")
+            state["group"] = _WORLD
+        return state
+
+    def __setstate__(self, state):
+        """Restores a pickled module: the WORLD group of this process where one was recorded
+        (its rank and world size must be the pickled ones), else no group."""
+        state = dict(state)
+        if state.get("group") == _WORLD:
+            state["group"], _, _ = _resolve_group(None, state["rank"], state["world_size"])
+        super().__setstate__(state)
 
     @property
     def rule(self) -> str:

@@ -210,3 +210,18 @@ def test_from_constructors_refuse_bias_dtype(rng, torch):
         assert (made.bias if cls is tp.RowParallelMXFP4Linear else made.local.bias).dtype == torch.float64
         m = cls.from_packed(packed, bias=lin.bias, rank=0, world_size=1)
         assert torch.equal(m(x), cls.from_packed(packed, bias=lin.bias, rank=0, world_size=1)(x))
+
+
+def test_layers_pickle_and_deep_copy(rng, torch):
+    # Session 61: the layers record the WORLD group by name when pickled (tp_worker.py checks that
+    # under torch.distributed); without a group they pickle as they are.
+    import copy
+    import pickle
+
+    lin, x = _torch_layer(torch, rng)
+    for cls in (tp.ColumnParallelMXFP4Linear, tp.RowParallelMXFP4Linear):
+        m = cls.from_linear(lin, rule="floor", rank=0, world_size=1)
+        for twin in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
+            assert (twin.rank, twin.world_size, twin.group, twin.rule) == (0, 1, None, "floor")
+            assert torch.equal(twin(x), m(x))
+            assert torch.equal(twin.local.weight_packed, m.local.weight_packed)

@@ -23,8 +23,10 @@ The package under test is found as the pytest suite finds it (conftest.py, MXFP4
 Exits non-zero on the first failed check (the message names rank, check, shape and seed).
 """
 import argparse
+import copy
 import datetime
 import os
+import pickle
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -211,6 +213,27 @@ def check_mlp(chk, gen, M, K, H, device):
     chk(same_on_all_ranks(y), "mlp: ranks disagree")
 
 
+def check_pickle(chk, gen, device):
+    """Pickled and deep-copied layers of the WORLD group run as the originals; a layer of another
+    group refuses to pickle (TypeError)."""
+    w, bias = full_weights(gen, 256, 1024, device)
+    x = activations(gen, 5, 1024, device)
+    packed = mxfp4.prepack_dense(w)
+    for cls in (ColumnParallelMXFP4Linear, RowParallelMXFP4Linear):
+        m = cls.from_packed(packed, bias=bias)
+        for how, twin in (("pickle", pickle.loads(pickle.dumps(m))), ("deepcopy", copy.deepcopy(m))):
+            chk(twin.group == dist.group.WORLD and (twin.rank, twin.world_size) == (m.rank, m.world_size),
+                f"{cls.__name__} {how}: group/rank/world_size not restored")
+            chk(torch.equal(twin(x), m(x)), f"{cls.__name__} {how}: output differs from the original's")
+    group = dist.new_group(list(range(chk.world)))  # every rank creates it, in the same order
+    other = ColumnParallelMXFP4Linear.from_packed(packed, process_group=group)
+    try:
+        pickle.dumps(other)
+        chk(False, "a layer of a non-WORLD group pickled")
+    except TypeError as e:
+        chk("other than WORLD" in str(e), f"message {e!r}")
+
+
 def check_errors(chk):
     cases = [
         (lambda: RowParallelMXFP4Linear(48 * chk.world, 64), "block"),  # 48 columns per rank
@@ -253,6 +276,7 @@ def main():
             check_column(chk, gen, M, N, K, device)
             check_row(chk, gen, M, N, K, device)
         check_mlp(chk, gen, 9, 512, 1024, device)
+        check_pickle(chk, gen, device)
         # every rank must have run the same checks: a rank that skipped one would deadlock above
         counts = torch.tensor([chk.count], device=device)
         dist.all_reduce(counts, op=dist.ReduceOp.MAX)
