@@ -86,12 +86,13 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
     // 128x256x3072 7.01 against 6.59 on 16).
     cfg.block_n = 64;
     const int64_t tiles = ceil_div(N, 64) * m_tiles;
+    const int64_t target = fp8_split_grid_limit(2, sms);  // past split 1 (128 of 132 SMs)
     int split = 1;
-    while (split < max_split && tiles * split < (split == 1 ? sms : fp8_split_grid_limit(2, sms))) split *= 2;
+    while (split < max_split && tiles * split < (split == 1 ? sms : target)) split *= 2;
     cfg.split_k = std::min<int>(split, int(max_split));
-    // Split 8 -> 4 where split 8 passes the 128-CTA target with <= 4 K chunks per CTA (session
-    // 61; the function comment has the A/Bs).
-    if (cfg.split_k == 8 && tiles * 8 > fp8_split_grid_limit(2, sms) && ceil_div(chunks, 8) <= 4) cfg.split_k = 4;
+    // Split 8 -> 4 where split 8 passes the target with <= 4 K chunks per CTA (session 61; the
+    // function comment has the A/Bs).
+    if (cfg.split_k == 8 && tiles * 8 > target && ceil_div(chunks, 8) <= 4) cfg.split_k = 4;
     const int64_t ctas = tiles * cfg.split_k;
     const bool one_per_sm_fits = cfg.split_k >= 4 ? ctas <= fp8_split_grid_limit(4, sms) : ctas <= sms;
     cfg.warps = one_per_sm_fits && ceil_div(chunks, cfg.split_k) >= 8 ? 16 : 8;

@@ -164,7 +164,8 @@ constexpr int64_t kFp8MidKFewCtas = 4608;
 /// CTAs per tile, the most CTAs in one wave; until then 2 or 4, whichever tile reached the
 /// larger split). A split needs >= 4 slices per CTA and a grid in one wave: for pairs at most the
 /// SM count less 1/32 of it (128 of 132: pairs need two SMs of one GPC, and 128 CTAs is the
-/// largest pair grid measured in one wave; since session 59 the SM count for 128 x 128 pairs), <= 3/4 of it for larger clusters (~200 KB CTAs: a
+/// largest pair grid measured in one wave; since session 59 the SM count for 128 x 128 pairs),
+/// <= 3/4 of it for larger clusters (~200 KB CTAs: a
 /// cluster needs that many free SMs of one GPC; 128-132 CTAs in clusters of 4 ran in two waves,
 /// and session 26's cluster_fit held 102-117 CTAs of clusters of 3, 5 and 6 resident).
 /// Split 8 never won. Session 13 tune
