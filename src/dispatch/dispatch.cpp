@@ -165,7 +165,12 @@ GemmConfig small_m_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev
 ///   - M <= 128 with K >= 1024 (K >= 768 with < 32 tiles) where they give at most 62 of 132 SMs
 ///     a tile up to K = 4096, or where small_m_config splits K 8 ways (4 x tiles below its
 ///     128-CTA target: < 32 tiles) at any longer K;
-///   - 128 < M <= 512 (the largest M tuned) on the same two grids from K = 1024.
+///   - 128 < M <= 512 (the largest M tuned) on the same two grids from K = 1024;
+///   - M <= 128 with at most 62 of 132 SMs a tile at 4096 < K < 6144 where path fp8 would take
+///     128 x 128 split-K clusters of 5 or more (only split 6 occurs at 132 SMs). Session 62's H100
+///     A/B (bench/results/logs/ab-x5k-call1-session62-h100.txt, 18 random shapes): all faster by
+///     0.67-2.31 us (65x1568x4448 11.85 against 14.16, 114x1968x5568 15.56 / 16.23); session 61's
+///     smk5k A/B had the small-M kernel mixed against path fp8's 128 x 64 split 3-6 there.
 /// Session 61 (H100 A/Bs against path fp8, random shapes, bench/results/logs/ab-smk1k-call1-,
 /// ab-smk768-call1- and ab-land-call2-session61-h100.txt): M > 128 at K = 1024-2047 faster on
 /// all 36 by 0.40-3.17 us (295x64x1888 6.23 against 9.40, 151x32x1376 5.15 / 7.60); M <= 128 at
@@ -199,6 +204,10 @@ bool small_m_kernel_wins(int64_t M, int64_t N, int64_t K, const GemmConfig& smal
   const int64_t tiles64 = ceil_div(M, 64) * n64;
   const bool few = 132 * tiles64 <= 62 * sms;
   if (M <= 128 && 8 * tiles64 <= sms) return true;
+  if (M <= 128 && few && K > 4096 && K < 6144) {  // session 62: against 128 x 128 split >= 5
+    const GemmConfig fp8 = fp8_config(M, N, K, dev);
+    if (fp8.block_n == 128 && fp8.split_k >= 5) return true;
+  }
   return K >= (M <= 128 && tiles64 < 32 ? 768 : 1024) && (small.split_k == 8 || (few && K <= 4096));
 }
 

@@ -392,6 +392,17 @@ TEST(Dispatch, SmallMSplitFourPastTheOneWaveTarget) {
   EXPECT_EQ(choose_gemm_config(300, 256, 992, dev).path, GemmPath::fp8);
 }
 
+TEST(Dispatch, SmallMKernelAgainstPathFp8SplitSixAtMidK) {
+  // Session 62 (ab-x5k-call1-session62-h100.txt): few-tile 64 < M <= 128 at 4096 < K < 6144
+  // where path fp8 would take 128 x 128 split 6 goes to the small-M kernel.
+  const DeviceInfo dev = h200();
+  EXPECT_EQ(describe(choose_gemm_config(65, 1568, 4448, dev)), "path=splitk block_n=64 block_m=64 split_k=4 warps=8");
+  EXPECT_EQ(choose_gemm_config(114, 1968, 5568, dev).path, GemmPath::splitk);
+  EXPECT_EQ(choose_gemm_config(114, 1968, 6144, dev).path, GemmPath::fp8);   // K >= 6144
+  EXPECT_EQ(choose_gemm_config(100, 1536, 5120, dev).path, GemmPath::fp8);   // fp8 takes 128 x 64 there
+  EXPECT_NE(choose_gemm_config(100, 1536, 5120, dev).block_n, 128);
+}
+
 TEST(Dispatch, EveryChoiceIsValidForItsShape) {
   const DeviceInfo dev = h200();
   for (int64_t M : {1, 3, 8, 9, 17, 64, 65, 192, 512, 513, 1000})
