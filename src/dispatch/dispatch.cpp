@@ -258,6 +258,13 @@ bool small_m_kernel_wins(int64_t M, int64_t N, int64_t K, const GemmConfig& smal
 /// on fewer SMs): 4x2112x7168 9.08 / 8.98, 3x2880x7168 10.93 / 10.80, 8x2880x2880 7.72 / 6.94.
 /// No shape between 180 and 256 slabs was measured, so the threshold's place there is a
 /// choice. Measured on 132-SM GPUs only; `mxfp4 tune` overrides per GPU.
+/// Session 62 (H100 A/Bs, bench/results/logs/ab-g16-call1- and ab-land-call2-session62-h100.txt):
+/// with two token tiles (9 <= M <= 16) only where the grid fits the SMs. Past them a 16-warp CTA
+/// per SM runs a second wave, and the small-M kernel won all 21 such random shapes by 1.12-4.01 us
+/// (13x5344x896 5.80 against gemv's 9.81, S = 2 in 167 CTAs; 14x10032x768 7.04 / 10.08, S = 4 in
+/// 157). Within one wave the two were mixed (-2.10 to +0.95 us), so gemv stays there. With one
+/// token tile the same bound was mixed (ab-g8-call2-session62-h100.txt: the small-M kernel ahead
+/// by 0.2-2.8 us on 6 of 14, behind by 0.2-2.6 on 8, all 4 at N > 8448 among them): not taken.
 std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const int64_t chunks = ceil_div(K, 64), slabs = ceil_div(N, 16);
   if (M > 16 || chunks > 112) return std::nullopt;
@@ -269,7 +276,9 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
   if (rows <= 2) {  // every SM a CTA where it can (session 39), S = 1 only for K >= 4096
     while (per_cta > (chunks < 64 ? 2 : 1) && ceil_div(slabs, per_cta) < int64_t(dev.sm_count)) per_cta /= 2;
   }
-  if (ceil_div(slabs, per_cta) * rounds > (int64_t(1) << 16)) return std::nullopt;  // N <= 2^40: no overflow
+  const int64_t ctas = ceil_div(slabs, per_cta);
+  if (ctas * rounds > (int64_t(1) << 16)) return std::nullopt;  // N <= 2^40: no overflow
+  if (rows == 16 && ctas > int64_t(dev.sm_count)) return std::nullopt;  // two waves (session 62)
   const GemmConfig c{GemmPath::gemv, 16 * per_cta, 8, 1, per_cta > 1 || chunks >= 64 ? 16 : 8};
   if (!gemm_config_problem_for_shape(c, M, K).empty()) return std::nullopt;
   return c;

@@ -306,6 +306,13 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   // 96x2880x3072 12.63 / 14.12; 128x3072x3072 12.65 / 13.07), 64 x 128 up to K = 5120
   // (72x7168x5120 22.00 / 24.91, 128x7168x4608 20.70 / 23.88; at K = 6144 the H100 tune still
   // had unsplit 9-12% ahead, session 52's H200 tune at K = 7168 split 7% ahead).
+  // Beyond those bounds split-K, but where it would take 128 x 128 split 2 and 128 x 64 tiles
+  // (12 warps) give the same CTAs, those unsplit for N % 8 == 0 up to K = 5120, and up to K = 6656
+  // where the grid holds >= 3/4 of the SMs. Session 62 (H100 A/Bs, bench/results/logs/ab-u128-
+  // call1- and ab-land-call2-session62-h100.txt): faster on all 26 such random shapes, by 0.35-3.60
+  // us (119x6128x2080 12.93 against 16.53, 124x7296x6336 27.69 / 30.74, 102x5120x4128 18.80 /
+  // 19.15); past K = 5120 with 80-88 CTAs the split won or tied (127x5120x6240 24.44 against
+  // 25.83, 108x5344x5856 23.41 / 24.40, 78x5616x5408 -0.05).
   // Grids of at most 62/132 of the SMs in 64 x 64 tiles up to K = 4096 (and of 1/8 at any K)
   // never reach here: the small-M kernel takes them (small_m_kernel_wins, session 54), so K =
   // 2048 (the only K < 2049 that reaches here) has no lower bound on CTAs (session 53's 15/32
@@ -315,7 +322,11 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   if (N % 8 == 0 && (K <= 2048 || (K <= 3072 && fits64 && 3 * ctas64 >= 2 * sms) ||
                      (K <= 5120 && !fits64 && 4 * ctas64x128 >= 3 * sms)))
     return fits64 ? GemmConfig{GemmPath::fp8, 64, 64, 1, 8} : GemmConfig{GemmPath::fp8, 128, 64, 1, 8};
-  return fp8_split_config(tiles_of(64), tiles, slices, sms);
+  const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
+  if (split.block_n == 128 && split.split_k == 2 && tiles_of(64) == 2 * tiles && N % 8 == 0 && K <= 6656 &&
+      (K <= 5120 || 8 * tiles >= 3 * sms))
+    return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};  // see below
+  return split;
 }
 
 /// Path fp8 for 64 < M <= 128 with K < kFp8MinK (choose_gemm_config) where the small-M kernel

@@ -63,6 +63,14 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
   for (int64_t M : {9, 16})  // two token tiles: 16 rows x 8 K chunks = 128 per CTA
     EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16") << M;
   EXPECT_EQ(choose_gemm_config(12, 7168, 1024, dev).block_n, 64);           // 16 x 16 = 256
+  // Two token tiles only where gemv's grid fits the SMs (session 62, ab-g16-call1- and
+  // ab-land-call2-session62-h100.txt): past them one 16-warp CTA per SM runs two waves.
+  EXPECT_EQ(describe(choose_gemm_config(16, 4096, 1024, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16");  // 128 CTAs
+  EXPECT_EQ(choose_gemm_config(13, 5344, 896, dev).path, GemmPath::splitk);   // S = 2: 167 CTAs
+  EXPECT_EQ(choose_gemm_config(13, 2144, 672, dev).path, GemmPath::splitk);   // S = 1: 134 CTAs
+  EXPECT_EQ(choose_gemm_config(13, 2112, 672, dev).path, GemmPath::gemv);     // S = 1: 132 CTAs
+  EXPECT_EQ(choose_gemm_config(14, 10032, 768, dev).path, GemmPath::splitk);  // S = 4: 157 CTAs
+  EXPECT_EQ(choose_gemm_config(4, 5344, 896, dev).path, GemmPath::gemv);      // one tile: 167 CTAs stay
   EXPECT_NE(choose_gemm_config(16, 3072, 1536, dev).path, GemmPath::gemv);  // 16 x 24 = 384
   EXPECT_NE(choose_gemm_config(9, 2880, 2880, dev).path, GemmPath::gemv);   // 16 x 45 = 720
   EXPECT_NE(choose_gemm_config(16, 2112, 7168, dev).path, GemmPath::gemv);

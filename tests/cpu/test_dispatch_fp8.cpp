@@ -342,12 +342,15 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
   EXPECT_EQ(describe(choose_gemm_config(128, 7168, 4096, dev)), r64_wide);  // 64 x 64 would need 224 CTAs
   EXPECT_EQ(describe(choose_gemm_config(128, 4096, 4096, dev)).find("split_k=1"), std::string::npos);
   EXPECT_EQ(describe(choose_gemm_config(72, 7168, 5120, dev)), r64_wide);   // up to K = 5120 (session 53)
-  EXPECT_EQ(describe(choose_gemm_config(128, 7168, 5248, dev)).find("split_k=1"), std::string::npos);
+  // Past those bounds 128 x 128 split 2 unless 128 x 64 (12 warps) has the same CTAs, N % 8 == 0
+  // and K <= 5120, or K <= 6656 with >= 3/4 of the SMs (session 62, below).
+  const std::string u128 = "path=fp8 block_n=64 block_m=128 split_k=1 warps=12";
+  EXPECT_EQ(describe(choose_gemm_config(128, 7168, 5248, dev)), u128);
   EXPECT_EQ(describe(choose_gemm_config(128, 7160, 4096, dev)), r64_wide);  // N % 8 == 0
   EXPECT_EQ(describe(choose_gemm_config(128, 7167, 4096, dev)).find("split_k=1"), std::string::npos);  // N % 8 != 0
   EXPECT_EQ(describe(choose_gemm_config(128, 2884, 2048, dev)).find("split_k=1"), std::string::npos);  // N % 8 != 0
   // 64 x 128 past K = 3072 only where it fills >= 3/4 of the SMs: 2 x 34 = 68 CTAs do not.
-  EXPECT_EQ(describe(choose_gemm_config(128, 4352, 4096, dev)).find("split_k=1"), std::string::npos);
+  EXPECT_EQ(describe(choose_gemm_config(128, 4352, 4096, dev)), u128);  // 68 CTAs either way, K <= 5120
   EXPECT_EQ(describe(choose_gemm_config(128, 4352, 2048, dev)), r64_wide);  // K = 2048: any count
   EXPECT_EQ(describe(choose_gemm_config(128, 2112, 7168, dev)), "path=fp8 block_n=64 block_m=128 split_k=3 warps=12");
   // Without an FP8 image: the small-M kernel, 16 warps per 64-row CTA only where the grid fits
@@ -372,6 +375,26 @@ TEST(Dispatch, Fp8TakesShortKFromM65To128) {
 
 // The 192 x 128 fp8 tile (16 warps, unsplit) where 4/3 of its rounds of tiles (one per SM)
 // are fewer than 128 x 128's (fp8_tall_tile_wins), rounds counted here by hand for 132 SMs.
+TEST(Dispatch, Fp8UnsplitTallNarrowTileAtEqualCtas) {
+  // Session 62 (H100 A/Bs ab-u128-call1- and ab-land-call2-session62-h100.txt): at 64 < M <= 128
+  // where split-K would take 128 x 128 split 2 and 128 x 64 tiles give the same CTAs, 128 x 64
+  // unsplit (12 warps) for N % 8 == 0 up to K = 5120, and up to K = 6656 where the grid has >= 3/4
+  // of the SMs (99 of 132).
+  const DeviceInfo dev = h200();
+  const std::string u128 = "path=fp8 block_n=64 block_m=128 split_k=1 warps=12";
+  const std::string s2 = "path=fp8 block_n=128 block_m=128 split_k=2 warps=12";
+  EXPECT_EQ(describe(choose_gemm_config(65, 6272, 2464, dev)), u128);
+  EXPECT_EQ(describe(choose_gemm_config(102, 5120, 4128, dev)), u128);   // 80 CTAs, K <= 5120
+  EXPECT_EQ(describe(choose_gemm_config(127, 5120, 6240, dev)), s2);     // 80 CTAs past K = 5120
+  EXPECT_EQ(describe(choose_gemm_config(108, 5344, 5856, dev)), s2);     // 84 CTAs
+  EXPECT_EQ(describe(choose_gemm_config(124, 7296, 6336, dev)), u128);   // 114 CTAs
+  EXPECT_EQ(describe(choose_gemm_config(100, 6400, 6336, dev)), u128);   // 50 tiles: 100 CTAs
+  EXPECT_EQ(describe(choose_gemm_config(100, 6272, 6336, dev)), s2);     // 49 tiles: 98 CTAs
+  EXPECT_EQ(describe(choose_gemm_config(124, 7296, 6688, dev)), s2);     // K > 6656
+  EXPECT_EQ(describe(choose_gemm_config(104, 6464, 6208, dev)), s2);     // half-empty last tile: 101 against 2 x 51
+  EXPECT_EQ(describe(choose_gemm_config(102, 5124, 4128, dev)).find("split_k=1"), std::string::npos);  // N % 8 != 0
+}
+
 TEST(Dispatch, Fp8TallTileWhereItTakesFewerRounds) {
   const DeviceInfo dev = h200();
   const std::string tall = "path=fp8 block_n=128 block_m=192 split_k=1 warps=16",
