@@ -259,8 +259,8 @@ bool small_m_kernel_wins(int64_t M, int64_t N, int64_t K, const GemmConfig& smal
 /// No shape between 180 and 256 slabs was measured, so the threshold's place there is a
 /// choice. Measured on 132-SM GPUs only; `mxfp4 tune` overrides per GPU.
 /// Session 62 (H100 A/Bs, bench/results/logs/ab-g16-call1- and ab-land-call2-session62-h100.txt):
-/// with two token tiles (9 <= M <= 16) only where the grid fits the SMs. Past them a 16-warp CTA
-/// per SM runs a second wave, and the small-M kernel won all 21 such random shapes by 1.12-4.01 us
+/// with two token tiles (9 <= M <= 16) only where the grid fits the SMs. Past them a second wave
+/// runs (8- and 16-warp CTAs alike), and the small-M kernel won all 21 such random shapes by 1.12-4.01 us
 /// (13x5344x896 5.80 against gemv's 9.81, S = 2 in 167 CTAs; 14x10032x768 7.04 / 10.08, S = 4 in
 /// 157). Within one wave the two were mixed (-2.10 to +0.95 us), so gemv stays there. With one
 /// token tile the same bound was mixed (ab-g8-call2-session62-h100.txt: the small-M kernel ahead
@@ -278,7 +278,7 @@ std::optional<GemmConfig> gemv_config(int64_t M, int64_t N, int64_t K, const Dev
   }
   const int64_t ctas = ceil_div(slabs, per_cta);
   if (ctas * rounds > (int64_t(1) << 16)) return std::nullopt;  // N <= 2^40: no overflow
-  if (rows == 16 && ctas > int64_t(dev.sm_count)) return std::nullopt;  // two waves (session 62)
+  if (rows == 16 && ctas > std::max<int64_t>(dev.sm_count, 1)) return std::nullopt;  // two waves (session 62)
   const GemmConfig c{GemmPath::gemv, 16 * per_cta, 8, 1, per_cta > 1 || chunks >= 64 ? 16 : 8};
   if (!gemm_config_problem_for_shape(c, M, K).empty()) return std::nullopt;
   return c;

@@ -311,8 +311,11 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   // where the grid holds >= 3/4 of the SMs. Session 62 (H100 A/Bs, bench/results/logs/ab-u128-
   // call1- and ab-land-call2-session62-h100.txt): faster on all 26 such random shapes, by 0.35-3.60
   // us (119x6128x2080 12.93 against 16.53, 124x7296x6336 27.69 / 30.74, 102x5120x4128 18.80 /
-  // 19.15); past K = 5120 with 80-88 CTAs the split won or tied (127x5120x6240 24.44 against
-  // 25.83, 108x5344x5856 23.41 / 24.40, 78x5616x5408 -0.05).
+  // 19.15). Past K = 5120 with 80-88 CTAs the split won 3 of 5 (127x5120x6240 24.44 against
+  // 25.83, 108x5344x5856 23.41 / 24.40, 94x5328x5888 23.64 / 24.37), tied one (78x5616x5408,
+  // 128 x 64 0.05 us slower) and lost one (90x5376x6016 by 0.27); the bound at 3/4 of the SMs (99
+  // of 132) leaves out 98 CTAs, where 117x6224x6560 also won (by 1.08 us): nothing between 88 and
+  // 98 was measured.
   // Grids of at most 62/132 of the SMs in 64 x 64 tiles up to K = 4096 (and of 1/8 at any K)
   // never reach here: the small-M kernel takes them (small_m_kernel_wins, session 54), so K =
   // 2048 (the only K < 2049 that reaches here) has no lower bound on CTAs (session 53's 15/32
@@ -325,7 +328,7 @@ GemmConfig fp8_config(int64_t M, int64_t N, int64_t K, const DeviceInfo& dev) {
   const GemmConfig split = fp8_split_config(tiles_of(64), tiles, slices, sms);
   if (split.block_n == 128 && split.split_k == 2 && tiles_of(64) == 2 * tiles && N % 8 == 0 && K <= 6656 &&
       (K <= 5120 || 8 * tiles >= 3 * sms))
-    return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};  // see below
+    return GemmConfig{GemmPath::fp8, 64, 128, 1, 12};  // session 62, above
   return split;
 }
 

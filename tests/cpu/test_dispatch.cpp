@@ -64,7 +64,7 @@ TEST(Dispatch, SmallMUsesClusterSplitKLargeMUsesFp8) {
     EXPECT_EQ(describe(choose_gemm_config(M, 2880, 512, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16") << M;
   EXPECT_EQ(choose_gemm_config(12, 7168, 1024, dev).block_n, 64);           // 16 x 16 = 256
   // Two token tiles only where gemv's grid fits the SMs (session 62, ab-g16-call1- and
-  // ab-land-call2-session62-h100.txt): past them one 16-warp CTA per SM runs two waves.
+  // ab-land-call2-session62-h100.txt): past them a second wave runs.
   EXPECT_EQ(describe(choose_gemm_config(16, 4096, 1024, dev)), "path=gemv block_n=32 block_m=8 split_k=1 warps=16");  // 128 CTAs
   EXPECT_EQ(choose_gemm_config(13, 5344, 896, dev).path, GemmPath::splitk);   // S = 2: 167 CTAs
   EXPECT_EQ(choose_gemm_config(13, 2144, 672, dev).path, GemmPath::splitk);   // S = 1: 134 CTAs
